@@ -1,0 +1,45 @@
+"""Tools and kits: tool specs, the toolbox, kit resolution, the workspace and the file tools."""
+
+from .builtin_tools import FileToolsProvider, builtin_toolbox
+from .effects import FileEffects, record_read, record_write, recording
+from .errors import UnknownToolError, WorkspaceError, WorkspacePathTypeError
+from .pathmatch import TooManyMatchesError
+from .registry import (
+    KitFile,
+    ResolvedKit,
+    available_kits,
+    check_kit_name,
+    find_kit_file,
+    parse_kit_file,
+    resolve_kit,
+    write_kit_file,
+)
+from .spec import ArgSpec, ToolSpec
+from .toolbox import Toolbox, ToolProvider
+from .workspace import Workspace
+
+__all__ = [
+    "ArgSpec",
+    "FileEffects",
+    "FileToolsProvider",
+    "KitFile",
+    "ResolvedKit",
+    "TooManyMatchesError",
+    "ToolProvider",
+    "ToolSpec",
+    "Toolbox",
+    "UnknownToolError",
+    "Workspace",
+    "WorkspaceError",
+    "WorkspacePathTypeError",
+    "available_kits",
+    "builtin_toolbox",
+    "check_kit_name",
+    "find_kit_file",
+    "parse_kit_file",
+    "record_read",
+    "record_write",
+    "recording",
+    "resolve_kit",
+    "write_kit_file",
+]

@@ -1,0 +1,194 @@
+"""The built-in file tools, confined to a workspace: read, find, write and edit files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import code_search
+from .atomic import atomic_write_text
+from .builtin_specs import PROVIDER_NAME, tool_specs
+from .effects import record_read, record_write
+from .pathmatch import TooManyMatchesError, compile_pattern, match_files
+from .spec import ToolSpec
+from .toolbox import Toolbox
+from .workspace import Workspace
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # docs paths are relative to it
+MAX_READ_BYTES = 16 * 1024 * 1024
+MAX_WRITE_BYTES = 16 * 1024 * 1024
+MAX_FIND_RESULTS = 10_000
+
+
+class FileToolsProvider:
+    """Provider ``builtin``: file tools whose every path stays inside one workspace.
+
+    Tools take and return plain data. Files are read and written as UTF-8 text; a file that
+    is not valid UTF-8 is refused rather than silently altered.
+    """
+
+    name = PROVIDER_NAME
+
+    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+        self.workspace = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The specs of the six file tools (four read-only, two that write)."""
+        return tool_specs()
+
+    def resolve(self, spec: ToolSpec) -> Callable[..., Any]:
+        """The bound tool function for ``spec``."""
+        if spec.name not in _TOOL_NAMES:
+            raise KeyError(f"provider {self.name!r} has no tool {spec.name!r}")
+        return getattr(self, spec.name)
+
+    def resolve_docs(self, spec: ToolSpec) -> Path | None:
+        """The absolute path of ``spec.docs`` inside this package, or None."""
+        if not spec.docs:
+            return None
+        path = (PACKAGE_ROOT / spec.docs).resolve()
+        return path if path.is_relative_to(PACKAGE_ROOT) and path.is_file() else None
+
+    def read_file(self, path: str) -> str:
+        """The text of a UTF-8 file in the workspace (at most 16 MiB)."""
+        real = self.workspace.resolve(path)
+        text = _read_text(real, path)
+        record_read(self.workspace.relative(real))
+        return text
+
+    def find_files(self, pattern: str) -> list[str]:
+        """Sorted workspace-relative paths of the files matching a glob (``**`` allowed)."""
+        try:
+            return match_files(self.workspace, compile_pattern(pattern), MAX_FIND_RESULTS)
+        except TooManyMatchesError:
+            raise TooManyMatchesError(
+                f"find_files({pattern!r}) matches more than {MAX_FIND_RESULTS} files; "
+                f"use a narrower pattern such as 'src/**/*.py'"
+            ) from None
+
+    def write_file(self, path: str, content: str) -> str:
+        """Create or replace a file with ``content``, atomically; parent folders are created."""
+        _require_str(content, "content")
+        real = self.workspace.resolve(path, write=True)
+        if real.is_dir():
+            raise IsADirectoryError(f"{path!r} is a folder; write_file needs a file path")
+        _write_text(real, path, content)
+        relative = self.workspace.relative(real)
+        record_write(relative)
+        return f"wrote {len(content)} chars to {relative}"
+
+    def edit_file(self, path: str, old: str, new: str) -> str:
+        """Replace the one occurrence of ``old`` in a file with ``new``, atomically."""
+        _require_str(old, "old")
+        _require_str(new, "new")
+        if not old:
+            raise ValueError("old is empty; give the exact text to replace")
+        real = self.workspace.resolve(path, write=True)
+        text = _read_text(real, path)
+        _check_occurs_once(text.count(old), path)
+        _write_text(real, path, text.replace(old, new, 1))
+        relative = self.workspace.relative(real)
+        record_write(relative)
+        return f"edited {relative}: replaced {len(old)} chars with {len(new)} chars"
+
+    def find_definitions(self, name: str) -> list[dict]:
+        """Functions, async functions and classes named ``name`` in the workspace's .py files."""
+        _require_name(name)
+        return self._search(code_search.find_definitions, name)
+
+    def find_callers(self, name: str) -> list[dict]:
+        """Calls of ``name(...)`` or ``<anything>.name(...)`` in the workspace's .py files."""
+        _require_name(name)
+        return self._search(code_search.find_callers, name)
+
+    def _search(self, search: Callable[[Workspace, str], dict[str, list[dict]]], name: str):
+        try:
+            by_file = search(self.workspace, name)
+        except TooManyMatchesError:
+            raise TooManyMatchesError(
+                f"the workspace holds more than {code_search.MAX_PYTHON_FILES} Python files; "
+                f"too many to search"
+            ) from None
+        for relative in by_file:  # only the files that produced results count as read
+            record_read(relative)
+        return [hit for hits in by_file.values() for hit in hits]
+
+
+def builtin_toolbox(workspace: Workspace | str | os.PathLike[str]) -> Toolbox:
+    """A Toolbox holding the built-in file tools for ``workspace``."""
+    toolbox = Toolbox()
+    toolbox.register_provider(FileToolsProvider(workspace))
+    return toolbox
+
+
+def _read_text(real: Path, shown: str) -> str:
+    try:
+        info = os.stat(real)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(
+            f"no file {shown!r} in the workspace; use find_files() to see which files exist"
+        ) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(f"{shown!r} is a folder, not a file; use find_files('{shown}/*') to list it")
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{shown!r} is not a regular file; read_file reads regular files only")
+    with open(real, "rb") as stream:
+        data = stream.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise ValueError(
+            f"{shown!r} is larger than {MAX_READ_BYTES} bytes (16 MiB), the most read_file reads"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{shown!r} is not UTF-8 text (byte {data[error.start]:#04x} at offset "
+            f"{error.start}); the file tools read and write UTF-8 text files only"
+        ) from None
+
+
+def _write_text(real: Path, shown: str, text: str) -> None:
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise ValueError(f"the text for {shown!r} cannot be written as UTF-8: {error}") from None
+    if size > MAX_WRITE_BYTES:
+        raise ValueError(
+            f"the text for {shown!r} is {size} bytes; the most a file tool writes is "
+            f"{MAX_WRITE_BYTES} bytes (16 MiB)"
+        )
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise NotADirectoryError(f"cannot create the folders for {shown!r}: a file is in the way") from None
+    atomic_write_text(real, text)
+
+
+def _check_occurs_once(count: int, shown: str) -> None:
+    if count == 0:
+        raise ValueError(
+            f"the text to replace does not occur in {shown!r}; read_file() it and copy the "
+            f"exact text, whitespace included"
+        )
+    if count > 1:
+        raise ValueError(
+            f"the text to replace occurs {count} times in {shown!r}; it must occur exactly "
+            f"once, so include more of the surrounding text"
+        )
+
+
+def _require_str(value: object, what: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+
+
+def _require_name(name: object) -> None:
+    _require_str(name, "name")
+    if not name:
+        raise ValueError("name is empty; give the name of a function or class")
+
+
+_TOOL_NAMES = frozenset(spec.name for spec in tool_specs())

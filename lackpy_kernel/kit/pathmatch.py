@@ -1,0 +1,151 @@
+"""Glob patterns matched against the workspace tree without ever leaving it.
+
+Semantics follow ``glob``: ``*`` and ``?`` stay within one path segment, ``[...]`` is a
+character class, a ``**`` segment spans any number of folders, and wildcards do not match
+names starting with ``.`` unless the pattern segment does. Symlinked folders are never
+descended into (so a link out of the workspace, or a link loop, leads nowhere); a symlinked
+file is listed only when its target is a regular file inside the workspace. ``.git`` folders
+and the workspace's ``.lackpy`` folder are never searched.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import WorkspaceError
+from .workspace import CONFIG_DIR, Workspace
+
+_MAGIC = re.compile(r"[*?\[]")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class _Segment:
+    text: str
+    recursive: bool
+    regex: re.Pattern[str] | None
+
+    def matches(self, name: str) -> bool:
+        if self.regex is None:
+            return name == self.text
+        if name.startswith(".") and not self.text.startswith("."):
+            return False
+        return self.regex.match(name) is not None
+
+
+class TooManyMatchesError(ValueError):
+    """A pattern matched more files than the caller allows."""
+
+
+def compile_pattern(pattern: object) -> list[_Segment]:
+    """Split a workspace-relative glob pattern into segments; ``WorkspaceError`` if it leaves."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
+    if not pattern or "\0" in pattern:
+        raise ValueError(f"invalid pattern {pattern!r}: give a glob such as '**/*.py'")
+    if pattern.startswith(("/", "\\")) or _DRIVE.match(pattern):
+        raise WorkspaceError(
+            f"pattern {pattern!r} is absolute: patterns are relative to the workspace root; "
+            f"write e.g. 'src/**/*.py'"
+        )
+    parts = [part for part in pattern.split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise WorkspaceError(
+            f"pattern {pattern!r} contains '..': patterns must stay inside the workspace; "
+            f"write them relative to the workspace root"
+        )
+    return _segments(parts, pattern)
+
+
+def match_files(workspace: Workspace, segments: list[_Segment], limit: int) -> list[str]:
+    """Sorted workspace-relative posix paths of the files matching ``segments``.
+
+    Raises ``TooManyMatchesError`` when more than ``limit`` files match.
+    """
+    found: set[str] = set()
+    seen: set[tuple[str, int]] = set()
+    for path in _walk(workspace, str(workspace.root), (), segments, 0, seen):
+        found.add(path)
+        if len(found) > limit:
+            raise TooManyMatchesError(f"more than {limit} files match")
+    return sorted(found)
+
+
+def _segments(parts: list[str], pattern: str) -> list[_Segment]:
+    segments: list[_Segment] = []
+    for part in parts:
+        if part == "**":
+            if not segments or not segments[-1].recursive:
+                segments.append(_Segment(part, True, None))
+        elif "**" in part:
+            raise ValueError(f"invalid pattern {pattern!r}: '**' must be a whole path segment")
+        else:
+            regex = re.compile(fnmatch.translate(part)) if _MAGIC.search(part) else None
+            segments.append(_Segment(part, False, regex))
+    if not segments:
+        raise ValueError(f"pattern {pattern!r} names no files; give a glob such as '**/*.py'")
+    if segments[-1].recursive:  # a trailing "**" means every file below
+        segments.append(_Segment("*", False, re.compile(fnmatch.translate("*"))))
+    return segments
+
+
+def _walk(
+    workspace: Workspace,
+    directory: str,
+    relative: tuple[str, ...],
+    segments: list[_Segment],
+    index: int,
+    seen: set[tuple[str, int]],
+) -> Iterator[str]:
+    # Several "**" can reach the same folder at the same point of the pattern: walk it once.
+    if (directory, index) in seen:
+        return
+    seen.add((directory, index))
+    segment, is_last = segments[index], index == len(segments) - 1
+    for entry in _entries(directory, relative):
+        if segment.recursive:
+            if not entry.name.startswith(".") and _is_real_dir(entry):
+                yield from _walk(workspace, entry.path, (*relative, entry.name), segments, index, seen)
+        elif segment.matches(entry.name):
+            if is_last:
+                if _is_file_inside(workspace, entry):
+                    yield "/".join((*relative, entry.name))
+            elif _is_real_dir(entry):
+                yield from _walk(workspace, entry.path, (*relative, entry.name), segments, index + 1, seen)
+    if segment.recursive:  # "**" matching no folder at all
+        yield from _walk(workspace, directory, relative, segments, index + 1, seen)
+
+
+def _entries(directory: str, relative: tuple[str, ...]) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return [entry for entry in entries if not _excluded(entry.name, relative)]
+    except OSError:  # unreadable or vanished folders are skipped
+        return []
+
+
+def _excluded(name: str, relative: tuple[str, ...]) -> bool:
+    if name == ".git":
+        return True
+    return not relative and name.casefold() == CONFIG_DIR
+
+
+def _is_real_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _is_file_inside(workspace: Workspace, entry: os.DirEntry[str]) -> bool:
+    try:
+        if not entry.is_symlink():
+            return entry.is_file(follow_symlinks=False)
+        target = os.path.realpath(entry.path)
+        return workspace.contains(target) and os.path.isfile(target)
+    except (OSError, RecursionError):
+        return False

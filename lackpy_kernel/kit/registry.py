@@ -1,0 +1,272 @@
+"""Kits: named selections of tools, resolved against a toolbox."""
+
+from __future__ import annotations
+
+import json
+import keyword
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.lang import Grade, compute_grade
+
+from .atomic import atomic_write_text
+from .spec import ToolSpec
+from .toolbox import Toolbox
+
+SHIPPED_KITS_DIR = Path(__file__).resolve().parent / "kits"
+KIT_SUFFIX = ".kit"
+_KIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+_META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_FENCE = "---"
+
+
+@dataclass
+class ResolvedKit:
+    """A kit ready to run: specs and callables by name (or alias), grade, description."""
+
+    tools: dict[str, ToolSpec]
+    callables: dict[str, Callable[..., Any]]
+    grade: Grade
+    description: str
+    docs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class KitFile:
+    """The content of a ``.kit`` file."""
+
+    name: str
+    tools: list[str]
+    description: str | None = None
+    docs: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+
+def default_kits_dir() -> Path:
+    """``.lackpy/kits`` under the current directory."""
+    return Path.cwd() / ".lackpy" / "kits"
+
+
+def resolve_kit(
+    kit: str | list[str] | dict[str, str | dict] | None,
+    toolbox: Toolbox,
+    kits_dir: str | os.PathLike[str] | None = None,
+    extra_tools: list[str] | None = None,
+) -> ResolvedKit:
+    """Resolve a kit into the tools, callables, grade and description a program runs with.
+
+    ``kit`` is the name of a ``.kit`` file (looked up in ``kits_dir``, default
+    ``./.lackpy/kits``, then among the kits shipped with the package), a list of tool names,
+    or a dict of alias -> tool name (or alias -> ``{"tool": name}``). As on a command line, a
+    string may also be a comma-separated list of tools, or one tool's name when no kit file
+    has that name. ``extra_tools`` are
+    added under their own names unless the kit already has that name.
+    """
+    aliases, docs = _kit_aliases(kit, toolbox, kits_dir)
+    for name in _check_names(extra_tools or [], "extra_tools"):
+        aliases.setdefault(name, name)
+    tools = {alias: toolbox.get(name) for alias, name in aliases.items()}
+    callables = {alias: toolbox.resolve(name) for alias, name in aliases.items()}
+    return ResolvedKit(
+        tools=tools,
+        callables=callables,
+        grade=compute_grade({alias: _grade_fields(spec) for alias, spec in tools.items()}),
+        description="\n".join(spec.describe(alias) for alias, spec in tools.items()),
+        docs=docs,
+    )
+
+
+def find_kit_file(name: str, kits_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The path of kit ``name``: the workspace's kits first, then the shipped ones."""
+    stem = check_kit_name(name)
+    folders = _kit_folders(kits_dir)
+    for folder in folders:
+        candidate = folder / f"{stem}{KIT_SUFFIX}"
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(sorted(available_kits(kits_dir))) or "none"
+    looked = " and ".join(str(folder) for folder in folders)
+    raise FileNotFoundError(
+        f"no kit named {stem!r}: looked for {stem}{KIT_SUFFIX} in {looked}; "
+        f"available kits: {known}. Create one with write_kit_file() or pass a list of tool names."
+    )
+
+
+def available_kits(kits_dir: str | os.PathLike[str] | None = None) -> dict[str, Path]:
+    """Kit name -> path for every kit found; a workspace kit hides a shipped one of that name."""
+    found: dict[str, Path] = {}
+    for folder in reversed(_kit_folders(kits_dir)):
+        if folder.is_dir():
+            found.update((path.stem, path) for path in sorted(folder.glob(f"*{KIT_SUFFIX}")))
+    return dict(sorted(found.items()))
+
+
+def check_kit_name(name: object) -> str:
+    """The kit name without a ``.kit`` suffix; ``ValueError`` unless it is a plain name."""
+    if not isinstance(name, str):
+        raise TypeError(f"a kit name must be a str, not {type(name).__name__}")
+    stem = name.removesuffix(KIT_SUFFIX)
+    if not _KIT_NAME.fullmatch(stem):
+        raise ValueError(
+            f"invalid kit name {name!r}: a kit name is a plain name of letters, digits, '_' "
+            f"and '-' (no folders, no '..'); kits live in .lackpy/kits/<name>.kit"
+        )
+    return stem
+
+
+def parse_kit_file(path: str | os.PathLike[str]) -> KitFile:
+    """Read a ``.kit`` file: optional ``---`` frontmatter, then one tool name per line."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    meta, body_start = _parse_frontmatter(path, lines)
+    tools: list[str] = []
+    for number, line in enumerate(lines[body_start:], start=body_start + 1):
+        name = line.split("#", 1)[0].strip()
+        if not name:
+            continue
+        if not _is_identifier(name):
+            raise _kit_syntax_error(path, number, f"{name!r} is not a tool name (one per line)")
+        if name not in tools:
+            tools.append(name)
+    docs = [item.strip() for item in meta.get("docs", "").split(",") if item.strip()]
+    return KitFile(
+        name=meta.get("name") or path.stem,
+        tools=tools,
+        description=meta.get("description"),
+        docs=docs,
+        path=path,
+    )
+
+
+def write_kit_file(
+    path: str | os.PathLike[str],
+    name: str,
+    tools: Iterable[str],
+    description: str | None = None,
+) -> Path:
+    """Write a ``.kit`` file atomically (creating its folder) and return its path."""
+    check_kit_name(name)
+    if isinstance(tools, str):
+        raise TypeError("tools must be a list of tool names, not a single str")
+    tool_names = _check_names(list(tools), "tools")
+    for tool in tool_names:
+        if not _is_identifier(tool):
+            raise ValueError(f"{tool!r} is not a valid tool name")
+    lines = [_FENCE, f"name: {name}"]
+    if description is not None:
+        lines.append(f"description: {json.dumps(description, ensure_ascii=False)}")
+    lines += [_FENCE, *tool_names]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str, str], list[str]]:
+    if kit is None:
+        raise NotImplementedError(
+            "kit=None (choosing a kit automatically) is not supported yet; pass a kit name, "
+            "a list of tool names or a dict of alias -> tool name"
+        )
+    if isinstance(kit, str) and "," in kit:
+        return _kit_aliases([name.strip() for name in kit.split(",") if name.strip()], toolbox, kits_dir)
+    if isinstance(kit, str):
+        try:
+            kit_file = parse_kit_file(find_kit_file(kit, kits_dir))
+        except FileNotFoundError:
+            if kit in toolbox:
+                return {kit: kit}, []
+            raise
+        return {name: name for name in kit_file.tools}, kit_file.docs
+    if isinstance(kit, list | tuple):
+        return {name: name for name in _check_names(kit, "kit")}, []
+    if isinstance(kit, dict):
+        aliases = {_check_alias(alias): _alias_target(alias, value) for alias, value in kit.items()}
+        return aliases, []
+    raise TypeError(
+        f"a kit must be a kit name (str), a list of tool names or a dict of alias -> tool name, "
+        f"not {type(kit).__name__}"
+    )
+
+
+def _check_names(names: object, what: str) -> list[str]:
+    if isinstance(names, str) or not isinstance(names, list | tuple):
+        raise TypeError(f"{what} must be a list of tool names, not {type(names).__name__}")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"{what} must hold tool names (str), not {type(name).__name__}")
+    return list(names)
+
+
+def _check_alias(alias: object) -> str:
+    if not isinstance(alias, str):
+        raise TypeError(f"kit aliases must be str, not {type(alias).__name__}")
+    if not _is_identifier(alias):
+        raise ValueError(f"kit alias {alias!r} is not a valid name for programs to call")
+    return alias
+
+
+def _alias_target(alias: str, value: object) -> str:
+    if isinstance(value, dict):
+        value = value.get("tool")
+    if not isinstance(value, str):
+        raise TypeError(f"kit entry {alias!r} must be a tool name or {{'tool': name}}, got {value!r}")
+    return value
+
+
+def _grade_fields(spec: ToolSpec) -> dict[str, int]:
+    return {"grade_w": spec.grade_w, "effects_ceiling": spec.effects_ceiling}
+
+
+def _kit_folders(kits_dir: str | os.PathLike[str] | None) -> list[Path]:
+    workspace_kits = Path(kits_dir) if kits_dir is not None else default_kits_dir()
+    return [workspace_kits, SHIPPED_KITS_DIR]
+
+
+def _parse_frontmatter(path: Path, lines: list[str]) -> tuple[dict[str, str], int]:
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or lines[first].strip() != _FENCE:
+        return {}, 0
+    meta: dict[str, str] = {}
+    for number in range(first + 1, len(lines)):
+        line = lines[number].strip()
+        if line == _FENCE:
+            return meta, number + 1
+        if line and not line.startswith("#"):
+            key, value = _parse_meta_line(path, number + 1, line)
+            meta[key] = value
+    raise _kit_syntax_error(path, first + 1, f"the frontmatter opened here has no closing {_FENCE}")
+
+
+def _parse_meta_line(path: Path, number: int, line: str) -> tuple[str, str]:
+    key, sep, value = line.partition(":")
+    key = key.strip()
+    if not sep or not _META_KEY.fullmatch(key):
+        raise _kit_syntax_error(path, number, f"expected 'key: value' in the frontmatter: {line!r}")
+    return key, _unquote(path, number, value.strip())
+
+
+def _unquote(path: Path, number: int, value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] == "'":
+        return value[1:-1]
+    if value.startswith('"'):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            decoded = None
+        if not isinstance(decoded, str):
+            raise _kit_syntax_error(path, number, f"badly quoted value {value!r}")
+        return decoded
+    return value
+
+
+def _kit_syntax_error(path: Path, number: int, problem: str) -> ValueError:
+    return ValueError(f"malformed kit file {path}, line {number}: {problem}")
+
+
+def _is_identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
