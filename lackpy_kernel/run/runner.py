@@ -1,0 +1,248 @@
+"""Run validated lackpy programs in a restricted namespace, in this process."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lackpy_kernel.kit import effects
+from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, issue_at, validate
+
+from .plain import find_non_plain
+from .trace import Trace, make_traced
+
+PROGRAM_FILENAME = "<lackpy>"
+OUTPUT_NAME = "__lackpy_output__"  # programs cannot name it: '__' names are reserved
+STDOUT_LIMIT = 1_000_000
+VALIDATION_ERROR = "LackpyValidationError"
+
+
+@dataclass
+class ExecutionResult:
+    """What running a program produced.
+
+    ``output`` is the last expression's value; ``variables`` the program's
+    variables afterwards (session variables included, parameters and tools
+    not); ``stdout`` what it printed. On failure ``error`` says what went
+    wrong, ``error_type`` names it and ``error_line`` points into the program;
+    ``issues`` hold validation errors with their positions.
+    """
+
+    success: bool
+    output: Any = None
+    error: str | None = None
+    trace: Trace = field(default_factory=Trace)
+    variables: dict[str, Any] = field(default_factory=dict)
+    stdout: str = ""
+    error_type: str | None = None
+    error_line: int | None = None
+    issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form (the output and variables are passed as they are)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        data["trace"] = self.trace.to_dict()
+        data["issues"] = [asdict(issue) for issue in self.issues]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExecutionResult:
+        """Rebuild a result from ``to_dict``'s output."""
+        values = dict(data)
+        values["trace"] = Trace.from_dict(values.get("trace", {}))
+        values["issues"] = [Issue(**issue) for issue in values.get("issues", [])]
+        return cls(**values)
+
+
+def validation_failure(issues: list[Issue]) -> ExecutionResult:
+    """The result for a program that did not pass validation."""
+    error = "invalid program:\n" + "\n".join(f"  {issue}" for issue in issues)
+    first_line = next((issue.line for issue in issues if issue.line), None)
+    return ExecutionResult(
+        False, error=error, error_type=VALIDATION_ERROR, error_line=first_line, issues=issues
+    )
+
+
+def no_rebinding(names: Iterable[str]) -> Rule:
+    """A rule refusing assignments to ``names`` (the kit's tools)."""
+    protected = frozenset(names)
+
+    def check(tree: ast.Module) -> list[str]:
+        return [
+            issue_at(node, f"cannot assign to the tool '{node.id}'; choose another name")
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and node.id in protected
+        ]
+
+    check.__name__ = "no_rebinding"
+    return check
+
+
+class RestrictedRunner:
+    """Validate, compile and run lackpy programs with empty ``__builtins__``."""
+
+    def run(
+        self,
+        program: str,
+        namespace: Mapping[str, Callable[..., Any]],
+        params: Mapping[str, Any] | None = None,
+        variables: Mapping[str, Any] | None = None,
+        extra_rules: list[Rule] | None = None,
+    ) -> ExecutionResult:
+        """Run ``program`` with the tools in ``namespace``.
+
+        ``params`` are named inputs; ``variables`` are session variables from
+        earlier programs. Every tool call is traced. Returns a failed result,
+        never raises, for invalid programs and runtime errors.
+        """
+        params = dict(params or {})
+        variables = dict(variables or {})
+        rules = [no_rebinding(namespace), *(extra_rules or [])]
+        check = validate(program, {*namespace, *params, *variables}, rules)
+        if not check.valid:
+            return validation_failure(check.issues)
+        return self._execute(program, check.tree, namespace, params, variables)
+
+    def _execute(self, program, tree, namespace, params, variables) -> ExecutionResult:
+        trace = Trace()
+        stdout = BoundedText(STDOUT_LIMIT)
+        scope: dict[str, Any] = {"__builtins__": {}}
+        scope.update(safe_builtins(stdout))
+        scope.update(variables)
+        scope.update(params)
+        scope.update({name: plain_tool(name, fn, trace) for name, fn in namespace.items()})
+        with effects.recording() as log:
+            try:
+                exec(_compile(tree), scope)
+            except Exception as exc:
+                error, line = describe_runtime_error(exc, program)
+                trace.files_read, trace.files_modified = log.files_read, log.files_modified
+                return ExecutionResult(
+                    False, error=error, trace=trace, stdout=stdout.getvalue(),
+                    error_type=type(exc).__name__, error_line=line,
+                )
+        trace.files_read, trace.files_modified = log.files_read, log.files_modified
+        output = scope.pop(OUTPUT_NAME, None)
+        hidden = {"__builtins__", "__annotations__", *ALLOWED_BUILTINS, *namespace, *params}
+        kept = {name: value for name, value in scope.items() if name not in hidden}
+        return ExecutionResult(True, output, trace=trace, variables=kept, stdout=stdout.getvalue())
+
+
+def _compile(tree: ast.Module):
+    """Compile the validated tree, storing a final expression's value as the output."""
+    body = list(tree.body)
+    if body and isinstance(body[-1], ast.Expr):
+        last = body[-1]
+        body[-1] = ast.Assign(targets=[ast.Name(OUTPUT_NAME, ast.Store())], value=last.value)
+        ast.copy_location(body[-1], last)
+        ast.fix_missing_locations(body[-1])
+    return compile(ast.Module(body=body, type_ignores=[]), PROGRAM_FILENAME, "exec")
+
+
+def plain_tool(name: str, fn: Callable[..., Any], trace: Trace) -> Callable[..., Any]:
+    """``fn`` traced, taking and returning plain data only."""
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        bad = find_non_plain(args) or (find_non_plain(kwargs) if kwargs else None)
+        if bad is not None:
+            raise TypeError(f"{name}() takes plain data, not {bad.__name__}; pass strings, "
+                            "numbers, lists or dicts (wrap iterators in list(...))")
+        result = fn(*args, **kwargs)
+        bad = find_non_plain(result)
+        if bad is not None:
+            raise TypeError(f"{name}() returned a {bad.__name__}, which is not plain data; "
+                            "the tool is broken, report it to the kit's author")
+        return result
+
+    checked.__signature__ = _signature_of(fn)
+    return make_traced(name, checked, trace)
+
+
+def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def describe_runtime_error(exc: BaseException, program: str) -> tuple[str, int | None]:
+    """``Type: message (line N: source)`` for an exception raised by a program."""
+    line = program_line(exc)
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError):
+        message = "MemoryError: the program ran out of memory"
+    elif isinstance(exc, RecursionError):
+        message = "RecursionError: a value is nested too deeply"
+    if line is not None:
+        lines = program.splitlines()
+        source = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        message += f" (line {line}: {source})" if source else f" (line {line})"
+    return message, line
+
+
+def program_line(exc: BaseException) -> int | None:
+    """The program's line where ``exc`` passed last, if it passed through the program."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == PROGRAM_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+class BoundedText:
+    """A text sink that keeps at most ``limit`` characters and says when it dropped some."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+        self.truncated = False
+
+    def write(self, text: str) -> None:
+        room = self.limit - self.size
+        if room <= 0:
+            self.truncated = True
+            return
+        self.parts.append(text[:room])
+        self.size += min(len(text), room)
+        self.truncated = self.truncated or len(text) > room
+
+    def getvalue(self) -> str:
+        text = "".join(self.parts)
+        if self.truncated:
+            text += f"\n[output truncated at {self.limit:,} characters]\n"
+        return text
+
+
+def sort_by(items: Iterable[Mapping[str, Any]], key: str, reverse: bool = False) -> list:
+    """Sort dicts by the value under ``key`` (a dict key, never an attribute)."""
+    items = list(items)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping) or key not in item:
+            raise KeyError(f"sort_by: item {index} has no key {key!r}")
+    return sorted(items, key=lambda item: item[key], reverse=reverse)
+
+
+def safe_builtins(stdout: BoundedText) -> dict[str, Any]:
+    """The curated builtins, with ``print`` writing to ``stdout``."""
+
+    def print_(*values: Any, sep: str | None = " ", end: str | None = "\n") -> None:
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("print: sep and end must be strings")
+        stdout.write(sep.join(str(value) for value in values) + end)
+
+    names = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    names.update(print=print_, sort_by=sort_by)
+    return names
+

@@ -1,0 +1,219 @@
+"""The kernel's side of the sandbox worker: start it, send programs, survive its death."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import wire
+from .plain import find_non_plain
+from .runner import ExecutionResult
+
+# How long past a program's own deadline we wait before deciding the worker hangs.
+GRACE_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-program limits: wall-clock seconds, address-space MB, reply MB."""
+
+    timeout: float = 120.0
+    memory_mb: int = 512
+    max_result_mb: int = 64
+
+
+def sandbox_supported() -> bool:
+    """Whether this platform has the worker (Linux: fork, RLIMIT_AS, PDEATHSIG)."""
+    return sys.platform.startswith("linux")
+
+
+class Sandbox:
+    """A session in a worker process; programs run in forked children under limits.
+
+    ``run`` is thread-safe with ``interrupt``: call ``interrupt`` from another
+    thread (or a signal handler) to stop the running program. If the worker
+    dies it is restarted with the session's last good variables.
+    """
+
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        limits: SandboxLimits | None = None,
+        kits_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.limits = limits or SandboxLimits()
+        self.kits_dir = str(kits_dir) if kits_dir is not None else None
+        self._process: subprocess.Popen | None = None
+        self._reader = wire.FrameReader()
+        self._session_blob: bytes | None = None
+        self._write_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+
+    # -- public -------------------------------------------------------------
+
+    def run(
+        self,
+        program: str,
+        kit: Any,
+        params: dict[str, Any] | None = None,
+        *,
+        keep: bool = True,
+        return_variables: bool = False,
+    ) -> ExecutionResult:
+        """Run ``program`` with ``kit`` (a kit name, tool list or alias dict).
+
+        ``keep=True`` runs in the session and keeps its variables on success;
+        ``keep=False`` runs on an empty namespace and leaves the session alone.
+        """
+        bad = find_non_plain(params or {})
+        if bad is not None:
+            return ExecutionResult(False, error=f"parameters must be plain data, not {bad.__name__}",
+                                   error_type="TypeError")
+        request = self._request(program, kit, params, keep, return_variables)
+        with self._run_lock:
+            reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS)
+        if "error" in reply:
+            return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
+        if keep and reply.get("session") is not None:
+            self._session_blob = reply["session"]
+        return ExecutionResult.from_dict(reply["result"])
+
+    def interrupt(self) -> None:
+        """Stop the program that is running, if any; the session stays as it was."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            self._send({"op": "cancel"})
+        except OSError:
+            pass
+
+    def reset(self) -> None:
+        """Forget the session's variables."""
+        self._session_blob = None
+        if self._process is not None and self._process.poll() is None:
+            with self._run_lock:
+                self._exchange({"op": "reset"}, GRACE_SECONDS)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker's process id while it runs."""
+        return self._process.pid if self._process and self._process.poll() is None else None
+
+    def close(self) -> None:
+        """Stop the worker (it also stops by itself when this process exits)."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin:
+            process.stdin.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------
+
+    def _request(self, program, kit, params, keep, return_variables) -> dict[str, Any]:
+        return {
+            "op": "run",
+            "program": program,
+            "kit": kit,
+            "params": dict(params or {}),
+            "keep": keep,
+            "return_variables": return_variables,
+            "workspace": str(self.workspace),
+            "kits_dir": self.kits_dir,
+            "timeout": self.limits.timeout,
+            "memory_mb": self.limits.memory_mb,
+            "max_result_bytes": self.limits.max_result_mb * 1_000_000,
+        }
+
+    def _exchange(self, request: dict[str, Any], wait: float) -> dict[str, Any]:
+        """Send a request and read its reply, restarting the worker if it died."""
+        try:
+            self._ensure_worker()
+            self._send(request)
+            return self._receive(wait)
+        except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
+            self._kill_worker()
+            kept = "kept" if self._session_blob is not None else "empty (nothing was kept yet)"
+            return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
+                              f"program and the session's variables are {kept}")}
+
+    def _ensure_worker(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        self._kill_worker()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "lackpy_kernel.run.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C in a terminal reaches us, not the worker
+            cwd=self.workspace,
+            env=_worker_env(),
+        )
+        self._reader = wire.FrameReader()
+        if self._session_blob is not None:
+            self._send({"op": "restore", "session": self._session_blob})
+            self._receive(GRACE_SECONDS)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        with self._write_lock:
+            wire.write_all(self._process.stdin.fileno(), wire.dumps(message))
+
+    def _receive(self, wait: float) -> dict[str, Any]:
+        assert self._process is not None and self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        deadline = time.monotonic() + wait
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                frame = self._reader.next_frame()
+                if frame is not None:
+                    return frame
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    raise TimeoutError(f"no reply within {wait:g} s")
+                data = os.read(fd, 1 << 16)
+                if not data:
+                    raise EOFError("the worker exited")
+                self._reader.feed(data)
+
+    def _kill_worker(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe:
+                pipe.close()
+
+
+def _worker_env() -> dict[str, str]:
+    """The environment for the worker: ours, with our package importable."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    env["PYTHONSAFEPATH"] = "1"
+    return env

@@ -1,0 +1,88 @@
+"""Length-prefixed frames of plain data between the kernel, the worker and its children.
+
+Frames are pickles read back with an unpickler that can build no class but
+``complex``: every message is plain data, and a compromised child cannot turn
+a frame into code in the process that reads it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import struct
+from typing import Any
+
+_HEADER = struct.Struct("!Q")
+PROTOCOL = 5
+
+
+class WireError(RuntimeError):
+    """A frame that is malformed or asks for something other than plain data."""
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("builtins", "complex"):
+            return complex
+        raise WireError(f"refusing to load {module}.{name}: frames carry plain data only")
+
+
+def dumps(message: Any) -> bytes:
+    """Pickle ``message`` and prefix its length."""
+    body = pickle.dumps(message, protocol=PROTOCOL)
+    return _HEADER.pack(len(body)) + body
+
+
+def loads_body(body: bytes) -> Any:
+    """Read back one frame's body (without its header)."""
+    try:
+        return _PlainUnpickler(io.BytesIO(body)).load()
+    except WireError:
+        raise
+    except Exception as exc:
+        raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from exc
+
+
+def write_frame(fd: int, message: Any) -> None:
+    """Write one whole frame to a file descriptor."""
+    write_all(fd, dumps(message))
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class FrameReader:
+    """Collects bytes read from a pipe and hands back whole frames."""
+
+    def __init__(self, max_body: int | None = None) -> None:
+        self.buffer = bytearray()
+        self.max_body = max_body
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+
+    def pending_body_size(self) -> int | None:
+        """The announced size of the frame being read, once its header has arrived."""
+        if len(self.buffer) < _HEADER.size:
+            return None
+        return _HEADER.unpack_from(self.buffer)[0]
+
+    def next_frame(self) -> Any | None:
+        """The next complete message, or None if more bytes are needed."""
+        size = self.pending_body_size()
+        if size is None:
+            return None
+        if self.max_body is not None and size > self.max_body:
+            raise WireError(f"frame of {size:,} bytes exceeds the limit of {self.max_body:,}")
+        end = _HEADER.size + size
+        if len(self.buffer) < end:
+            return None
+        body = bytes(self.buffer[_HEADER.size:end])
+        del self.buffer[:end]
+        return loads_body(body)

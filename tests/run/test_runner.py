@@ -1,0 +1,179 @@
+"""The in-process restricted runner and traces."""
+
+import pytest
+
+from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Trace, make_traced, summarize
+from lackpy_kernel.run.runner import STDOUT_LIMIT
+
+
+def greet(name, punctuation="!"):
+    return f"hello {name}{punctuation}"
+
+
+def fail(reason):
+    raise ValueError(f"bad: {reason}")
+
+
+def leak():
+    return greet  # a function is not plain data
+
+
+TOOLS = {"greet": greet, "fail": fail, "leak": leak}
+
+
+def run(program, params=None, variables=None, tools=TOOLS):
+    return RestrictedRunner().run(program, tools, params, variables=variables)
+
+
+def test_last_expression_is_the_output():
+    result = run("x = greet('ada')\nx.upper()")
+    assert result.success
+    assert result.output == "HELLO ADA!"
+    assert result.variables == {"x": "hello ada!"}
+
+
+def test_no_output_when_the_program_ends_with_a_statement():
+    result = run("x = 1")
+    assert result.success and result.output is None
+
+
+def test_variables_exclude_params_tools_and_internals():
+    result = run("y = n + 1\nfor i in range(2):\n    pass_ = i", params={"n": 4})
+    assert result.variables == {"y": 5, "i": 1, "pass_": 1}
+
+
+def test_session_variables_are_visible_and_returned():
+    result = run("total = total + 1\ntotal", variables={"total": 41})
+    assert result.output == 42
+    assert result.variables == {"total": 42}
+
+
+def test_session_variables_are_known_to_the_validator():
+    assert run("f = greet\nf('x')").success
+    assert run("g('x')", variables={"g": greet}).success
+
+
+def test_runtime_error_names_type_message_and_line():
+    result = run("a = 1\nb = 0\nc = a / b")
+    assert not result.success
+    assert result.error_type == "ZeroDivisionError"
+    assert result.error_line == 3
+    assert result.error == "ZeroDivisionError: division by zero (line 3: c = a / b)"
+
+
+def test_tool_errors_point_at_the_program_line():
+    result = run("x = 1\nfail('nope')")
+    assert result.error_type == "ValueError"
+    assert result.error_line == 2
+    assert "bad: nope" in result.error
+
+
+def test_validation_failure_is_a_result_not_an_exception():
+    result = run("import os\nx = open('a')")
+    assert not result.success
+    assert result.error_type == "LackpyValidationError"
+    assert result.error_line == 1
+    assert [issue.line for issue in result.issues] == [1, 2]
+    assert result.error.startswith("invalid program:\n  line 1")
+
+
+def test_tools_cannot_be_rebound():
+    result = run("greet = 1")
+    assert not result.success
+    assert "cannot assign to the tool 'greet'" in result.error
+
+
+def test_trace_records_each_call_with_named_arguments():
+    result = run("a = greet('ada')\nb = greet('bob', punctuation='?')\n[a, b]")
+    first, second = result.trace.entries
+    assert (first.step, first.tool, first.args, first.result, first.success) == (
+        0, "greet", {"name": "ada"}, "hello ada!", True,
+    )
+    assert second.args == {"name": "bob", "punctuation": "?"}
+    assert first.duration_ms >= 0 and first.error is None
+
+
+def test_trace_records_a_failing_call():
+    result = run("fail('x')")
+    (entry,) = result.trace.entries
+    assert not entry.success
+    assert entry.result is None
+    assert entry.error == "ValueError: bad: x"
+
+
+def test_tools_must_return_plain_data():
+    result = run("f = leak()")
+    assert not result.success
+    assert "returned a function, which is not plain data" in result.error
+
+
+def test_tools_take_plain_data_only():
+    result = run("greet(enumerate([1]))")
+    assert not result.success
+    assert "takes plain data, not enumerate" in result.error
+    assert not run("greet(len)").success
+
+
+def test_print_is_captured():
+    result = run("print('a', 1, sep='-')\nprint('b', end='')")
+    assert result.stdout == "a-1\nb"
+
+
+def test_print_cannot_write_to_a_file_object():
+    result = run("print('x', file=greet)")
+    assert not result.success and result.error_type == "TypeError"
+
+
+def test_stdout_is_bounded():
+    result = run("for i in range(3000):\n    print('x' * 1000)")
+    assert result.success
+    assert len(result.stdout) < STDOUT_LIMIT + 100
+    assert result.stdout.endswith("[output truncated at 1,000,000 characters]\n")
+
+
+def test_sort_by_uses_dict_keys():
+    result = run("sort_by([{'n': 2}, {'n': 1}], 'n', reverse=True)")
+    assert result.output == [{"n": 2}, {"n": 1}]
+    missing = run("sort_by([{'n': 2}, {'m': 1}], 'n')")
+    assert not missing.success and "item 1 has no key 'n'" in missing.error
+
+
+def test_sort_by_never_reads_attributes():
+    result = run("sort_by(['abc'], 'upper')")
+    assert not result.success and "has no key 'upper'" in result.error
+
+
+def test_result_round_trips_through_plain_data():
+    result = run("fail('x')")
+    again = ExecutionResult.from_dict(result.to_dict())
+    assert again == result
+
+
+def test_make_traced_wraps_any_callable():
+    trace = Trace()
+    traced = make_traced("add", lambda a, b: a + b, trace)
+    assert traced(1, b=2) == 3
+    assert trace.entries[0].args == {"a": 1, "b": 2}
+    with pytest.raises(ZeroDivisionError):
+        make_traced("div", lambda a: 1 / a, trace)(0)
+    assert trace.entries[1].error == "ZeroDivisionError: division by zero"
+
+
+def test_summarize_copes_with_huge_nested_and_cyclic_values():
+    cyclic = [1]
+    cyclic.append(cyclic)
+    nested = []
+    for _ in range(10000):
+        nested = [nested]
+    assert summarize("short") == "short"
+    assert len(summarize("x" * 10**6)) < 300
+    assert len(summarize(list(range(10**5)))) < 300
+    assert "..." in summarize(cyclic)
+    assert len(summarize(nested)) < 300
+    assert summarize(10**100) != 10**100
+
+
+def test_output_may_be_self_referencing():
+    result = run("a = [1]\na.append(a)\na")
+    assert result.success
+    assert result.output[1] is result.output

@@ -1,0 +1,211 @@
+"""The sandbox worker: limits, atomic sessions, interrupts, and surviving its own death."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+
+pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
+
+LIMITS = SandboxLimits(timeout=3, memory_mb=256, max_result_mb=8)
+KIT = ["read_file", "write_file", "find_files"]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "a.txt").write_text("hello")
+    return tmp_path
+
+
+@pytest.fixture
+def sandbox(workspace):
+    with Sandbox(workspace, LIMITS) as box:
+        yield box
+
+
+def test_runs_a_program_with_tools_and_a_trace(sandbox):
+    result = sandbox.run("x = read_file('a.txt')\nprint(len(x))\nx.upper()", KIT)
+    assert result.success, result.error
+    assert result.output == "HELLO"
+    assert result.stdout == "5\n"
+    assert [entry.tool for entry in result.trace.entries] == ["read_file"]
+    assert result.trace.files_read == ["a.txt"]
+
+
+def test_writes_land_in_the_workspace(sandbox, workspace):
+    result = sandbox.run("write_file('b.txt', 'made')", KIT)
+    assert result.success, result.error
+    assert (workspace / "b.txt").read_text() == "made"
+    assert result.trace.files_modified == ["b.txt"]
+
+
+def test_variables_persist_across_programs(sandbox):
+    assert sandbox.run("n = 20", KIT).success
+    assert sandbox.run("n = n + 1", KIT).success
+    assert sandbox.run("n * 2", KIT).output == 42
+
+
+def test_a_failing_program_leaves_the_session_exactly_as_it_was(sandbox):
+    sandbox.run("items = [1, 2]\nd = {'k': items}", KIT)
+    failed = sandbox.run("items.append(3)\nd['k'].append(4)\nnew = 1\nx = 1 / 0", KIT)
+    assert failed.error_type == "ZeroDivisionError"
+    after = sandbox.run("[items, d, len(items)]", KIT)
+    assert after.output == [[1, 2], {"k": [1, 2]}, 2]
+    assert not sandbox.run("new", KIT).success
+
+
+def test_aliasing_between_variables_survives(sandbox):
+    sandbox.run("a = [1]\nb = {'a': a}", KIT)
+    sandbox.run("b['a'].append(2)", KIT)
+    assert sandbox.run("a", KIT).output == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("bomb", "error_type"),
+    [
+        ("sum(range(1000000000000))", "TimeoutError"),
+        ("'x' * 100000000000", "MemoryError"),
+        ("[0] * 10000000000", "MemoryError"),
+        ("big = 'a' * 300000000", "MemoryError"),
+        ("x = []\nfor i in range(100000000):\n    x.append('abcdefgh' * 8)", "MemoryError"),
+        ("total = 0\nfor i in range(100000000000):\n    total += i", "TimeoutError"),
+        ("x = 9\nfor i in range(64):\n    x = x * x", "MemoryError"),
+        ("'x' * 20000000", "ResultTooLarge"),
+        ("x = list(range(3000000))", "ResultTooLarge"),
+    ],
+)
+def test_resource_bombs_are_stopped_and_the_session_survives(sandbox, bomb, error_type):
+    sandbox.run("kept = 'still here'", KIT)
+    started = time.monotonic()
+    result = sandbox.run(bomb, KIT)
+    assert not result.success
+    assert result.error_type in (error_type, "TimeoutError"), result.error
+    assert time.monotonic() - started < LIMITS.timeout + 5
+    assert "limit" in result.error or "memory" in result.error
+    assert sandbox.run("kept", KIT).output == "still here"
+
+
+def test_deeply_nested_values_are_errors_not_crashes(sandbox):
+    result = sandbox.run("a = []\nfor i in range(200000):\n    a = [a]\na", KIT)
+    assert not result.success
+    assert "nested too deeply" in result.error
+    assert sandbox.run("1 + 1", KIT).output == 2
+
+
+def test_interrupt_stops_a_running_program(sandbox):
+    sandbox.run("kept = 1", KIT)
+    threading.Timer(0.3, sandbox.interrupt).start()
+    started = time.monotonic()
+    result = sandbox.run("sum(range(1000000000000))", KIT)
+    assert result.error_type == "KeyboardInterrupt"
+    assert time.monotonic() - started < 2
+    assert sandbox.run("kept", KIT).output == 1
+
+
+def test_a_stray_interrupt_between_programs_is_harmless(sandbox):
+    sandbox.run("x = 1", KIT)
+    sandbox.interrupt()
+    assert sandbox.run("x + 1", KIT).output == 2
+
+
+def test_a_killed_worker_is_restarted_with_the_session(sandbox):
+    sandbox.run("x = {'a': [1, 2]}", KIT)
+    old_pid = sandbox.worker_pid
+    os.kill(old_pid, signal.SIGKILL)
+    time.sleep(0.1)
+    result = sandbox.run("x['a']", KIT)
+    assert result.success, result.error
+    assert result.output == [1, 2]
+    assert sandbox.worker_pid != old_pid
+
+
+def test_keep_false_neither_sees_nor_changes_the_session(sandbox):
+    sandbox.run("x = 1", KIT)
+    assert not sandbox.run("x", KIT, keep=False).success
+    one_shot = sandbox.run("y = 2\ny", KIT, keep=False, return_variables=True)
+    assert one_shot.output == 2 and one_shot.variables == {"y": 2}
+    assert not sandbox.run("y", KIT).success
+
+
+def test_non_plain_values_are_not_kept_and_say_so(sandbox):
+    result = sandbox.run("it = enumerate([1])\nok = 1\nit", KIT)
+    assert result.success
+    assert any("it (enumerate)" in note for note in result.notes)
+    assert isinstance(result.output, str) and "enumerate" in result.output
+    assert sandbox.run("ok", KIT).output == 1
+
+
+def test_params_are_plain_data(sandbox):
+    assert sandbox.run("n + 1", KIT, params={"n": 1}).output == 2
+    result = sandbox.run("n", KIT, params={"n": object()})
+    assert not result.success and "plain data" in result.error
+
+
+def test_validation_happens_in_the_sandbox_too(sandbox):
+    result = sandbox.run("import os", KIT)
+    assert result.error_type == "LackpyValidationError"
+    assert result.issues[0].line == 1
+
+
+def test_unknown_kit_is_a_clear_error(sandbox):
+    result = sandbox.run("1", ["no_such_tool"])
+    assert not result.success
+    assert result.error_type == "KitError" and "no_such_tool" in result.error
+
+
+def test_reset_forgets_variables(sandbox):
+    sandbox.run("x = 1", KIT)
+    sandbox.reset()
+    assert not sandbox.run("x", KIT).success
+
+
+def test_the_worker_ignores_sigint(sandbox):
+    sandbox.run("x = 1", KIT)
+    os.kill(sandbox.worker_pid, signal.SIGINT)
+    time.sleep(0.1)
+    assert sandbox.run("x", KIT).output == 1
+
+
+def test_no_worker_outlives_its_parent(workspace):
+    script = textwrap.dedent(f"""
+        import sys, time
+        from lackpy_kernel.run import Sandbox
+        box = Sandbox({str(workspace)!r})
+        box.run('x = 1', ['read_file'])
+        print(box.worker_pid, flush=True)
+        box.run('sum(range(1000000000000))', ['read_file'])
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    worker_pid = int(parent.stdout.readline())
+    time.sleep(0.5)  # the long program is running in a grandchild now
+    grandchildren = _children_of(worker_pid)
+    parent.kill()
+    parent.wait()
+    parent.stdout.close()
+    for pid in [worker_pid, *grandchildren]:
+        assert _gone_within(pid, 5), f"process {pid} outlived the kernel"
+
+
+def _children_of(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(child) for child in handle.read().split()]
+
+
+def _gone_within(pid, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().split()[2] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
