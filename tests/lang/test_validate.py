@@ -125,7 +125,8 @@ def test_collects_all_errors_in_order_with_positions():
     program = "import os\nx = open('f')\ny = x.__class__\nwhile x:\n    pass"
     result = validate(program, TOOLS)
     assert [issue.line for issue in result.issues] == [1, 2, 3, 4]
-    assert all(error.startswith(f"line {i}, col ") for i, error in zip([1, 2, 3, 4], result.errors))
+    for line, error in zip([1, 2, 3, 4], result.errors, strict=True):
+        assert error.startswith(f"line {line}, col ")
 
 
 def test_column_counts_characters_not_bytes():
