@@ -1,24 +1,20 @@
-"""The ``lackpy`` command: validate and run lackpy programs against a workspace."""
+"""The ``lackpy`` command: delegate, generate, validate, run and save lackpy programs."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import asyncio
 import json
 import pprint
 import sys
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.kit import builtin_toolbox, resolve_kit
-from lackpy_kernel.lang import validate
-from lackpy_kernel.run import (
-    ExecutionResult,
-    RestrictedRunner,
-    Sandbox,
-    SandboxLimits,
-    sandbox_supported,
-)
+from lackpy_kernel.config import ConfigError, load_config
+from lackpy_kernel.service import LackpyService
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -28,87 +24,226 @@ def parse_param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
     try:
         value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         value = raw
     return name, value
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--workspace", type=Path, default=Path.cwd(),
+    common.add_argument("--workspace", type=Path, default=None,
                         help="folder the tools work in (default: the current directory)")
     common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    kit = argparse.ArgumentParser(add_help=False)
+    kit.add_argument("--kit", default=None,
+                     help="kit name or comma-separated tools (default: the config's, else debug)")
+    kit.add_argument("--param", type=parse_param, action="append", default=[],
+                     metavar="NAME=VALUE", help="a named input; literals parse as Python")
+    limits = argparse.ArgumentParser(add_help=False)
+    limits.add_argument("--no-sandbox", action="store_true",
+                        help="run in this process, without time or memory limits")
+    limits.add_argument("--timeout", type=float, help="seconds a program may run")
+    limits.add_argument("--memory-mb", type=int, help="memory a program may use")
+
     parser = argparse.ArgumentParser(prog="lackpy", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    run = commands.add_parser("run", parents=[common], help="validate and run a program file")
-    run.add_argument("file", type=Path, help="the program ('-' reads standard input)")
-    run.add_argument("--kit", default="debug",
-                     help="kit name or comma-separated tools (default: debug)")
-    run.add_argument("--param", type=parse_param, action="append", default=[],
-                     metavar="NAME=VALUE", help="a named input (repeatable)")
-    run.add_argument("--no-sandbox", action="store_true", help="run in this process, without limits")
-    run.add_argument("--timeout", type=float, default=SandboxLimits.timeout, help="seconds")
-    run.add_argument("--memory-mb", type=int, default=SandboxLimits.memory_mb)
+    def add(name: str, help: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[common, *parents], help=help, description=help)
 
-    check = commands.add_parser("validate", parents=[common],
-                                help="validate a program file without running it")
-    check.add_argument("file", type=Path)
-    check.add_argument("--kit", default="debug", help="kit name or comma-separated tools")
+    add("delegate", "generate a program for an intent and run it", kit, limits).add_argument(
+        "intent")
+    add("generate", "write a program for an intent, without running it", kit).add_argument(
+        "intent")
+    add("run", "validate and run a program file ('-' reads stdin)", kit, limits).add_argument(
+        "file")
+    add("validate", "validate a program file without running it", kit).add_argument("file")
+    create = add("create", "save a program file as a template (the ratchet)", kit)
+    create.add_argument("file")
+    create.add_argument("--name", required=True, help="template name (file stem)")
+    create.add_argument("--pattern", help="intent pattern with {placeholders}; default: the "
+                                          "intent that last produced this program")
+    kits = add("kit", "list, show or create kits")
+    kit_commands = kits.add_subparsers(dest="kit_command", required=True, metavar="ACTION")
+    kit_commands.add_parser("list", parents=[common], help="list kits")
+    info = kit_commands.add_parser("info", parents=[common], help="show a kit's tools and grade")
+    info.add_argument("kit")
+    new_kit = kit_commands.add_parser("create", parents=[common], help="write a .kit file")
+    new_kit.add_argument("name")
+    new_kit.add_argument("--tools", required=True, help="comma-separated tool names")
+    new_kit.add_argument("--description")
+    add("toolbox", "list every registered tool")
+    add("templates", "list the workspace's templates")
+    add("providers", "list the inference tiers and whether each is available")
+    add("mcp", "serve the lackpy tools over MCP (stdio)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    workspace = (args.workspace or Path.cwd()).resolve()
+    if args.command == "mcp":
+        from lackpy_kernel.mcp_server import main as serve  # noqa: PLC0415 - optional extra
+
+        serve(workspace)
+        return EXIT_OK
     try:
-        program = sys.stdin.read() if str(args.file) == "-" else args.file.read_text()
-        kit = resolve_kit(args.kit, builtin_toolbox(args.workspace),
-                          kits_dir=args.workspace / ".lackpy" / "kits")
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        print(f"lackpy: {exc}", file=sys.stderr)
-        return 2
-    if args.command == "validate":
-        return report_validation(validate(program, set(kit.callables)), args.json)
-    result = run_program(program, args, kit)
-    return report_run(result, args.json)
+        config = load_config(workspace)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    if getattr(args, "timeout", None):
+        config.sandbox_timeout = args.timeout
+    if getattr(args, "memory_mb", None):
+        config.sandbox_memory_mb = args.memory_mb
+    with LackpyService(workspace, config) as service:
+        try:
+            return COMMANDS[args.command](service, args)
+        except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
+            return _fail(_message(exc), EXIT_USAGE)
+        except RuntimeError as exc:
+            return _fail(str(exc), EXIT_FAILED)
 
 
-def run_program(program: str, args: argparse.Namespace, kit) -> ExecutionResult:
-    params = dict(args.param)
-    if args.no_sandbox or not sandbox_supported():
-        if not args.no_sandbox:
-            print("lackpy: no sandbox on this platform; running without limits", file=sys.stderr)
-        return RestrictedRunner().run(program, kit.callables, params)
-    limits = SandboxLimits(timeout=args.timeout, memory_mb=args.memory_mb)
-    with Sandbox(args.workspace, limits, kits_dir=args.workspace / ".lackpy" / "kits") as box:
-        return box.run(program, args.kit, params, keep=False, return_variables=True)
+def _message(exc: BaseException) -> str:
+    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
-def report_validation(result, as_json: bool) -> int:
-    if as_json:
-        print(json.dumps({"valid": result.valid, "errors": result.errors, "calls": result.calls,
-                          "variables": result.variables}, indent=2))
+def _fail(message: str, code: int) -> int:
+    print(f"lackpy: {message}", file=sys.stderr)
+    return code
+
+
+def _read_program(name: str) -> str:
+    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+
+
+def _sandbox(args: argparse.Namespace) -> bool | None:
+    return False if args.no_sandbox else None
+
+
+def cmd_delegate(service: LackpyService, args: argparse.Namespace) -> int:
+    result = asyncio.run(service.delegate(args.intent, args.kit, dict(args.param),
+                                          sandbox=_sandbox(args)))
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"generation_tier: {result['generation_tier']}  (generated in "
+              f"{result['generation_time_ms']:.1f} ms, ran in {result['execution_time_ms']:.1f} ms)")
+        print("--- program\n" + result["program"])
+        print("--- output")
+        _print_outcome(result["stdout"], result["success"], result["output"], result["error"])
+    return EXIT_OK if result["success"] else EXIT_FAILED
+
+
+def cmd_generate(service: LackpyService, args: argparse.Namespace) -> int:
+    result = asyncio.run(service.generate(args.intent, args.kit, dict(args.param)))
+    if args.json:
+        _print_json(vars(result))
+    else:
+        print(f"# {result.provider_name}, {result.generation_time_ms:.1f} ms")
+        print(result.program)
+    return EXIT_OK
+
+
+def cmd_run(service: LackpyService, args: argparse.Namespace) -> int:
+    program = _read_program(args.file)
+    result = asyncio.run(service.run_program(program, args.kit, dict(args.param),
+                                             sandbox=_sandbox(args)))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        _print_outcome(result.stdout, result.success, result.output, result.error)
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def cmd_validate(service: LackpyService, args: argparse.Namespace) -> int:
+    result = service.validate(_read_program(args.file), args.kit,
+                              param_names=[name for name, _ in args.param])
+    if args.json:
+        _print_json({"valid": result.valid, "errors": result.errors, "calls": result.calls,
+                     "variables": result.variables})
     elif result.valid:
         print("valid")
     else:
         print("\n".join(result.errors), file=sys.stderr)
-    return 0 if result.valid else 1
+    return EXIT_OK if result.valid else EXIT_FAILED
 
 
-def report_run(result: ExecutionResult, as_json: bool) -> int:
-    if as_json:
-        data = result.to_dict()
-        print(json.dumps(data, indent=2, default=repr))
-        return 0 if result.success else 1
-    sys.stdout.write(result.stdout)
-    if result.success:
-        if result.output is not None:
-            print(result.output if isinstance(result.output, str) else pprint.pformat(result.output))
+def cmd_create(service: LackpyService, args: argparse.Namespace) -> int:
+    program = _read_program(args.file)
+    result = asyncio.run(service.create(program, args.kit, args.name, args.pattern))
+    if args.json:
+        _print_json(result)
+    elif result["success"]:
+        print(f"saved {result['path']}  (pattern: {result['pattern']})")
     else:
-        print(f"lackpy: {result.error}", file=sys.stderr)
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    return 0 if result.success else 1
+        print("\n".join(result["errors"]), file=sys.stderr)
+    return EXIT_OK if result["success"] else EXIT_FAILED
+
+
+def cmd_kit(service: LackpyService, args: argparse.Namespace) -> int:
+    if args.kit_command == "list":
+        kits = service.kit_list()
+        rows = [f"{kit['name']:20} {kit['source']:10} {kit['path']}" for kit in kits]
+        return _show(args, kits, "\n".join(rows))
+    if args.kit_command == "info":
+        info = service.kit_info(args.kit)
+        grade = info["grade"]
+        return _show(args, info, f"grade: w={grade['w']} d={grade['d']}\n{info['description']}")
+    tools = [name.strip() for name in args.tools.split(",") if name.strip()]
+    made = service.kit_create(args.name, tools, args.description)
+    return _show(args, made, f"saved {made['path']}")
+
+
+def cmd_toolbox(service: LackpyService, args: argparse.Namespace) -> int:
+    tools = service.toolbox_list()
+    rows = [f"{t['name']:18} w={t['grade_w']} d={t['effects_ceiling']}  {t['description']}"
+            for t in tools]
+    return _show(args, tools, "\n".join(rows))
+
+
+def cmd_templates(service: LackpyService, args: argparse.Namespace) -> int:
+    listing = service.templates_list()
+    rows = [f"{t['name']:24} {t['success_count']:>4} ok {t['fail_count']:>4} failed  "
+            f"{t['pattern']}" for t in listing["templates"]]
+    rows += [f"skipped: {problem}" for problem in listing["problems"]]
+    return _show(args, listing, "\n".join(rows) or "no templates yet")
+
+
+def cmd_providers(service: LackpyService, args: argparse.Namespace) -> int:
+    providers = service.providers_list()
+    rows = [f"{p['name']:22} {'available' if p['available'] else 'unavailable':12} "
+            f"{p['reason'] or ''}" for p in providers]
+    return _show(args, providers, "\n".join(rows))
+
+
+def _show(args: argparse.Namespace, data: Any, text: str) -> int:
+    if args.json:
+        _print_json(data)
+    else:
+        print(text)
+    return EXIT_OK
+
+
+def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -> None:
+    sys.stdout.write(stdout)
+    if not success:
+        print(f"lackpy: {error}", file=sys.stderr)
+    elif output is not None:
+        print(output if isinstance(output, str) else pprint.pformat(output))
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=repr))
+
+
+COMMANDS = {
+    "delegate": cmd_delegate, "generate": cmd_generate, "run": cmd_run,
+    "validate": cmd_validate, "create": cmd_create, "kit": cmd_kit, "toolbox": cmd_toolbox,
+    "templates": cmd_templates, "providers": cmd_providers,
+}
 
 
 if __name__ == "__main__":

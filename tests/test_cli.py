@@ -91,3 +91,57 @@ def test_workspace_option(workspace, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     done = lackpy("run", "-", "--workspace", str(workspace), cwd=elsewhere, stdin="read_file('notes.txt')")
     assert done.stdout.startswith("one")
+
+
+def test_the_documented_ratchet_walkthrough(workspace):
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    first = lackpy("delegate", "read the file pyproject.toml", "--kit", "read_file", cwd=workspace)
+    assert first.returncode == 0, first.stderr
+    assert "generation_tier: rules" in first.stdout
+    assert "name = 'demo'" in first.stdout
+    (workspace / "read_pyproject.py").write_text("content = read_file('pyproject.toml')\ncontent\n")
+    saved = lackpy("create", "read_pyproject.py", "--name", "read-pyproject", "--kit", "read_file",
+                   cwd=workspace)
+    assert saved.returncode == 0, saved.stderr
+    again = lackpy("delegate", "read the file pyproject.toml", "--kit", "read_file", "--json",
+                   cwd=workspace)
+    assert json.loads(again.stdout)["generation_tier"] == "templates"
+    listing = lackpy("templates", cwd=workspace)
+    assert "read-pyproject" in listing.stdout and "1 ok" in listing.stdout
+
+
+def test_generate_prints_the_program(workspace):
+    done = lackpy("generate", "find all txt files", "--kit", "find_files", cwd=workspace)
+    assert done.returncode == 0
+    assert "files = find_files('**/*.txt')" in done.stdout
+
+
+def test_delegate_with_no_provider_fails_clearly(workspace):
+    done = lackpy("delegate", "write me a poem", cwd=workspace)
+    assert done.returncode == 1
+    assert "rules: no program for this intent" in done.stderr
+
+
+def test_kit_commands(workspace):
+    made = lackpy("kit", "create", "mine", "--tools", "read_file,find_files", cwd=workspace)
+    assert made.returncode == 0, made.stderr
+    listing = lackpy("kit", "list", "--json", cwd=workspace)
+    assert {kit["name"] for kit in json.loads(listing.stdout)} == {"debug", "mine"}
+    info = lackpy("kit", "info", "mine", cwd=workspace)
+    assert "grade: w=1 d=1" in info.stdout and "find_files(pattern: str)" in info.stdout
+    bad = lackpy("kit", "create", "x", "--tools", "read_fil", cwd=workspace)
+    assert bad.returncode == 2 and "read_fil" in bad.stderr
+
+
+def test_toolbox_and_providers(workspace):
+    assert "write_file" in lackpy("toolbox", cwd=workspace).stdout
+    providers = lackpy("providers", cwd=workspace).stdout
+    assert "rules" in providers and "available" in providers
+
+
+def test_a_malformed_config_is_a_clear_error(workspace):
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text("[sandbox]\ntimout = 3\n")
+    done = lackpy("run", "count.lackpy", cwd=workspace)
+    assert done.returncode == 2
+    assert "config.toml, line 2: unknown key 'timout'" in done.stderr

@@ -1,0 +1,71 @@
+"""Build the provider list from the configured order and provider tables."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .replay import REPLAY_FILE, ReplayProvider
+from .rules import RulesProvider
+from .templates import TemplatesProvider
+
+MODEL_PLUGINS = {
+    "ollama": ("lackpy_kernel.infer.ollama_provider", "OllamaProvider", "ollama"),
+    "anthropic": ("lackpy_kernel.infer.anthropic_provider", "AnthropicProvider", "anthropic"),
+}
+DETERMINISTIC_PLUGINS = ("templates", "rules", "replay")
+
+
+class UnavailableProvider:
+    """Stands in for a provider that could not be built; says why in ``providers`` listings."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self._name = name
+        self.reason = reason
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def available(self) -> bool:
+        return False
+
+    def unavailable_reason(self) -> str:
+        return self.reason
+
+    async def generate(self, intent, namespace_desc, config=None, error_feedback=None) -> None:
+        return None
+
+
+def build_providers(
+    order: list[str], tables: Mapping[str, Mapping[str, Any]], config_dir: Path
+) -> list[Any]:
+    """One provider per name in ``order``: a table's ``plugin`` (default: the name) picks it."""
+    return [build_provider(name, tables.get(name, {}), config_dir) for name in order]
+
+
+def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> Any:
+    """The provider called ``name``; an UnavailableProvider when it cannot be made."""
+    plugin = settings.get("plugin", name)
+    if plugin == "templates":
+        return TemplatesProvider(config_dir / "templates", name=name)
+    if plugin == "rules":
+        return RulesProvider(name=name)
+    if plugin == "replay":
+        return ReplayProvider(config_dir / settings.get("file", REPLAY_FILE), name=name)
+    if plugin not in MODEL_PLUGINS:
+        known = ", ".join([*DETERMINISTIC_PLUGINS, *MODEL_PLUGINS])
+        return UnavailableProvider(name, f"unknown plugin {plugin!r}; known plugins: {known}")
+    module_name, class_name, extra = MODEL_PLUGINS[plugin]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        return UnavailableProvider(
+            name, f"{exc}; install it with: pip install 'lackpy-kernel[{extra}]'"
+        )
+    try:
+        return getattr(module, class_name).from_settings(name, dict(settings))
+    except (ValueError, TypeError) as exc:
+        return UnavailableProvider(name, f"bad settings in [inference.providers.{name}]: {exc}")

@@ -1,0 +1,89 @@
+"""Tier 1: fixed rules for the commonest intents, each used only when its tool is in the kit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+_TOOL_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(", re.M)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An intent pattern, the tool it needs, and how to write the program."""
+
+    pattern: re.Pattern[str]
+    tool: str
+    write: Callable[[str], str]
+
+
+def _program(variable: str, call: str) -> Callable[[str], str]:
+    return lambda value: f"{variable} = {call.format(value=repr(value))}\n{variable}"
+
+
+def _rule(pattern: str, tool: str, variable: str, call: str) -> Rule:
+    return Rule(re.compile(pattern, re.IGNORECASE), tool, _program(variable, call))
+
+
+RULES = (
+    _rule(r"read (?:the )?file (?P<value>.+)", "read_file", "content", "read_file({value})"),
+    _rule(r"find (?:the )?definitions? (?:of|for) (?P<value>.+)", "find_definitions",
+          "results", "find_definitions({value})"),
+    _rule(r"find (?:all )?(?:the )?(?:callers|usages|references|uses) (?:of|for) (?P<value>.+)",
+          "find_callers", "results", "find_callers({value})"),
+    Rule(re.compile(r"(?:find|list) (?:all )?(?:the )?\.?(?P<value>[\w+-]+) files", re.IGNORECASE),
+         "find_files", lambda ext: f"files = find_files({'**/*.' + ext.lower()!r})\nfiles"),
+    _rule(r"glob (?P<value>.+)", "find_files", "files", "find_files({value})"),
+)
+
+_QUOTES = "'\"`"
+
+
+def clean_value(raw: str) -> str:
+    """A captured value without surrounding quotes, trailing punctuation or spaces."""
+    value = raw.strip().rstrip(".?!,;").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in _QUOTES:
+        value = value[1:-1]
+    return value
+
+
+def tools_in(namespace_desc: str) -> set[str]:
+    """The tool names listed in a namespace description (``name(args) -> ...`` lines)."""
+    return set(_TOOL_LINE.findall(namespace_desc))
+
+
+class RulesProvider:
+    """Tier 1: regular expressions for reading files and finding files, definitions, callers."""
+
+    def __init__(self, name: str = "rules") -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def available(self) -> bool:
+        return True
+
+    async def generate(
+        self,
+        intent: str,
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+        error_feedback: list[str] | None = None,
+    ) -> str | None:
+        if error_feedback:
+            return None
+        tools = tools_in(namespace_desc)
+        text = " ".join(intent.split())
+        for rule in RULES:
+            if rule.tool not in tools:
+                continue
+            found = rule.pattern.fullmatch(text.rstrip(".?!"))
+            if found:
+                value = clean_value(found.group("value"))
+                if value:
+                    return rule.write(value)
+        return None

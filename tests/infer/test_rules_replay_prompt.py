@@ -1,0 +1,164 @@
+"""Tier 1 rules, replay, the prompt, sanitize and deterministic cleanup."""
+
+import json
+
+import pytest
+
+from lackpy_kernel.infer import (
+    Example,
+    ReplayProvider,
+    RulesProvider,
+    build_system_prompt,
+    deterministic_cleanup,
+    format_params_description,
+    record_generation,
+    sanitize_output,
+    select_examples,
+)
+from lackpy_kernel.lang import ALLOWED_BUILTINS, validate
+
+ALL = """read_file(path: str) -> str: read
+find_files(pattern: str) -> list[str]: glob
+find_definitions(name: str) -> list[dict]: defs
+find_callers(name: str) -> list[dict]: calls"""
+TOOLS = {"read_file", "find_files", "find_definitions", "find_callers"}
+
+
+@pytest.mark.parametrize(
+    ("intent", "program"),
+    [
+        ("read the file pyproject.toml", "content = read_file('pyproject.toml')\ncontent"),
+        ("Read file 'notes.txt'.", "content = read_file('notes.txt')\ncontent"),
+        ("find the definition of main", "results = find_definitions('main')\nresults"),
+        ("find definitions for Parser", "results = find_definitions('Parser')\nresults"),
+        ("find all callers of validate", "results = find_callers('validate')\nresults"),
+        ("find usages of run", "results = find_callers('run')\nresults"),
+        ("find references for x?", "results = find_callers('x')\nresults"),
+        ("find all py files", "files = find_files('**/*.py')\nfiles"),
+        ("list all .MD files", "files = find_files('**/*.md')\nfiles"),
+        ("glob src/**/*.rs", "files = find_files('src/**/*.rs')\nfiles"),
+    ],
+)
+async def test_rules(intent, program):
+    written = await RulesProvider().generate(intent, ALL)
+    assert written == program
+    assert validate(written, TOOLS).valid
+
+
+async def test_rules_need_their_tool_in_the_kit():
+    only_read = "read_file(path: str) -> str: read"
+    provider = RulesProvider()
+    assert await provider.generate("find all py files", only_read) is None
+    assert await provider.generate("read the file a", only_read) is not None
+
+
+async def test_rule_values_are_literals_not_code():
+    program = await RulesProvider().generate("read the file x'); import os; ('", ALL)
+    assert validate(program, TOOLS).valid
+    assert "import" in program and program.count("read_file(") == 1
+
+
+async def test_no_rule_for_other_intents():
+    assert await RulesProvider().generate("summarise the project", ALL) is None
+
+
+async def test_replay_answers_recorded_intents_for_the_same_tools(tmp_path):
+    path = tmp_path / "replay.jsonl"
+    record_generation(path, "Count the files", ["find_files"], "len(find_files('*'))", "ollama")
+    record_generation(path, "count the files", ["find_files"], "len(find_files('**'))", "ollama")
+    provider = ReplayProvider(path)
+    assert provider.available()
+    namespace = "find_files(pattern: str) -> list[str]: glob"
+    assert await provider.generate("count  the FILES", namespace) == "len(find_files('**'))"
+    assert await provider.generate("count the files", ALL) is None  # other tools
+    assert await provider.generate("something else", namespace) is None
+
+
+async def test_replay_skips_bad_lines(tmp_path):
+    path = tmp_path / "replay.jsonl"
+    path.write_text("not json\n" + json.dumps({"intent": "x", "tools": [], "program": "1"}) + "\n")
+    provider = ReplayProvider(path)
+    assert await provider.generate("x", "") == "1"
+    assert provider.problems == [f"{path}, line 1: not a recording, skipped"]
+
+
+def test_replay_unavailable_without_a_file(tmp_path):
+    provider = ReplayProvider(tmp_path / "none.jsonl")
+    assert not provider.available()
+    assert "no recordings" in provider.unavailable_reason()
+
+
+def test_prompt_has_tools_builtins_params_rules_and_examples():
+    pool = [
+        {"intent": "read the file a.txt", "code": "read_file('a.txt')", "tags": ["read"]},
+        {"intent": "find python files", "code": "find_files('**/*.py')", "tags": ["glob"]},
+        Example("unrelated", "1", []),
+    ]
+    prompt = build_system_prompt(ALL, "limit: int", intent="read the readme", example_pool=pool)
+    assert "read_file(path: str) -> str" in prompt
+    assert all(name in prompt for name in ALLOWED_BUILTINS)
+    assert "limit: int" in prompt
+    assert "no import" in prompt
+    assert "Intent: read the file a.txt" in prompt
+    assert "unrelated" not in prompt and "find python files" not in prompt
+
+
+def test_prompt_interpreter_hint_replaces_the_framing():
+    class Interpreter:
+        def system_prompt_hint(self):
+            return "You are a SQL-ish interpreter."
+
+    prompt = build_system_prompt(ALL, interpreter=Interpreter())
+    assert prompt.startswith("You are a SQL-ish interpreter.")
+    assert "Jupyter cell" not in prompt
+
+
+def test_select_examples_ranks_by_overlap_and_caps():
+    pool = [Example(f"read file {i}", "x", []) for i in range(10)]
+    pool.append(Example("read the whole file now", "y", ["file"]))
+    chosen = select_examples("read the file now", pool, 3)
+    assert len(chosen) == 3 and chosen[0].code == "y"
+    assert select_examples("zzz", pool, 3) == []
+
+
+def test_format_params_description():
+    text = format_params_description({"n": 3, "path": {"value": "a", "description": "the file"}})
+    assert text == "n: int\npath: str - the file"
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("```python\nx = 1\n```", "x = 1"),
+        ("Here's the program:\n```\nx = 1\nx\n```\nThis reads x.", "x = 1\nx"),
+        ("Here is the solution\nx = 1", "x = 1"),
+        ("The following program works:\n\nx = 1", "x = 1"),
+        ("x = 1", "x = 1"),
+        ("   \n", ""),
+        ("", ""),
+        (None, ""),
+        ("```py\nx = 1", "x = 1"),
+    ],
+)
+def test_sanitize_output(raw, clean):
+    assert sanitize_output(raw) == clean
+
+
+@pytest.mark.parametrize(
+    ("broken", "fixed"),
+    [
+        ("import os\nx = open('a.txt').read()\nx", "x = read_file('a.txt')\nx"),
+        ("from pathlib import Path\nPath('a').read_text()", "read_file('a')"),
+        ("x = read_file('a')\nprint(x)", "x = read_file('a')\nx"),
+        ("if __name__ == '__main__':\n    x = read_file('a')\n    x", "x = read_file('a')\nx"),
+    ],
+)
+def test_deterministic_cleanup(broken, fixed):
+    assert deterministic_cleanup(broken, {"read_file"}) == fixed
+    assert validate(fixed, {"read_file"}).valid
+
+
+def test_cleanup_gives_up_when_it_cannot_help():
+    assert deterministic_cleanup("x = 1", {"read_file"}) is None
+    assert deterministic_cleanup("def (", {"read_file"}) is None
+    assert deterministic_cleanup("open('a').read()", set()) is None

@@ -1,0 +1,94 @@
+"""load_config and its error messages."""
+
+import pytest
+
+from lackpy_kernel.config import ConfigError, LackpyConfig, load_config
+
+
+def write(tmp_path, text):
+    folder = tmp_path / ".lackpy"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(text)
+    return folder / "config.toml"
+
+
+def test_defaults_without_a_file(tmp_path):
+    config = load_config(tmp_path)
+    assert config.inference_order == ["templates", "rules"]
+    assert config.kit_default == "debug"
+    assert config.sandbox_enabled is True
+    assert (config.sandbox_timeout, config.sandbox_memory_mb) == (120.0, 512)
+    assert config.config_dir == tmp_path / ".lackpy"
+
+
+def test_the_documented_example(tmp_path):
+    write(tmp_path, """
+[inference]
+order = ["templates", "rules", "ollama-local", "anthropic-fallback"]
+
+[inference.providers.ollama-local]
+plugin = "ollama"
+host = "http://localhost:11434"
+model = "qwen2.5-coder:1.5b"
+temperature = 0.2
+keep_alive = "30m"
+
+[inference.providers.anthropic-fallback]
+plugin = "anthropic"
+model = "claude-haiku-4-5-20251001"
+
+[kit]
+default = "debug"
+
+[sandbox]
+enabled = true
+timeout = 120
+memory_mb = 512
+""")
+    config = load_config(tmp_path)
+    assert config.inference_order == ["templates", "rules", "ollama-local", "anthropic-fallback"]
+    assert config.inference_providers["ollama-local"]["temperature"] == 0.2
+    assert config.inference_providers["anthropic-fallback"]["plugin"] == "anthropic"
+    assert config.sandbox_timeout == 120.0
+
+
+def test_builtin_tiers_are_always_first(tmp_path):
+    write(tmp_path, '[inference]\norder = ["replay", "rules"]\nrecord = true\n')
+    config = load_config(tmp_path)
+    assert config.inference_order == ["templates", "rules", "replay"]
+    assert config.inference_record is True
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[sandbox\n", "not valid TOML"),
+        ("[sandbox]\ntimout = 3\n", "line 2: unknown key 'timout' in [sandbox]; did you mean 'timeout'?"),
+        ("[sandbox]\ntimeout = 'slow'\n", "line 2: [sandbox] timeout must be an integer or a number"),
+        ("[sandbox]\nmemory_mb = true\n", "line 2: [sandbox] memory_mb must be an integer"),
+        ("[sandbox]\ntimeout = 0\n", "must be greater than 0"),
+        ("\n[sandbx]\nenabled = true\n", "line 2: unknown section [sandbx]; did you mean 'sandbox'?"),
+        ("[inference]\norder = 'rules'\n", "line 2: [inference] order must be a list"),
+        ("[inference]\norder = [1]\n", "order must list names"),
+        ("kit = 3\n", "'kit' must be a [kit] table"),
+        ("[inference.providers]\nx = 1\n", "[inference.providers.x] must be a table"),
+    ],
+)
+def test_malformed_files_name_file_line_and_key(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert str(path) in str(caught.value)
+    assert expected in str(caught.value)
+
+
+def test_unreadable_bytes_are_a_config_error(tmp_path):
+    folder = tmp_path / ".lackpy"
+    folder.mkdir()
+    (folder / "config.toml").write_bytes(b"\xff\xfe[kit]")
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_config(tmp_path)
+
+
+def test_config_is_a_plain_dataclass():
+    assert LackpyConfig().sandbox_max_result_mb == 64
