@@ -286,6 +286,11 @@ class LackpyService:
 
     # -- internals ------------------------------------------------------------
 
+    @property
+    def sandbox_worker_pid(self) -> int | None:
+        """The process id of the one-shot sandbox worker while it runs, else None."""
+        return self._sandbox.worker_pid if self._sandbox is not None else None
+
     def sandbox_limits(self) -> SandboxLimits:
         """The configured per-program limits."""
         return SandboxLimits(self.config.sandbox_timeout, self.config.sandbox_memory_mb,

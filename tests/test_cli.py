@@ -74,7 +74,9 @@ def test_no_sandbox_runs_in_process(workspace):
 
 
 def test_validate(workspace):
-    assert lackpy("validate", "count.lackpy", cwd=workspace).stdout == "valid\n"
+    assert lackpy("validate", "count.lackpy", "--param", "bonus=1", cwd=workspace).stdout == "valid\n"
+    unknown = lackpy("validate", "count.lackpy", cwd=workspace)
+    assert "unknown name 'bonus'" in unknown.stderr
     bad = lackpy("validate", "-", "--json", cwd=workspace, stdin="open('x')")
     assert bad.returncode == 1
     assert "forbidden" in json.loads(bad.stdout)["errors"][0]

@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,13 @@ class Template:
     def __post_init__(self) -> None:
         self.regex, self.placeholders, self.literal = compile_pattern(self.pattern)
 
-    def match(self, intent: str) -> dict[str, str] | None:
-        """The captured values when the pattern matches all of ``intent``."""
-        if self.literal not in _squeeze(intent):
+    def match(self, intent: str, squeezed: str | None = None) -> dict[str, str] | None:
+        """The captured values when the pattern matches all of ``intent``.
+
+        ``squeezed`` is ``intent`` lower-cased with its whitespace collapsed, when
+        the caller has it already.
+        """
+        if self.literal not in (squeezed if squeezed is not None else _squeeze(intent)):
             return None  # cheap filter before the regex, for thousands of templates
         found = self.regex.fullmatch(intent.strip())
         return found.groupdict() if found else None
@@ -253,7 +258,7 @@ class TemplatesProvider:
     def __init__(self, templates_dir: str | os.PathLike[str], name: str = "templates") -> None:
         self.templates_dir = Path(templates_dir)
         self._name = name
-        self._cache: dict[Path, tuple[tuple[int, int], Template | None]] = {}
+        self._cache: dict[str, tuple[tuple[int, int], Template | None]] = {}
         self.problems: dict[Path, str] = {}
         self._matched: dict[str, Path] = {}
 
@@ -286,16 +291,17 @@ class TemplatesProvider:
 
     def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
         """The first matching template and its captured values."""
+        squeezed = _squeeze(intent)
         for template in self.templates():
-            values = template.match(intent)
+            values = template.match(intent, squeezed)
             if values is not None:
                 return template, values
         return None
 
     def templates(self) -> Iterator[Template]:
         """Every usable template, in sorted file-name order."""
-        for path in self._paths():
-            template = self._load(path)
+        for entry in self._entries():
+            template = self._load(entry)
             if template is not None:
                 yield template
 
@@ -305,30 +311,34 @@ class TemplatesProvider:
         if path is not None:
             update_counts(path, success)
 
-    def _paths(self) -> list[Path]:
+    def _entries(self) -> list[os.DirEntry]:
         try:
             with os.scandir(self.templates_dir) as entries:
-                names = sorted(e.name for e in entries if e.name.endswith(SUFFIX) and e.is_file())
+                found = [entry for entry in entries if entry.name.endswith(SUFFIX)]
         except OSError:
             return []
-        return [self.templates_dir / name for name in names]
+        return sorted(found, key=lambda entry: entry.name)
 
-    def _load(self, path: Path) -> Template | None:
+    def _load(self, entry: os.DirEntry) -> Template | None:
+        # Plain strings and DirEntry.stat keep this loop cheap with thousands of files.
         try:
-            stat = path.stat()
+            info = entry.stat()
         except OSError:
             return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        cached = self._cache.get(path)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        stamp = (info.st_mtime_ns, info.st_size)
+        cached = self._cache.get(entry.name)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        path = Path(entry.path)
         try:
             template = parse_template(path)
             self.problems.pop(path, None)
         except TemplateError as exc:
             template = None
             self.problems[path] = str(exc)
-        self._cache[path] = (stamp, template)
+        self._cache[entry.name] = (stamp, template)
         return template
 
 

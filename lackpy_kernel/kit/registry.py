@@ -92,7 +92,8 @@ def find_kit_file(name: str, kits_dir: str | os.PathLike[str] | None = None) -> 
     looked = " and ".join(str(folder) for folder in folders)
     raise FileNotFoundError(
         f"no kit named {stem!r}: looked for {stem}{KIT_SUFFIX} in {looked}; "
-        f"available kits: {known}. Create one with write_kit_file() or pass a list of tool names."
+        f"available kits: {known}. Name tools instead (a list, or 'read_file,find_files'), or "
+        f"create a kit with `lackpy kit create NAME --tools a,b`."
     )
 
 

@@ -248,6 +248,16 @@ class _Checker:
         self._check_identifier(node, node.id)
         if isinstance(node.ctx, ast.Store) and node.id in ALLOWED_BUILTINS:
             self._report(node, f"cannot assign to the builtin '{node.id}'; choose another name")
+        elif isinstance(node.ctx, ast.Load) and not self._is_known(node):
+            self._report(node, f"unknown name '{node.id}': not a builtin, a kit tool, a parameter "
+                         "or a variable; assign it before using it")
+
+    def _is_known(self, node: ast.Name) -> bool:
+        name = node.id
+        if name in self.callable_names or name in FORBIDDEN_NAMES or name.startswith("__"):
+            return True  # forbidden and reserved names have their own error
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Call) and parent.func is node  # reported as a call
 
     def _check_arg(self, node: ast.arg) -> None:
         self._check_identifier(node, node.arg)

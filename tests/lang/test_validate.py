@@ -261,3 +261,19 @@ def test_issue_round_trips_through_text():
     issue = Issue(3, 7, "something: wrong")
     assert Issue.from_text(str(issue)) == issue
     assert Issue.from_text("plain message") == Issue(0, 0, "plain message")
+
+
+def test_unknown_names_are_errors():
+    (error,) = errors_of("x = path + 1")
+    assert "line 1, col 5: unknown name 'path'" in error
+    assert errors_of("x = path + 1", names={"path"}) == []
+
+
+def test_names_bound_anywhere_are_known():
+    program = "total = 0\nfor i in range(3):\n    total = total + i\n[j for j in range(i)]\n"
+    program += "sorted([1], key=lambda k: k)\nwith read_file('a') as f:\n    f"
+    assert errors_of(program) == []
+
+
+def test_an_unknown_call_is_reported_once():
+    assert len(errors_of("nope(1)")) == 1

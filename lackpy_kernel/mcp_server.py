@@ -1,0 +1,322 @@
+"""The lackpy MCP server: LackpyService's operations as MCP tools, over stdio.
+
+``build_server(workspace)`` makes the server (one ``LackpyService`` for its
+whole life, closed when the server stops); ``main(workspace)`` runs it over
+stdio. ``python -m lackpy_kernel.mcp_server [--workspace DIR]`` does the same
+from a shell, and ``lackpy mcp`` calls ``main``.
+
+This module only translates: MCP arguments in, the service's results out as
+JSON-safe dicts, and the failures a caller can act on (an unknown kit or
+tool, no provider able to write a program, a template that cannot be saved)
+as MCP tool errors carrying the service's message. A program that fails
+validation or raises while it runs is a normal result with ``success``
+false, because that is an answer, not a failure of the call.
+"""
+
+import argparse
+import dataclasses
+import math
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was FastMCP)
+    raise ImportError(
+        f"the lackpy MCP server needs the official MCP SDK, version 2 or later ({exc}); "
+        "install it with: pip install 'lackpy-kernel[mcp]'"
+    ) from exc
+
+import lackpy_kernel
+from lackpy_kernel.service import LackpyService
+
+SERVER_NAME = "lackpy"
+
+INSTRUCTIONS = """\
+lackpy is a small, validated subset of Python in which a program composes tools \
+(read_file, find_files, find_definitions, ...) and plain data. Programs have no imports, \
+no attribute access to private names and no I/O except through the kit's tools; the \
+value of the last expression is the program's output. A kit names the tools a program \
+may call: a kit name such as "debug", a comma-separated list such as \
+"read_file,find_files", a list of tool names, or a dict of alias -> tool name.
+
+Typical use: `delegate` with an intent in plain words (lackpy writes the program and \
+runs it), or `run_program` with a program you wrote (check it first with `validate`). \
+`create` saves a program that worked as a template, so the same intent later runs \
+without a model. `kit_list`, `kit_info`, `toolbox_list`, `docs_index` and `resolve_doc` \
+describe what is available."""
+
+# The service raises these for things the caller can fix (unknown kit or tool,
+# bad names, missing files, every provider failing); anything else is a bug and
+# is left to the SDK, which logs its traceback and tells the client only that
+# the tool failed.
+_ANTICIPATED = (LookupError, OSError, ValueError, TypeError, RuntimeError)
+
+_MAX_DEPTH = 100
+
+Kit = Annotated[
+    str | list[str] | dict[str, Any] | None,
+    Field(description=(
+        "The tools the program may call: a kit name (e.g. 'debug'), a comma-separated tool "
+        "list ('read_file,find_files'), a list of tool names, or a dict of alias -> tool name "
+        "(or alias -> {'tool': name}). Omitted: the workspace's default kit."
+    )),
+]
+Params = Annotated[
+    dict[str, Any] | None,
+    Field(description="Named input values (plain JSON data) the program can use as variables."),
+]
+Program = Annotated[str, Field(description="The lackpy program source.")]
+Intent = Annotated[str, Field(description="What the program should do, in plain words.")]
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                             open_world_hint=False)
+# Generating may ask a configured model (Ollama, Anthropic): open world.
+_GENERATES = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False,
+                             open_world_hint=True)
+# A kit may hold write_file/edit_file, so running a program can change files.
+_RUNS_PROGRAMS = ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                 idempotent_hint=False, open_world_hint=False)
+_DELEGATES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                             open_world_hint=True)
+_WRITES_CONFIG = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                 idempotent_hint=True, open_world_hint=False)
+
+
+def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
+    """An MCP server named "lackpy" whose tools call one LackpyService for ``workspace``.
+
+    The service is created now (so a malformed ``.lackpy/config.toml`` raises
+    here, naming the file) and closed when the server's run ends. It is also
+    reachable as ``server.lackpy_service``.
+    """
+    service = LackpyService(workspace)
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {"service": service}
+        finally:
+            service.close()
+
+    server = MCPServer(
+        SERVER_NAME,
+        title="lackpy",
+        description="Validate, generate and run lackpy programs in a workspace.",
+        instructions=INSTRUCTIONS,
+        version=lackpy_kernel.__version__,
+        lifespan=lifespan,
+        log_level="WARNING",  # stderr is the client's log; tool errors already reach the client
+    )
+    server.lackpy_service = service  # type: ignore[attr-defined]
+
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        return server.tool(annotations=annotations, structured_output=True)
+
+    @tool(_READ_ONLY)
+    def validate(program: Program, kit: Kit = None) -> dict[str, Any]:
+        """Check a lackpy program against the grammar and the kit's tools, without running it.
+
+        Returns {valid, errors, calls, variables}: `errors` are messages of the form
+        "line L, col C: what is wrong, and what to do"; `calls` the functions the program
+        calls; `variables` the names it assigns. An invalid program is a normal result
+        (valid false); an unknown kit is an error.
+        """
+        result = _call(service.validate, program, kit)
+        return {"valid": result.valid, "errors": list(result.errors), "calls": list(result.calls),
+                "variables": list(result.variables)}
+
+    @tool(_GENERATES)
+    async def generate(intent: Intent, kit: Kit = None, params: Params = None) -> dict[str, Any]:
+        """Write a lackpy program for an intent, validated against the kit, without running it.
+
+        Tries the inference tiers in order (saved templates, built-in rules, then any
+        configured models) and returns {program, provider_name, generation_time_ms,
+        correction_strategy, correction_attempts, attempts_log}. It is an error when no
+        provider produces a valid program; the message says why each one failed.
+        """
+        result = await _acall(service.generate, intent, kit, params)
+        return _plain(dataclasses.asdict(result))
+
+    @tool(_RUNS_PROGRAMS)
+    async def run_program(program: Program, kit: Kit = None, params: Params = None
+                          ) -> dict[str, Any]:
+        """Validate, then run a lackpy program with the kit's tools (in the sandbox when enabled).
+
+        Returns {success, output, error, error_type, error_line, stdout, trace, variables,
+        issues, notes}: `output` is the last expression's value, `trace` has one entry per
+        tool call plus the files read and modified. A program that fails validation or
+        raises at run time is a normal result with success false and the error text.
+        Values that are not JSON (sets, objects) come back as their repr.
+        """
+        result = await _acall(service.run_program, program, kit, params)
+        return _plain(result.to_dict())
+
+    @tool(_DELEGATES)
+    async def delegate(intent: Intent, kit: Kit = None, params: Params = None) -> dict[str, Any]:
+        """Generate a lackpy program for an intent and run it, in one step.
+
+        Returns {success, program, grade, generation_tier, generation_time_ms,
+        execution_time_ms, total_time_ms, trace, files_read, files_modified, output, stdout,
+        error, correction_strategy}. `generation_tier` names the provider that wrote the
+        program ("templates", "rules", a model tier, ...). A program that fails at run time
+        is a normal result with success false; no provider producing a valid program is an
+        error.
+        """
+        return _plain(await _acall(service.delegate, intent, kit, params))
+
+    @tool(_WRITES_CONFIG)
+    async def create(program: Program,
+                     name: Annotated[str, Field(description=(
+                         "Template name: letters, digits, '_' and '-'; saved as "
+                         ".lackpy/templates/<name>.tmpl."))],
+                     kit: Kit = None,
+                     pattern: Annotated[str | None, Field(description=(
+                         "The intent the template answers, with {placeholders} for the parts "
+                         "that vary, e.g. 'read the file {path}' (matched whole and "
+                         "case-insensitively). Omitted: the intent that last produced this "
+                         "program through delegate."))] = None,
+                     ) -> dict[str, Any]:
+        """Save a working program as a template, so the same intent later needs no model.
+
+        The program is validated against the kit first. Returns {success, path, pattern}.
+        An invalid program, a bad name or a missing pattern is an error listing what is
+        wrong.
+        """
+        result = await _acall(service.create, program, kit, name, pattern)
+        if not result.get("success"):
+            errors = result.get("errors") or ["unknown error"]
+            raise ToolError(f"could not save template {name!r}:\n" + "\n".join(map(str, errors)))
+        return _plain(result)
+
+    @tool(_READ_ONLY)
+    def kit_info(kit: Annotated[str | list[str] | dict[str, Any], Field(description=(
+            "A kit name, a comma-separated tool list, a list of tool names, or a dict of "
+            "alias -> tool name."))]) -> dict[str, Any]:
+        """Describe a kit: {tools (alias -> spec with args, returns, grades, docs), grade {w, d},
+        description (the namespace text a model sees)}. An unknown kit or tool is an error."""
+        return _plain(_call(service.kit_info, kit))
+
+    @tool(_READ_ONLY)
+    def kit_list() -> dict[str, Any]:
+        """List the kits a name can refer to: {kits: [{name, path, source}]}, where source is
+        "workspace" (.lackpy/kits) or "shipped" (with the package)."""
+        return {"kits": _plain(_call(service.kit_list))}
+
+    @tool(_WRITES_CONFIG)
+    def kit_create(name: Annotated[str, Field(description=(
+                       "Kit name: letters, digits, '_' and '-'; saved as .lackpy/kits/<name>.kit."))],
+                   tools: Annotated[list[str], Field(description="The tool names the kit holds.")],
+                   description: Annotated[str | None, Field(
+                       description="A line saying what the kit is for.")] = None,
+                   ) -> dict[str, Any]:
+        """Create (or replace) a workspace kit: {name, path, tools}. Every tool must exist
+        (see toolbox_list); an unknown tool or a bad name is an error."""
+        return _plain(_call(service.kit_create, name, tools, description))
+
+    @tool(_READ_ONLY)
+    def toolbox_list() -> dict[str, Any]:
+        """List every registered tool: {tools: [{name, provider, description, grade_w,
+        effects_ceiling}]}. Kits choose among these."""
+        return {"tools": _plain(_call(service.toolbox_list))}
+
+    @tool(_READ_ONLY)
+    def docs_index(kit: Kit = None) -> dict[str, Any]:
+        """Where a kit's documentation is: {tool_docs (tool -> doc path), kit_docs [paths]}.
+        Read a path with resolve_doc."""
+        return _plain(_call(service.docs_index, kit))
+
+    @tool(_READ_ONLY)
+    def resolve_doc(doc_path: Annotated[str, Field(description=(
+            "A relative doc path, as docs_index gives it."))]) -> dict[str, Any]:
+        """Read a documentation file: {doc_path, found, content}. Paths resolve in the
+        workspace, then in the package's own docs, never outside them; a path that is not
+        there (or points outside) gives found false and content null."""
+        content = _call(service.resolve_doc, doc_path)
+        return {"doc_path": doc_path, "found": content is not None, "content": content}
+
+    return server
+
+
+def main(workspace: str | os.PathLike[str] | None = None) -> int:
+    """Serve lackpy over stdio for ``workspace`` (default: the current directory) until the
+    client closes the connection. Returns the exit status."""
+    try:
+        server = build_server(workspace)
+    except (OSError, ValueError) as exc:  # a malformed config, an unreadable workspace
+        print(f"lackpy mcp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.lackpy_service.close()  # type: ignore[attr-defined]
+    return 0
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except _ANTICIPATED as exc:
+        raise ToolError(_message(exc)) from exc
+
+
+async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return await fn(*args)
+    except _ANTICIPATED as exc:
+        raise ToolError(_message(exc)) from exc
+
+
+def _message(exc: BaseException) -> str:
+    """The exception's own text (a KeyError's without the quotes ``str`` adds)."""
+    if type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return str(exc) or type(exc).__name__
+
+
+def _plain(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
+    """``value`` as JSON data: dicts, lists, strings, finite numbers, booleans and None as they
+    are (tuples become lists, non-string keys their repr); anything else becomes its repr."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if not isinstance(value, (dict, list, tuple)):
+        return _repr(value)
+    if id(value) in _seen or _depth >= _MAX_DEPTH:
+        return _repr(value)
+    seen = _seen | {id(value)}
+    if isinstance(value, dict):
+        return {key if isinstance(key, str) else _repr(key): _plain(item, _depth + 1, seen)
+                for key, item in value.items()}
+    return [_plain(item, _depth + 1, seen) for item in value]
+
+
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as exc:  # a hostile __repr__ must not break the reply
+        return f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m lackpy_kernel.mcp_server",
+        description="Serve lackpy's tools over MCP (stdio).")
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="folder the tools work in (default: the current directory)")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(_parse_args(None).workspace))
