@@ -113,3 +113,39 @@ def feedback_message(intent: str, errors: list[str], program: str | None = None)
     parts.append("Fix these errors and reply with the whole corrected program only:\n"
                  + "\n".join(f"- {error}" for error in errors))
     return "\n\n".join(parts)
+
+
+FIXER_INSTRUCTION = (
+    "You are repairing a lackpy program that was rejected. The user message gives the intent, the "
+    "rejected program and the errors. Keep what was right, fix every error, and reply with the whole "
+    "corrected program only: no explanation, no markdown fences."
+)
+
+
+def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any] | None) -> str:
+    """``config["system_prompt"]`` when given, else :func:`build_system_prompt` from the config's context."""
+    config = config or {}
+    given = config.get("system_prompt")
+    if given:
+        return str(given)
+    return build_system_prompt(
+        namespace_desc, config.get("params_desc"), intent, config.get("example_pool")
+    )
+
+
+def user_message_for(
+    intent: str, config: Mapping[str, Any] | None, error_feedback: list[str] | None
+) -> str:
+    """The intent, or on a retry the intent with the previous program and its errors."""
+    if not error_feedback:
+        return intent
+    return feedback_message(intent, list(error_feedback), (config or {}).get("previous_program"))
+
+
+def fixer_prompts(
+    intent: str, program: str, errors: list[str], namespace_desc: str, config: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """(system, user) for a fresh "fixer" conversation about a rejected ``program``."""
+    system = system_prompt_for(intent, namespace_desc, config).rstrip("\n")
+    system += "\n\n" + FIXER_INSTRUCTION + "\n"
+    return system, feedback_message(intent, list(errors), program)

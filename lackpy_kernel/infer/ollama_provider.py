@@ -1,0 +1,189 @@
+"""Tier 2: a local model served by Ollama, through the official ``ollama`` client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from lackpy_kernel.infer.policy import (
+    POLICY_KEYS,
+    ProviderError,
+    RetryPolicy,
+    check_settings,
+    default_describe,
+    default_is_transient,
+    is_transient_status,
+    iter_with_idle_timeout,
+    optional_number,
+    optional_str,
+    require_bool,
+)
+from lackpy_kernel.infer.prompt import fixer_prompts, system_prompt_for, user_message_for
+
+DEFAULT_MODEL = "qwen2.5-coder:1.5b"
+DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama library's own default
+SETTINGS_KEYS = frozenset({"plugin", "host", "model", "temperature", "keep_alive", "stream", *POLICY_KEYS})
+
+
+class OllamaProvider:
+    """Writes programs with a model on an Ollama server (``POST /api/chat``).
+
+    ``host`` defaults to the ``OLLAMA_HOST`` environment variable, then to the
+    library's default (``http://127.0.0.1:11434``); it is read when a request
+    is made. ``temperature`` and ``keep_alive`` are sent only when set (0.0
+    is sent). ``policy`` holds the retry and timeout knobs.
+    """
+
+    def __init__(
+        self,
+        name: str = "ollama",
+        *,
+        host: str | None = None,
+        model: str = DEFAULT_MODEL,
+        temperature: float | None = None,
+        keep_alive: str | float | None = None,
+        stream: bool = True,
+        policy: RetryPolicy | None = None,
+    ) -> None:
+        self._name = name
+        self.host = host
+        self.model = model
+        self.temperature = temperature
+        self.keep_alive = keep_alive
+        self.stream = stream
+        self.policy = policy if policy is not None else RetryPolicy()
+
+    @classmethod
+    def from_settings(cls, name: str, settings: Mapping[str, Any]) -> OllamaProvider:
+        """A provider from a ``[inference.providers.<name>]`` table; unknown keys raise ``ValueError``."""
+        check_settings("ollama", name, settings, SETTINGS_KEYS)
+        keep_alive = settings.get("keep_alive")
+        if isinstance(keep_alive, bool) or not isinstance(keep_alive, str | int | float | None):
+            raise ValueError(f"keep_alive must be a duration such as \"30m\" or a number of seconds, "
+                             f"got {keep_alive!r}")
+        return cls(
+            name,
+            host=optional_str("host", settings.get("host")),
+            model=optional_str("model", settings.get("model", DEFAULT_MODEL)) or DEFAULT_MODEL,
+            temperature=optional_number("temperature", settings.get("temperature"), minimum=0.0),
+            keep_alive=keep_alive,
+            stream=require_bool("stream", settings.get("stream", True)),
+            policy=RetryPolicy.from_settings(settings),
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def available(self) -> bool:
+        """True when the ``ollama`` package imports; makes no request."""
+        try:
+            import ollama  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    @property
+    def resolved_host(self) -> str:
+        """Where requests go: ``host``, else ``$OLLAMA_HOST``, else the library default."""
+        return self.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+
+    async def generate(
+        self,
+        intent: str,
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+        error_feedback: list[str] | None = None,
+    ) -> str | None:
+        """The model's raw answer (None when it is empty); ``error_feedback`` makes it a retry."""
+        system = system_prompt_for(intent, namespace_desc, config)
+        return await self.chat(system, user_message_for(intent, config, error_feedback))
+
+    async def fix(
+        self,
+        intent: str,
+        program: str,
+        errors: list[str],
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+    ) -> str | None:
+        """A fresh conversation asking the model to repair ``program`` given ``errors``."""
+        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
+        return await self.chat(system, user)
+
+    async def chat(self, system: str, user: str) -> str | None:
+        """One system + user exchange under the retry policy; the answer text, or None when empty."""
+        try:
+            import ollama
+        except ImportError as exc:
+            raise ProviderError(
+                "the ollama package is not installed; install it with `pip install lackpy-kernel[ollama]`"
+            ) from exc
+        host = self.resolved_host
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+        }
+        if self.temperature is not None:
+            request["options"] = {"temperature": float(self.temperature)}
+        if self.keep_alive is not None:
+            request["keep_alive"] = self.keep_alive
+
+        async def attempt() -> str:
+            client = ollama.AsyncClient(host=host)
+            try:
+                if not self.stream:
+                    response = await client.chat(**request, stream=False)
+                    return response.message.content or ""
+                parts: list[str] = []
+                chunks = await client.chat(**request, stream=True)
+                what = f"the Ollama stream from {host}"
+                async for chunk in iter_with_idle_timeout(chunks, self.policy.stream_idle_timeout, what=what):
+                    parts.append(chunk.message.content or "")
+                return "".join(parts)
+            finally:
+                await client.close()
+
+        text = await self.policy.run(
+            attempt,
+            self._is_transient,
+            what=f"Ollama provider {self.name!r} (model {self.model!r} at {host})",
+            describe=self._describe,
+        )
+        return text if text.strip() else None
+
+    def _is_transient(self, error: BaseException) -> bool:
+        import httpx
+        import ollama
+
+        if isinstance(error, ollama.ResponseError):
+            return is_transient_status(error.status_code)
+        if isinstance(error, httpx.NetworkError | httpx.TimeoutException | httpx.RemoteProtocolError):
+            return True
+        return default_is_transient(error)
+
+    def _describe(self, error: BaseException) -> str:
+        import httpx
+        import ollama
+
+        host = self.resolved_host
+        if isinstance(error, ollama.ResponseError):
+            code, reason = error.status_code, str(error.error)
+            if code == 404 or "not found" in reason.lower():
+                return (f"model {self.model!r} is not available on the Ollama server at {host} ({reason}); "
+                        f"pull it with `ollama pull {self.model}`")
+            if code == 429:
+                return f"Ollama at {host} is busy (HTTP 429: {reason}); try again later"
+            if code >= 500:
+                return f"Ollama at {host} failed (HTTP {code}: {reason}); see the Ollama server's log"
+            if code > 0:
+                return (f"Ollama at {host} refused the request (HTTP {code}: {reason}); "
+                        "check the model and options")
+            return f"Ollama at {host} reported an error: {reason}"
+        if isinstance(error, ConnectionError | httpx.ConnectError):
+            return (f"cannot connect to Ollama: is Ollama running at {host}? start it with `ollama serve`, "
+                    "or set `host` (or OLLAMA_HOST) to where it listens")
+        if isinstance(error, httpx.NetworkError | httpx.RemoteProtocolError):
+            return f"the connection to Ollama at {host} broke ({type(error).__name__}: {error}); try again"
+        return default_describe(error)

@@ -1,0 +1,357 @@
+"""Loopback HTTP servers that speak Ollama's and Anthropic's wire protocols, for the provider tests.
+
+A :class:`LoopbackServer` listens on 127.0.0.1 (an ephemeral port) in a
+thread, records every request it gets (:attr:`LoopbackServer.requests`), and
+answers each one with the next *step* of its script (``server.script(...)``),
+or with its ``default`` step once the script is used up. A step is a callable
+``step(handler, request)`` that writes the whole response; the functions
+below build the steps the tests need:
+
+- generic: :func:`json_reply`, :func:`hang` (read the request, never answer),
+  :func:`chunked` (HTTP/1.1 chunked body, optionally stalling after N chunks);
+- Ollama (``POST /api/chat``): :func:`ollama_answer` (JSON or NDJSON stream,
+  following the request's ``stream`` flag), :func:`ollama_stream`,
+  :func:`ollama_error`, :func:`ollama_model_not_found`;
+- Anthropic (``POST /v1/messages``): :func:`anthropic_answer` (a message, or
+  an SSE stream: message_start, content_block_start, ping,
+  content_block_delta/text_delta..., content_block_stop, message_delta,
+  message_stop), :func:`anthropic_stream`, :func:`anthropic_error`,
+  :func:`anthropic_stream_error` (an ``error`` event inside a 200 stream).
+
+Stalls and hangs wait on the server's release event, which ``close()`` sets,
+so no thread outlives the test for long.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MAX_WAIT = 30.0  # the longest a stalled or hanging step waits for release
+
+
+@dataclass
+class Request:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    data: Any = field(default=None)
+
+    @property
+    def json(self) -> Any:
+        return self.data
+
+
+Step = Callable[["_Handler", Request], None]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        try:
+            data = json.loads(body) if body else None
+        except ValueError:
+            data = None
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        request = Request(self.command, self.path, headers, body, data)
+        owner = self.server.owner
+        with owner.lock:
+            owner.requests.append(request)
+            step = owner.steps.popleft() if owner.steps else owner.default
+        try:
+            if step is None:
+                json_reply({"error": "no scripted response"}, status=500)(self, request)
+            else:
+                step(self, request)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+    # helpers for steps
+    def start(self, status: int, headers: Mapping[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def end_chunks(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def wait_for_release(self) -> None:
+        self.server.owner.release.wait(MAX_WAIT)
+        self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: LoopbackServer
+
+
+class LoopbackServer:
+    """A scripted HTTP server on 127.0.0.1 that records what it receives."""
+
+    def __init__(self, default: Step | None = None) -> None:
+        self.requests: list[Request] = []
+        self.steps: deque[Step] = deque()
+        self.default = default
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.owner = self
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, *steps: Step) -> LoopbackServer:
+        """Answer the next requests with ``steps``, in order."""
+        with self.lock:
+            self.steps.extend(steps)
+        return self
+
+    def close(self) -> None:
+        self.release.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def __enter__(self) -> LoopbackServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def closed_port_url() -> str:
+    """The URL of a 127.0.0.1 port that nothing listens on (connections are refused)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+# --- generic steps -----------------------------------------------------------------------------------
+
+def json_reply(obj: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Step:
+    payload = json.dumps(obj).encode()
+
+    def step(handler: _Handler, request: Request) -> None:
+        handler.start(status, {"Content-Type": "application/json", "Content-Length": str(len(payload)),
+                               **(headers or {})})
+        handler.wfile.write(payload)
+        handler.wfile.flush()
+
+    return step
+
+
+def hang() -> Step:
+    """Read the request and never answer (until the server closes)."""
+
+    def step(handler: _Handler, request: Request) -> None:
+        handler.wait_for_release()
+
+    return step
+
+
+def chunked(chunks: Iterable[bytes], content_type: str, *, stall_after: int | None = None,
+            status: int = 200, headers: Mapping[str, str] | None = None) -> Step:
+    """A chunked body; with ``stall_after``, stop sending after that many chunks and keep the socket open."""
+    chunks = list(chunks)
+
+    def step(handler: _Handler, request: Request) -> None:
+        handler.start(status, {"Content-Type": content_type, "Transfer-Encoding": "chunked",
+                               **(headers or {})})
+        for index, chunk in enumerate(chunks):
+            if stall_after is not None and index >= stall_after:
+                handler.wait_for_release()
+                return
+            handler.write_chunk(chunk)
+        handler.end_chunks()
+
+    return step
+
+
+# --- Ollama ------------------------------------------------------------------------------------------
+
+CREATED_AT = "2025-01-01T00:00:00.000000Z"
+
+
+def _ollama_body(model: str, content: str, done: bool) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "created_at": CREATED_AT,
+                            "message": {"role": "assistant", "content": content}, "done": done}
+    if done:
+        body.update(done_reason="stop", total_duration=1000, load_duration=10, prompt_eval_count=5,
+                    prompt_eval_duration=100, eval_count=3, eval_duration=200)
+    return body
+
+
+def ollama_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> Step:
+    """An NDJSON stream: one line per piece (``message.content``), then a ``done: true`` line."""
+    pieces = list(pieces)
+
+    def step(handler: _Handler, request: Request) -> None:
+        model = (request.json or {}).get("model", "m")
+        lines = [_ollama_body(model, piece, False) for piece in pieces] + [_ollama_body(model, "", True)]
+        chunked([(json.dumps(line) + "\n").encode() for line in lines], "application/x-ndjson",
+                stall_after=stall_after)(handler, request)
+
+    return step
+
+
+def ollama_answer(text: str) -> Step:
+    """The answer ``text``: one JSON object, or an NDJSON stream of its words when the request streams."""
+
+    def step(handler: _Handler, request: Request) -> None:
+        data = request.json or {}
+        if data.get("stream", True):
+            ollama_stream(_pieces(text))(handler, request)
+        else:
+            json_reply(_ollama_body(data.get("model", "m"), text, True))(handler, request)
+
+    return step
+
+
+def ollama_error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Step:
+    return json_reply({"error": message}, status=status, headers=headers)
+
+
+def ollama_model_not_found(model: str) -> Step:
+    return ollama_error(404, f'model "{model}" not found, try pulling it first')
+
+
+# --- Anthropic ---------------------------------------------------------------------------------------
+
+def _anthropic_message(model: str, text: str) -> dict[str, Any]:
+    return {"id": "msg_loopback", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5}}
+
+
+def _sse(event: str, data: Mapping[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> Step:
+    """The SSE events of a streamed message whose text is ``pieces`` (one text_delta each)."""
+    pieces = list(pieces)
+
+    def step(handler: _Handler, request: Request) -> None:
+        model = (request.json or {}).get("model", "m")
+        start = _anthropic_message(model, "")
+        start.update(content=[], stop_reason=None, usage={"input_tokens": 10, "output_tokens": 1})
+        events = [
+            _sse("message_start", {"type": "message_start", "message": start}),
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+            _sse("ping", {"type": "ping"}),
+        ]
+        events += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                "delta": {"type": "text_delta", "text": piece}})
+                   for piece in pieces]
+        events += [
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _sse("message_delta", {"type": "message_delta",
+                                   "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                   "usage": {"output_tokens": 5}}),
+            _sse("message_stop", {"type": "message_stop"}),
+        ]
+        chunked(events, "text/event-stream", stall_after=stall_after,
+                headers={"request-id": "req_loopback"})(handler, request)
+
+    return step
+
+
+def anthropic_answer(text: str) -> Step:
+    """The answer ``text``: a message, or an SSE stream of its words when the request streams."""
+
+    def step(handler: _Handler, request: Request) -> None:
+        data = request.json or {}
+        if data.get("stream"):
+            anthropic_stream(_pieces(text))(handler, request)
+        else:
+            json_reply(_anthropic_message(data.get("model", "m"), text),
+                       headers={"request-id": "req_loopback"})(handler, request)
+
+    return step
+
+
+def anthropic_error(status: int, kind: str, message: str, headers: Mapping[str, str] | None = None) -> Step:
+    body = {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_loopback"}
+    return json_reply(body, status=status, headers={"request-id": "req_loopback", **(headers or {})})
+
+
+def anthropic_stream_error(kind: str, message: str) -> Step:
+    """A 200 stream that starts a message, then sends an ``error`` event."""
+
+    def step(handler: _Handler, request: Request) -> None:
+        start = _anthropic_message((request.json or {}).get("model", "m"), "")
+        start.update(content=[], stop_reason=None)
+        events = [_sse("message_start", {"type": "message_start", "message": start}),
+                  _sse("error", {"type": "error", "error": {"type": kind, "message": message}})]
+        chunked(events, "text/event-stream")(handler, request)
+
+    return step
+
+
+def echo_api_key(status: int = 401) -> Step:
+    """An error whose body repeats the key it received (a server that leaks it back).
+
+    The key is taken from ``x-api-key`` or from ``authorization: Bearer ...``
+    (anthropic 2.x sends the API key as a bearer token).
+    """
+
+    def step(handler: _Handler, request: Request) -> None:
+        key = api_key_of(request) or ""
+        anthropic_error(status, "authentication_error", f"invalid x-api-key: {key}")(handler, request)
+
+    return step
+
+
+def api_key_of(request: Request) -> str | None:
+    """The API key a request carried, in ``x-api-key`` or as an ``authorization`` bearer token."""
+    if request.headers.get("x-api-key"):
+        return request.headers["x-api-key"]
+    auth = request.headers.get("authorization", "")
+    return auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` split into word-sized pieces that join back to it."""
+    pieces, current = [], ""
+    for char in text:
+        current += char
+        if char in " \n":
+            pieces.append(current)
+            current = ""
+    if current:
+        pieces.append(current)
+    return pieces or [""]
