@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import ConfigError, load_config
-from lackpy_kernel.service import LackpyService
+from lackpy_kernel.service import LackpyService, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -236,7 +236,7 @@ def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -
 
 
 def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=repr))
+    print(json.dumps(jsonable(data), indent=2))
 
 
 COMMANDS = {

@@ -15,7 +15,6 @@ false, because that is an answer, not a failure of the call.
 
 import argparse
 import dataclasses
-import math
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -36,7 +35,7 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
     ) from exc
 
 import lackpy_kernel
-from lackpy_kernel.service import LackpyService
+from lackpy_kernel.service import LackpyService, jsonable
 
 SERVER_NAME = "lackpy"
 
@@ -60,7 +59,6 @@ describe what is available."""
 # the tool failed.
 _ANTICIPATED = (LookupError, OSError, ValueError, TypeError, RuntimeError)
 
-_MAX_DEPTH = 100
 
 Kit = Annotated[
     str | list[str] | dict[str, Any] | None,
@@ -144,7 +142,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         provider produces a valid program; the message says why each one failed.
         """
         result = await _acall(service.generate, intent, kit, params)
-        return _plain(dataclasses.asdict(result))
+        return jsonable(dataclasses.asdict(result))
 
     @tool(_RUNS_PROGRAMS)
     async def run_program(program: Program, kit: Kit = None, params: Params = None
@@ -158,7 +156,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         Values that are not JSON (sets, objects) come back as their repr.
         """
         result = await _acall(service.run_program, program, kit, params)
-        return _plain(result.to_dict())
+        return jsonable(result.to_dict())
 
     @tool(_DELEGATES)
     async def delegate(intent: Intent, kit: Kit = None, params: Params = None) -> dict[str, Any]:
@@ -171,7 +169,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         is a normal result with success false; no provider producing a valid program is an
         error.
         """
-        return _plain(await _acall(service.delegate, intent, kit, params))
+        return jsonable(await _acall(service.delegate, intent, kit, params))
 
     @tool(_WRITES_CONFIG)
     async def create(program: Program,
@@ -195,7 +193,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         if not result.get("success"):
             errors = result.get("errors") or ["unknown error"]
             raise ToolError(f"could not save template {name!r}:\n" + "\n".join(map(str, errors)))
-        return _plain(result)
+        return jsonable(result)
 
     @tool(_READ_ONLY)
     def kit_info(kit: Annotated[str | list[str] | dict[str, Any], Field(description=(
@@ -203,13 +201,13 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
             "alias -> tool name."))]) -> dict[str, Any]:
         """Describe a kit: {tools (alias -> spec with args, returns, grades, docs), grade {w, d},
         description (the namespace text a model sees)}. An unknown kit or tool is an error."""
-        return _plain(_call(service.kit_info, kit))
+        return jsonable(_call(service.kit_info, kit))
 
     @tool(_READ_ONLY)
     def kit_list() -> dict[str, Any]:
         """List the kits a name can refer to: {kits: [{name, path, source}]}, where source is
         "workspace" (.lackpy/kits) or "shipped" (with the package)."""
-        return {"kits": _plain(_call(service.kit_list))}
+        return {"kits": jsonable(_call(service.kit_list))}
 
     @tool(_WRITES_CONFIG)
     def kit_create(name: Annotated[str, Field(description=(
@@ -220,19 +218,19 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
                    ) -> dict[str, Any]:
         """Create (or replace) a workspace kit: {name, path, tools}. Every tool must exist
         (see toolbox_list); an unknown tool or a bad name is an error."""
-        return _plain(_call(service.kit_create, name, tools, description))
+        return jsonable(_call(service.kit_create, name, tools, description))
 
     @tool(_READ_ONLY)
     def toolbox_list() -> dict[str, Any]:
         """List every registered tool: {tools: [{name, provider, description, grade_w,
         effects_ceiling}]}. Kits choose among these."""
-        return {"tools": _plain(_call(service.toolbox_list))}
+        return {"tools": jsonable(_call(service.toolbox_list))}
 
     @tool(_READ_ONLY)
     def docs_index(kit: Kit = None) -> dict[str, Any]:
         """Where a kit's documentation is: {tool_docs (tool -> doc path), kit_docs [paths]}.
         Read a path with resolve_doc."""
-        return _plain(_call(service.docs_index, kit))
+        return jsonable(_call(service.docs_index, kit))
 
     @tool(_READ_ONLY)
     def resolve_doc(doc_path: Annotated[str, Field(description=(
@@ -282,31 +280,6 @@ def _message(exc: BaseException) -> str:
     if type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1 and isinstance(exc.args[0], str):
         return exc.args[0]
     return str(exc) or type(exc).__name__
-
-
-def _plain(value: Any, _depth: int = 0, _seen: frozenset[int] = frozenset()) -> Any:
-    """``value`` as JSON data: dicts, lists, strings, finite numbers, booleans and None as they
-    are (tuples become lists, non-string keys their repr); anything else becomes its repr."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if not isinstance(value, (dict, list, tuple)):
-        return _repr(value)
-    if id(value) in _seen or _depth >= _MAX_DEPTH:
-        return _repr(value)
-    seen = _seen | {id(value)}
-    if isinstance(value, dict):
-        return {key if isinstance(key, str) else _repr(key): _plain(item, _depth + 1, seen)
-                for key, item in value.items()}
-    return [_plain(item, _depth + 1, seen) for item in value]
-
-
-def _repr(value: Any) -> str:
-    try:
-        return repr(value)
-    except Exception as exc:  # a hostile __repr__ must not break the reply
-        return f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -45,7 +45,10 @@ from lackpy_kernel.run import (
     sandbox_supported,
     validation_failure,
 )
+from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
+
+__all__ = ["LackpyService", "jsonable"]
 
 DETERMINISTIC_TIERS = {"templates", "rules", "replay"}
 HISTORY_FILE = "history.jsonl"

@@ -189,10 +189,10 @@ async def test_run_program_invalid_program_is_success_false(session):
     assert result["issues"] and result["issues"][0]["line"] == 1
 
 
-async def test_run_program_non_json_output_comes_back_as_repr(session):
-    result = await call(session, "run_program", program="x = {3}\n[x, (1, 2), {'k': x}]")
+async def test_run_program_non_json_output_comes_back_as_json_data(session):
+    result = await call(session, "run_program", program="x = {3}\n[x, (1, 2), {'k': x, 4: None}]")
     assert result["success"] is True, result["error"]
-    assert result["output"] == ["{3}", [1, 2], {"k": "{3}"}]
+    assert result["output"] == [[3], [1, 2], {"k": [3], "4": None}]
 
 
 # -- delegate, create: the ratchet ------------------------------------------------------

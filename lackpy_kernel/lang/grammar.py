@@ -49,6 +49,9 @@ ALLOWED_BUILTINS: frozenset[str] = frozenset({
     "isinstance", "print", "sort_by",
 })
 
+# The calls whose key= may be a lambda; anywhere else a lambda could be stored and called.
+KEY_FUNCTION_CALLS: frozenset[str] = frozenset({"sorted", "min", "max"})
+
 # Attributes without a leading underscore that still open a way out of the
 # data: string formatting walks attributes of its arguments at run time, and
 # frame, generator, coroutine, traceback and code objects expose namespaces.

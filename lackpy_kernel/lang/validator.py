@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import re
 from collections.abc import Callable, Iterable
@@ -14,6 +15,7 @@ from .grammar import (
     DENIED_ATTRIBUTE_PATTERN,
     DENIED_ATTRIBUTES,
     FORBIDDEN_NAMES,
+    KEY_FUNCTION_CALLS,
     MAX_NESTING,
     MAX_PROGRAM_CHARS,
     NAME_HINTS,
@@ -23,6 +25,14 @@ from .grammar import (
 Rule = Callable[[ast.Module], list[str]]
 
 _ISSUE_TEXT = re.compile(r"^line (\d+), col (\d+): (.*)$", re.DOTALL)
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+MAX_ISSUES = 100
+MAX_SUGGESTIONS = 20
+
+
+def source_lines(program: str) -> list[str]:
+    """The program's lines as Python numbers them (str.splitlines also splits on \\f, \\x1c, ...)."""
+    return _NEWLINE.split(program)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,9 @@ def validate(
     issues = checker.check(tree)
     issues.extend(_apply_rules(extra_rules or [], tree))
     issues.sort(key=lambda issue: (issue.line, issue.col))
+    if len(issues) > MAX_ISSUES:
+        hidden = len(issues) - MAX_ISSUES
+        issues = [*issues[:MAX_ISSUES], Issue(0, 0, f"... and {hidden} more errors")]
     return ValidationResult(
         valid=not issues,
         errors=[str(issue) for issue in issues],
@@ -152,15 +165,16 @@ def _position_of(node: ast.AST) -> tuple[int, int]:
 
 
 def _apply_rules(rules: list[Rule], tree: ast.Module) -> list[Issue]:
+    if not rules:
+        return []
+    view = copy.deepcopy(tree)  # a rule must not change the tree that will be compiled
     issues = []
     for rule in rules:
         name = getattr(rule, "__name__", repr(rule))
         try:
-            messages = rule(tree)
+            issues.extend(Issue.from_text(str(message)) for message in rule(view))
         except Exception as exc:  # a broken rule is a validation error, not a crash
             issues.append(Issue(0, 0, f"rule {name} failed: {type(exc).__name__}: {exc}"))
-            continue
-        issues.extend(Issue.from_text(str(message)) for message in messages)
     return issues
 
 
@@ -188,7 +202,9 @@ class _Checker:
     """Runs every per-node check over one parsed program."""
 
     def __init__(self, source: str, allowed_names: set[str]) -> None:
-        self.lines = source.splitlines()
+        self.lines = source_lines(source)
+        self.suggestions_left = MAX_SUGGESTIONS
+        self.sorted_names: list[str] | None = None
         self.allowed = allowed_names
         self.calls: list[str] = []
         self.variables: list[str] = []
@@ -298,7 +314,13 @@ class _Checker:
 
     def _unknown_function_message(self, name: str) -> str:
         message = f"unknown function '{name}': not a builtin, a kit tool, a parameter or a variable"
-        close = difflib.get_close_matches(name, sorted(self.callable_names), n=3)
+        # Suggestions cost a scan of every name: only the first few unknown names get them.
+        self.suggestions_left -= 1
+        close = []
+        if self.suggestions_left >= 0:
+            if self.sorted_names is None:
+                self.sorted_names = sorted(self.callable_names)
+            close = difflib.get_close_matches(name, self.sorted_names, n=3)
         if close:
             message += f"; did you mean {', '.join(close)}?"
         elif name in NAME_HINTS:
@@ -314,9 +336,12 @@ class _Checker:
             )
 
     def _check_Lambda(self, node: ast.Lambda) -> None:
-        parent = self.parents.get(id(node))
-        if not (isinstance(parent, ast.keyword) and parent.arg == "key"):
-            self._report(node, "lambda is only allowed as a key= argument, as in key=lambda x: x['n']")
+        keyword = self.parents.get(id(node))
+        call = self.parents.get(id(keyword))
+        is_key = isinstance(keyword, ast.keyword) and keyword.arg == "key"
+        if not (is_key and isinstance(call, ast.Call) and _takes_key_function(call)):
+            self._report(node, "lambda is only allowed as the key= of sorted, min, max or "
+                         ".sort, as in sorted(rows, key=lambda r: r['n'])")
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
             self._report(node, "a lambda takes plain positional parameters only: lambda x: ...")
@@ -330,6 +355,13 @@ class _Checker:
             self._report(node, "strings containing '__' are forbidden (dunder access)")
         elif isinstance(node.value, bytes):
             self._report(node, "bytes literals are not part of lackpy; use a str")
+
+
+def _takes_key_function(call: ast.Call) -> bool:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in KEY_FUNCTION_CALLS
+    return isinstance(func, ast.Attribute) and func.attr == "sort"
 
 
 def _forbidden_node_message(node: ast.AST) -> str:

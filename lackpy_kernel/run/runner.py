@@ -11,9 +11,10 @@ from typing import Any
 
 from lackpy_kernel.kit import effects
 from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, issue_at, validate
+from lackpy_kernel.lang.validator import source_lines
 
-from .plain import find_non_plain
-from .trace import Trace, make_traced
+from .plain import display_problem, find_non_plain
+from .trace import Trace, make_traced, summarize
 
 PROGRAM_FILENAME = "<lackpy>"
 OUTPUT_NAME = "__lackpy_output__"  # programs cannot name it: '__' names are reserved
@@ -130,9 +131,15 @@ class RestrictedRunner:
                 )
         trace.files_read, trace.files_modified = log.files_read, log.files_modified
         output = scope.pop(OUTPUT_NAME, None)
+        notes = []
+        problem = display_problem(output)
+        if problem is not None:
+            notes.append(f"the output is {problem}; it is shown as a summary")
+            output = summarize(output)
         hidden = {"__builtins__", "__annotations__", *ALLOWED_BUILTINS, *namespace, *params}
         kept = {name: value for name, value in scope.items() if name not in hidden}
-        return ExecutionResult(True, output, trace=trace, variables=kept, stdout=stdout.getvalue())
+        return ExecutionResult(True, output, trace=trace, variables=kept,
+                               stdout=stdout.getvalue(), notes=notes)
 
 
 def _compile(tree: ast.Module):
@@ -175,16 +182,26 @@ def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
 def describe_runtime_error(exc: BaseException, program: str) -> tuple[str, int | None]:
     """``Type: message (line N: source)`` for an exception raised by a program."""
     line = program_line(exc)
-    message = f"{type(exc).__name__}: {exc}"
+    message = f"{type(exc).__name__}: {safe_str(exc)}"
     if isinstance(exc, MemoryError):
         message = "MemoryError: the program ran out of memory"
-    elif isinstance(exc, RecursionError):
+    elif isinstance(exc, RecursionError) and "maximum recursion" in message:
         message = "RecursionError: a value is nested too deeply"
     if line is not None:
-        lines = program.splitlines()
+        lines = source_lines(program)
         source = lines[line - 1].strip() if 0 < line <= len(lines) else ""
         message += f" (line {line}: {source})" if source else f" (line {line})"
     return message, line
+
+
+def safe_str(value: object) -> str:
+    """``str(value)``, or a bounded stand-in when that fails (huge ints, deep nesting)."""
+    try:
+        return str(value)
+    except Exception:
+        if isinstance(value, BaseException):
+            return ", ".join(str(summarize(arg)) for arg in value.args)
+        return str(summarize(value))
 
 
 def program_line(exc: BaseException) -> int | None:
@@ -232,6 +249,46 @@ def sort_by(items: Iterable[Mapping[str, Any]], key: str, reverse: bool = False)
     return sorted(items, key=lambda item: item[key], reverse=reverse)
 
 
+MAX_ITERATOR_NESTING = 100
+
+
+class BoundedIterator:
+    """An iterator with bounded nesting: CPython crashes on a zip() chain a million deep."""
+
+    __slots__ = ("_iterator", "_depth")
+
+    def __init__(self, iterator: Any, sources: tuple) -> None:
+        depth = 1 + max((s._depth for s in sources if isinstance(s, BoundedIterator)), default=0)
+        if depth > MAX_ITERATOR_NESTING:
+            kind = type(self).__name__
+            raise RecursionError(f"{kind}() nested more than {MAX_ITERATOR_NESTING} deep")
+        self._iterator, self._depth = iterator, depth
+
+    def __iter__(self) -> BoundedIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._iterator)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object>"
+
+
+# Named like the builtins they stand for, so messages and type names read naturally.
+_Zip = type("zip", (BoundedIterator,), {"__slots__": ()})
+_Enumerate = type("enumerate", (BoundedIterator,), {"__slots__": ()})
+
+
+def bounded_zip(*iterables: Any, strict: bool = False) -> BoundedIterator:
+    """``zip``, with its nesting bounded."""
+    return _Zip(zip(*iterables, strict=strict), iterables)
+
+
+def bounded_enumerate(iterable: Any, start: int = 0) -> BoundedIterator:
+    """``enumerate``, with its nesting bounded."""
+    return _Enumerate(enumerate(iterable, start), (iterable,))
+
+
 def safe_builtins(stdout: BoundedText) -> dict[str, Any]:
     """The curated builtins, with ``print`` writing to ``stdout``."""
 
@@ -243,6 +300,6 @@ def safe_builtins(stdout: BoundedText) -> dict[str, Any]:
         stdout.write(sep.join(str(value) for value in values) + end)
 
     names = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
-    names.update(print=print_, sort_by=sort_by)
+    names.update(print=print_, sort_by=sort_by, zip=bounded_zip, enumerate=bounded_enumerate)
     return names
 

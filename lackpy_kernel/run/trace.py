@@ -63,6 +63,8 @@ def summarize(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float)):
         if not isinstance(value, int) or abs(value) < 10**50:
             return value
+        digits = int(value.bit_length() * 0.30103) + 1
+        return f"<int with about {digits:,} digits>"
     if isinstance(value, str) and len(value) <= SUMMARY_CHARS:
         return value
     try:
@@ -119,4 +121,7 @@ def _ms_since(started: float) -> float:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception:
+        return f"{type(exc).__name__}: {summarize(exc.args)}"

@@ -23,7 +23,7 @@ from typing import Any
 from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 
 from . import wire
-from .plain import find_non_plain
+from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
 
@@ -161,6 +161,9 @@ def _collect(pid: int, reader: wire.FrameReader, request: dict) -> dict:
         return _failure("SandboxError", f"the program's process sent a bad reply: {exc}")
     if frame is not None:
         return frame
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
+        return _failure("SandboxError", "the program's process crashed (segmentation fault); "
+                        "a value is probably nested too deeply. Flatten it.")
     if os.WIFSIGNALED(status):
         how = f"was killed by signal {os.WTERMSIG(status)}"
     else:
@@ -269,7 +272,7 @@ def _reply(result: ExecutionResult, request: dict) -> dict:
                 "not kept (only plain data persists; wrap iterators in list(...)): "
                 + ", ".join(f"{name} ({kind})" for name, kind in dropped)
             )
-        result.variables = kept if request.get("return_variables") else {}
+        result.variables = _shown(kept) if request.get("return_variables") else {}
         if request.get("keep", True):
             try:
                 session_blob = pickle.dumps(kept, protocol=wire.PROTOCOL)
@@ -280,6 +283,12 @@ def _reply(result: ExecutionResult, request: dict) -> dict:
             result.notes.append(f"the output, of type {type(result.output).__name__}, is shown as text")
             result.output = summarize(result.output)
     return {"result": result.to_dict(), "session": session_blob}
+
+
+def _shown(variables: dict[str, Any]) -> dict[str, Any]:
+    """The variables, each that cannot be shown in full replaced by its summary."""
+    return {name: value if display_problem(value) is None else summarize(value)
+            for name, value in variables.items()}
 
 
 def _plain_variables(variables: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:

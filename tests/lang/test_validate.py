@@ -277,3 +277,36 @@ def test_names_bound_anywhere_are_known():
 
 def test_an_unknown_call_is_reported_once():
     assert len(errors_of("nope(1)")) == 1
+
+
+def test_many_unknown_names_validate_quickly_with_capped_errors():
+    count = 3000
+    program = "\n".join(f"v{i} = 0" for i in range(count)) + "\n"
+    program += "\n".join(f"w{i}()" for i in range(count))
+    result = validate(program)
+    assert len(result.errors) == 101
+    assert result.errors[-1] == f"... and {count - 100} more errors"
+
+
+def test_lambda_cannot_be_smuggled_out_through_another_call():
+    assert any("key= of sorted" in e for e in errors_of("f = dict(key=lambda a: a)['key']"))
+    assert errors_of("y = [3, 1]\ny.sort(key=lambda a: -a)\nmin(y, key=lambda a: a)") == []
+
+
+def test_a_rule_returning_nothing_is_an_error_not_a_crash():
+    result = validate("x = 1", extra_rules=[lambda tree: None])
+    assert not result.valid and "failed: TypeError" in result.errors[0]
+
+
+def test_rules_see_a_copy_of_the_tree():
+    def vandal(tree):
+        tree.body.clear()
+        return []
+
+    result = validate("x = 1", extra_rules=[vandal])
+    assert result.valid and len(result.tree.body) == 1
+
+
+def test_columns_after_unusual_line_breaks():
+    (issue,) = validate("s = '\u2028'; import os").issues
+    assert (issue.line, issue.col) == (1, 10)

@@ -173,7 +173,49 @@ def test_summarize_copes_with_huge_nested_and_cyclic_values():
     assert summarize(10**100) != 10**100
 
 
-def test_output_may_be_self_referencing():
+def test_a_self_referencing_output_is_summarised():
     result = run("a = [1]\na.append(a)\na")
     assert result.success
-    assert result.output[1] is result.output
+    assert result.output == "[1, [1, [1, [1, [...]]]]]"
+    assert result.notes == ["the output is self-referencing; it is shown as a summary"]
+
+
+@pytest.mark.parametrize(
+    ("program", "problem"),
+    [
+        ("a = [0]\nfor i in range(60):\n    a = [a, a]\na", "too large to show in full"),
+        ("x = 10\nfor i in range(13):\n    x = x * x\nx", "an int too long to show"),
+        ("a = []\nfor i in range(500):\n    a = [a]\na", "nested too deeply to show"),
+    ],
+)
+def test_outputs_that_cannot_be_shown_become_summaries_quickly(program, problem):
+    result = run(program)
+    assert result.success
+    assert isinstance(result.output, str) and len(result.output) < 2000
+    assert problem in result.notes[0]
+
+
+def test_error_messages_survive_values_that_cannot_be_printed():
+    result = run("x = 10\nfor i in range(13):\n    x = x * x\nd = {}\nd[x]")
+    assert result.error == "KeyError: <int with about 8,193 digits> (line 5: d[x])"
+
+
+@pytest.mark.parametrize("kind", ["zip", "enumerate"])
+def test_iterator_chains_are_bounded_instead_of_crashing(kind):
+    start = "zip()" if kind == "zip" else "enumerate([])"
+    result = run(f"z = {start}\nfor i in range(1000000):\n    z = {kind}(z)\nlist(z)")
+    assert not result.success
+    assert result.error_type == "RecursionError"
+    assert f"{kind}() nested more than 100 deep" in result.error
+
+
+def test_bounded_iterators_still_behave_like_the_builtins():
+    result = run("pairs = list(zip([1, 2], 'ab'))\nd = dict(enumerate('xy', 1))\n[pairs, d, zip([1])]")
+    assert result.output[:2] == [[(1, "a"), (2, "b")], {1: "x", 2: "y"}]
+    assert repr(result.output[2]) == "<zip object>"
+    assert "takes plain data, not zip" in run("greet(zip([1]))").error
+
+
+def test_error_line_counts_lines_as_python_does():
+    result = run("# note\x0cpage two\nd = {}\nd['missing']")
+    assert result.error == "KeyError: 'missing' (line 3: d['missing'])"

@@ -209,3 +209,17 @@ def _gone_within(pid, seconds):
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_crash_in_the_program_is_named_and_the_session_survives(sandbox):
+    sandbox.run("kept = 41", KIT)
+    result = sandbox.run("t = ()\nfor i in range(1000000):\n    t = (t,)\nlen({t})", KIT)
+    assert result.error_type == "SandboxError"
+    assert "segmentation fault" in result.error and "nested too deeply" in result.error
+    assert sandbox.run("kept + 1", KIT).output == 42
+
+
+def test_outputs_that_cannot_be_shown_come_back_as_summaries(sandbox):
+    result = sandbox.run("a = [0]\nfor i in range(60):\n    a = [a, a]\na", KIT)
+    assert result.success and isinstance(result.output, str)
+    assert "too large to show in full" in result.notes[0]
