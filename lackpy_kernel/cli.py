@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import asyncio
 import json
 import pprint
@@ -12,21 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import ConfigError, load_config
+from lackpy_kernel.magic_syntax import MagicUsageError, parse_param
 from lackpy_kernel.service import LackpyService, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def parse_param(text: str) -> tuple[str, Any]:
-    """``name=value``: the value is a Python literal where it parses as one, else a string."""
-    name, sep, raw = text.partition("=")
-    if not sep or not name.isidentifier():
-        raise argparse.ArgumentTypeError(f"expected name=value, got {text!r}")
+def _param(text: str) -> tuple[str, Any]:
     try:
-        value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        value = raw
-    return name, value
+        return parse_param(text)
+    except MagicUsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     kit = argparse.ArgumentParser(add_help=False)
     kit.add_argument("--kit", default=None,
                      help="kit name or comma-separated tools (default: the config's, else debug)")
-    kit.add_argument("--param", type=parse_param, action="append", default=[],
+    kit.add_argument("--param", type=_param, action="append", default=[],
                      metavar="NAME=VALUE", help="a named input; literals parse as Python")
     limits = argparse.ArgumentParser(add_help=False)
     limits.add_argument("--no-sandbox", action="store_true",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import copy
 import json
 import os
 import sys
@@ -48,7 +49,7 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["LackpyService", "jsonable"]
+__all__ = ["LackpyService", "LackpySession", "jsonable"]
 
 DETERMINISTIC_TIERS = {"templates", "rules", "replay"}
 HISTORY_FILE = "history.jsonl"
@@ -238,6 +239,9 @@ class LackpyService:
             "output": result.output,
             "stdout": result.stdout,
             "error": result.error,
+            "error_type": result.error_type,
+            "error_line": result.error_line,
+            "notes": result.notes,
             "correction_strategy": generated.correction_strategy,
         }
 
@@ -272,6 +276,10 @@ class LackpyService:
         except (OSError, ValueError) as exc:
             return {"success": False, "errors": [str(exc)]}
         return {"success": True, "path": str(path), "pattern": pattern}
+
+    def session(self, kit: Kit = None) -> LackpySession:
+        """A new session (kit, parameters, persistent variables) on this service."""
+        return LackpySession(self, kit)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -326,17 +334,27 @@ class LackpyService:
 
     def _after_delegate(self, intent: str, resolved: ResolvedKit, generated: GenerationResult,
                         result: ExecutionResult) -> None:
-        for provider in self.inference_providers:
-            if isinstance(provider, TemplatesProvider) and provider.name == generated.provider_name:
-                provider.record_outcome(generated.program, result.success)
+        self.record_outcome(generated, result)
+        if result.success:
+            self.record_generation(intent, generated, resolved)
+
+    def record_generation(self, intent: str, generated: GenerationResult,
+                          kit: Kit | ResolvedKit = None) -> None:
+        """Remember which intent produced a program (so ``create`` can take it as the pattern),
+        and with ``[inference] record = true`` append a model tier's program to the replay file."""
+        resolved = kit if isinstance(kit, ResolvedKit) else self._resolve_kit(kit)
         tools = sorted({spec.name for spec in resolved.tools.values()})
-        if not result.success:
-            return
         self._remember(intent, generated.program, tools, generated.provider_name)
         model_tier = generated.provider_name not in DETERMINISTIC_TIERS | {"override"}
         if self.config.inference_record and model_tier and not self._is_replay(generated):
             record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
                               generated.provider_name)
+
+    def record_outcome(self, generated: GenerationResult, result: ExecutionResult) -> None:
+        """Count a run of a templates-tier program in its template's success or fail count."""
+        for provider in self.inference_providers:
+            if isinstance(provider, TemplatesProvider) and provider.name == generated.provider_name:
+                provider.record_outcome(generated.program, result.success)
 
     def _is_replay(self, generated: GenerationResult) -> bool:
         return any(isinstance(p, ReplayProvider) and p.name == generated.provider_name
@@ -358,6 +376,100 @@ class LackpyService:
             if _normalise(entry.get("program", "")) == wanted:
                 return entry.get("intent")
         return None
+
+
+class LackpySession:
+    """A notebook's session: a kit, parameters, and variables kept from one program to the next.
+
+    Programs run in a sandbox worker that holds the variables (in this process
+    where the sandbox is off or missing). A program that fails, however it
+    fails, leaves the variables exactly as they were.
+    """
+
+    def __init__(self, service: LackpyService, kit: Kit = None) -> None:
+        self.service = service
+        self.kit: Kit = service.config.kit_default if kit is None else kit
+        self.params: dict[str, Any] = {}
+        self.last_result: ExecutionResult | None = None
+        self._sandbox: Sandbox | None = None
+        self._variables: dict[str, Any] = {}  # in-process sessions only
+
+    def resolved_kit(self) -> ResolvedKit:
+        """The session's kit, resolved."""
+        return self.service._resolve_kit(self.kit)
+
+    def set_kit(self, kit: Kit) -> ResolvedKit:
+        """Use ``kit`` from now on; it must resolve (errors name the kit or tool)."""
+        resolved = self.service._resolve_kit(kit)
+        self.kit = kit
+        return resolved
+
+    @property
+    def variable_types(self) -> dict[str, str]:
+        """The session's variables: name -> type name."""
+        if self._sandbox is not None:
+            return dict(self._sandbox.variable_types)
+        return {name: type(value).__name__ for name, value in self._variables.items()}
+
+    def known_names(self) -> set[str]:
+        """Every name a program may use besides the builtins: tools, parameters, variables."""
+        return {*self.resolved_kit().callables, *self.params, *self.variable_types}
+
+    def validate(self, program: str, rules: list[Rule] | None = None) -> ValidationResult:
+        """Validate against the kit, the parameters and the session's variables."""
+        resolved = self.resolved_kit()
+        names = {*resolved.callables, *self.params, *self.variable_types}
+        return validate(program, names, [no_rebinding(resolved.callables), *(rules or [])])
+
+    async def run(self, program: str, rules: list[Rule] | None = None) -> ExecutionResult:
+        """Validate and run ``program`` in the session; cancelling the await stops it."""
+        check = self.validate(program, rules)
+        if not check.valid:
+            result = validation_failure(check.issues)
+        elif self.service._use_sandbox(None, resolved := self.resolved_kit()):
+            box = self._session_sandbox()
+            aliases = {alias: spec.name for alias, spec in resolved.tools.items()}
+            result = await _in_thread(box.run, box.interrupt, program, aliases, dict(self.params))
+        else:
+            result = self._run_here(program, self.resolved_kit(), rules)
+        self.last_result = result
+        return result
+
+    def _run_here(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None
+                  ) -> ExecutionResult:
+        scratch = copy.deepcopy(self._variables)  # a failed program must not change them
+        result = RestrictedRunner().run(program, resolved.callables, self.params, scratch, rules)
+        if result.success:
+            self._variables = result.variables
+        return result
+
+    def _session_sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            service = self.service
+            self._sandbox = Sandbox(service.workspace, service.sandbox_limits(), service.kits_dir)
+        return self._sandbox
+
+    def reset(self) -> None:
+        """Forget the session's variables (the kit and parameters stay)."""
+        self._variables = {}
+        if self._sandbox is not None:
+            self._sandbox.reset()
+
+    def interrupt(self) -> None:
+        """Stop the running program, if any."""
+        if self._sandbox is not None:
+            self._sandbox.interrupt()
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The session's sandbox worker process while it runs."""
+        return self._sandbox.worker_pid if self._sandbox is not None else None
+
+    def close(self) -> None:
+        """Stop the session's worker."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
 
 
 def _is_available(provider: Any) -> bool:

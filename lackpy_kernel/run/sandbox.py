@@ -54,6 +54,7 @@ class Sandbox:
         self._process: subprocess.Popen | None = None
         self._reader = wire.FrameReader()
         self._session_blob: bytes | None = None
+        self.variable_types: dict[str, str] = {}  # the session's variables: name -> type name
         self._write_lock = threading.Lock()
         self._run_lock = threading.Lock()
 
@@ -84,6 +85,7 @@ class Sandbox:
             return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
         if keep and reply.get("session") is not None:
             self._session_blob = reply["session"]
+            self.variable_types = dict(reply.get("names") or {})
         return ExecutionResult.from_dict(reply["result"])
 
     def interrupt(self) -> None:
@@ -99,6 +101,7 @@ class Sandbox:
     def reset(self) -> None:
         """Forget the session's variables."""
         self._session_blob = None
+        self.variable_types = {}
         if self._process is not None and self._process.poll() is None:
             with self._run_lock:
                 self._exchange({"op": "reset"}, GRACE_SECONDS)

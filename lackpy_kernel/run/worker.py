@@ -264,7 +264,7 @@ def _run_request(request: dict, session: dict[str, Any]) -> dict:
 
 def _reply(result: ExecutionResult, request: dict) -> dict:
     """The child's frame: the result in plain data, and the new session when kept."""
-    session_blob = None
+    session_blob, names = None, None
     if result.success:
         kept, dropped = _plain_variables(result.variables)
         if dropped:
@@ -276,13 +276,14 @@ def _reply(result: ExecutionResult, request: dict) -> dict:
         if request.get("keep", True):
             try:
                 session_blob = pickle.dumps(kept, protocol=wire.PROTOCOL)
+                names = {name: type(value).__name__ for name, value in kept.items()}
             except RecursionError:
                 return _failure("RecursionError", "a variable is nested too deeply to keep "
                                 "between programs; flatten it or set it to None")
         if find_non_plain(result.output) is not None:
             result.notes.append(f"the output, of type {type(result.output).__name__}, is shown as text")
             result.output = summarize(result.output)
-    return {"result": result.to_dict(), "session": session_blob}
+    return {"result": result.to_dict(), "session": session_blob, "names": names}
 
 
 def _shown(variables: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,343 @@
+"""The IPython extension: %%lackpy and %delegate, in-process and through a real ipykernel."""
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+import lackpy_kernel
+from lackpy_kernel.extension import (
+    LackpyDelegateError,
+    LackpyMagics,
+    LackpyRuntimeError,
+    LackpyUsageError,
+    LackpyValidationError,
+    _LoopThread,
+    parse_magic_options,
+)
+
+EXT = "lackpy_kernel.extension"
+LONG = "sum(range(1000000000000))"  # runs until stopped: ** is not lackpy
+SANDBOX_TIMEOUT_S = 2
+
+
+def make_workspace(path):
+    (path / "notes.txt").write_text("alpha\nbeta\n")
+    (path / ".lackpy").mkdir()
+    (path / ".lackpy" / "config.toml").write_text(f"[sandbox]\ntimeout = {SANDBOX_TIMEOUT_S}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    return make_workspace(tmp_path_factory.mktemp("workspace"))
+
+
+@pytest.fixture(scope="module")
+def shell(workspace, tmp_path_factory):
+    """One plain InteractiveShell, started in the workspace, with the extension loaded."""
+    InteractiveShell.clear_instance()
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    ip = InteractiveShell.instance(config=config,
+                                   ipython_dir=str(tmp_path_factory.mktemp("ipython")))
+    before = os.getcwd()
+    os.chdir(workspace)
+    try:
+        ip.run_line_magic("load_ext", EXT)
+    finally:
+        os.chdir(before)
+    yield ip
+    ip.run_line_magic("unload_ext", EXT)
+    InteractiveShell.clear_instance()
+
+
+def magics_of(ip) -> LackpyMagics:
+    return ip.magics_manager.registry["LackpyMagics"]
+
+
+# -- option parsing ----------------------------------------------------------------
+
+
+def test_options_first_then_the_intent_verbatim():
+    opts = parse_magic_options("--kit read_file --run read the file {notes}.txt  --kit x", "delegate")
+    assert opts.kit == "read_file" and opts.run
+    assert opts.rest == "read the file {notes}.txt  --kit x"
+    assert parse_magic_options("-- --run is an intent").rest == "--run is an intent"
+
+
+def test_param_values_are_literals_where_they_parse():
+    opts = parse_magic_options(
+        "--param n=3 --param s=abc --param q='3' --param \"xs=[1, 2]\" --param f=x.py --param e=",
+        "lackpy")
+    assert opts.params == {"n": 3, "s": "abc", "q": "3", "xs": [1, 2], "f": "x.py", "e": ""}
+
+
+@pytest.mark.parametrize("line, magic", [
+    ("--bogus x", "lackpy"),
+    ("--run", "lackpy"),
+    ("--out", "lackpy"),
+    ("--out 1x", "lackpy"),
+    ("--param nonsense", "lackpy"),
+    ("--kit --run intent", "delegate"),
+])
+def test_bad_options_are_real_errors(line, magic):
+    with pytest.raises(LackpyUsageError):
+        parse_magic_options(line, magic)
+
+
+# -- %%lackpy in-process ------------------------------------------------------------
+
+
+def test_cell_returns_the_output(shell):
+    assert shell.run_cell_magic("lackpy", "--kit read_file", "read_file('notes.txt')") == "alpha\nbeta\n"
+    # the configured sandbox ran it
+    assert magics_of(shell).service.sandbox_worker_pid is not None
+
+
+def test_out_stores_in_the_user_namespace(shell):
+    shell.user_ns.pop("lines", None)
+    out = shell.run_cell_magic("lackpy", "--kit read_file --out lines",
+                               "read_file('notes.txt').splitlines()")
+    assert out == ["alpha", "beta"]
+    assert shell.user_ns["lines"] == ["alpha", "beta"]
+
+
+def test_params_and_stdout(shell, capsys):
+    out = shell.run_cell_magic("lackpy", "--kit read_file --param n=3 --param name=abc",
+                               "print('n is', n)\n[n, name]")
+    assert out == [3, "abc"]
+    assert capsys.readouterr().out == "n is 3\n"
+
+
+def test_no_sandbox(shell):
+    assert shell.run_cell_magic("lackpy", "--kit read_file --no-sandbox", "len(read_file('notes.txt'))") == 11
+
+
+def test_validation_failure_raises_with_the_line(shell):
+    with pytest.raises(LackpyValidationError) as info:
+        shell.run_cell_magic("lackpy", "--kit read_file", "x = 1\nimport os")
+    assert "line 2" in str(info.value) and "Import" in str(info.value)
+    assert [issue.line for issue in info.value.issues] == [2]
+
+
+def test_runtime_failure_raises_with_type_and_line(shell, capsys):
+    with pytest.raises(LackpyRuntimeError) as info:
+        shell.run_cell_magic("lackpy", "--kit read_file", "print('before')\nread_file('missing.txt')")
+    assert info.value.error_type == "FileNotFoundError" and info.value.error_line == 2
+    assert "FileNotFoundError" in str(info.value) and "line 2" in str(info.value)
+    assert capsys.readouterr().out == "before\n"
+
+
+def test_sandbox_limit_as_configured(shell):
+    started = time.monotonic()
+    with pytest.raises(LackpyRuntimeError):
+        shell.run_cell_magic("lackpy", "--kit read_file", LONG)
+    assert time.monotonic() - started < SANDBOX_TIMEOUT_S + 10
+
+
+def test_keyboard_interrupt_stops_the_program(shell):
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            shell.run_cell_magic("lackpy", "--kit read_file", LONG)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < SANDBOX_TIMEOUT_S  # interrupted, not timed out
+    assert shell.run_cell_magic("lackpy", "--kit read_file", "1 + 1") == 2
+
+
+def test_notes_go_to_stderr(shell, capsys):
+    out = shell.run_cell_magic("lackpy", "--kit read_file", "range(3)")
+    assert out == "range(0, 3)"
+    assert "lackpy: the output, of type range, is shown as text" in capsys.readouterr().err
+
+
+def test_cell_line_takes_only_options(shell):
+    with pytest.raises(LackpyUsageError):
+        shell.run_cell_magic("lackpy", "--kit read_file stray words", "1")
+
+
+def test_run_cell_shows_the_result(shell):
+    result = shell.run_cell("%%lackpy --kit read_file\nread_file('notes.txt')")
+    assert result.success and result.result == "alpha\nbeta\n"
+    failed = shell.run_cell("%%lackpy --kit read_file\nimport os")
+    assert isinstance(failed.error_in_exec, LackpyValidationError)
+
+
+# -- %delegate in-process -----------------------------------------------------------
+
+
+def test_delegate_inserts_a_lackpy_cell(shell, capsys):
+    shell.rl_next_input = None
+    assert shell.run_line_magic("delegate", "--kit read_file read the file notes.txt") is None
+    cell = shell.rl_next_input
+    assert cell.startswith("%%lackpy --kit read_file\n")
+    assert "read_file('notes.txt')" in cell
+    assert "generated by rules in" in capsys.readouterr().out
+    # the inserted cell runs as it is
+    assert shell.run_cell(cell).result == "alpha\nbeta\n"
+
+
+def test_delegate_run_returns_the_output(shell):
+    shell.rl_next_input = None
+    out = shell.run_line_magic("delegate", "--kit read_file --run read the file notes.txt")
+    assert out == "alpha\nbeta\n"
+    assert "read_file('notes.txt')" in shell.rl_next_input
+
+
+def test_delegate_intent_is_literal(shell):
+    shell.user_ns["notes"] = "EXPANDED"
+    shell.run_cell("%delegate --kit read_file read the file {notes}.txt")
+    assert "read_file('{notes}.txt')" in shell.rl_next_input
+    shell.run_cell("%delegate --kit read_file read the file $notes.txt")
+    assert "read_file('$notes.txt')" in shell.rl_next_input
+
+
+def test_delegate_keeps_params_in_the_cell(shell):
+    shell.run_line_magic("delegate", "--kit read_file --param n=3 read the file notes.txt")
+    assert shell.rl_next_input.startswith("%%lackpy --kit read_file --param n=3\n")
+
+
+def test_delegate_failure_is_a_runtime_error(shell):
+    with pytest.raises(LackpyDelegateError) as info:
+        shell.run_line_magic("delegate", "--kit read_file frobnicate the widgets")
+    assert isinstance(info.value, RuntimeError)
+    assert "rules" in str(info.value)
+    with pytest.raises(LackpyUsageError):
+        shell.run_line_magic("delegate", "--kit read_file")
+
+
+# -- loading ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [EXT, "lackpy_kernel"])
+def test_load_and_unload(name, tmp_path, monkeypatch):
+    if name == "lackpy_kernel" and not hasattr(lackpy_kernel, "load_ipython_extension"):
+        pytest.skip("lackpy_kernel does not re-export load_ipython_extension yet")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_workspace(ws)
+    saved = InteractiveShell._instance
+    InteractiveShell._instance = None
+    try:
+        config = Config()
+        config.HistoryManager.hist_file = ":memory:"
+        ip = InteractiveShell.instance(config=config, ipython_dir=str(tmp_path / "ipython"))
+        monkeypatch.chdir(ws)
+        ip.run_line_magic("load_ext", name)
+        magics = magics_of(ip)
+        assert magics.service.workspace == ws.resolve()
+        assert ip.run_cell_magic("lackpy", "--kit read_file", "read_file('notes.txt')") == "alpha\nbeta\n"
+        ip.run_line_magic("unload_ext", name)
+        assert "lackpy" not in ip.magics_manager.magics["cell"]
+        assert "delegate" not in ip.magics_manager.magics["line"]
+        assert magics.service.sandbox_worker_pid is None and not magics._loop.alive
+    finally:
+        InteractiveShell._instance = saved
+
+
+def test_loop_thread_timeout_cancels():
+    import asyncio
+
+    loop = _LoopThread()
+    cancelled = threading.Event()
+
+    async def slow():
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    try:
+        with pytest.raises(TimeoutError):
+            loop.run(slow(), timeout=0.2)
+        assert cancelled.is_set()
+        assert loop.run(asyncio.sleep(0, "ok")) == "ok"
+    finally:
+        loop.close()
+    assert not loop.alive
+
+
+# -- through a real ipykernel --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import start_new_kernel
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    if spec.argv[0] not in ("python", sys.executable):
+        pytest.skip(f"the python3 kernelspec runs {spec.argv[0]}, not this interpreter")
+    ws = make_workspace(tmp_path_factory.mktemp("kernel-workspace"))
+    env = {**os.environ, "IPYTHONDIR": str(tmp_path_factory.mktemp("kernel-ipython"))}
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ws), env=env, startup_timeout=60)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def execute(kc, code, timeout=60):
+    outputs = []
+    reply = kc.execute_interactive(code, output_hook=outputs.append, timeout=timeout)
+    return reply["content"], outputs
+
+
+def of_type(outputs, msg_type):
+    return [msg["content"] for msg in outputs if msg["msg_type"] == msg_type]
+
+
+def test_through_ipykernel(kernel):
+    km, kc = kernel
+    reply, _ = execute(kc, f"%load_ext {EXT}")
+    assert reply["status"] == "ok", reply
+
+    reply, outputs = execute(kc, "%%lackpy --kit read_file --out text\nprint('hi')\nread_file('notes.txt')")
+    assert reply["status"] == "ok", reply
+    assert of_type(outputs, "execute_result")[0]["data"]["text/plain"] == repr("alpha\nbeta\n")
+    assert "hi\n" in "".join(s["text"] for s in of_type(outputs, "stream") if s["name"] == "stdout")
+    reply, _ = execute(kc, "assert text == 'alpha\\nbeta\\n'")
+    assert reply["status"] == "ok", reply
+
+    reply, outputs = execute(kc, "%delegate --kit read_file read the file notes.txt")
+    assert reply["status"] == "ok", reply
+    [payload] = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+    assert payload["text"].startswith("%%lackpy --kit read_file\n")
+    assert "read_file('notes.txt')" in payload["text"] and payload["replace"] is False
+
+    reply, outputs = execute(kc, "%%lackpy --kit read_file\nimport os")
+    assert reply["status"] == "error" and reply["ename"] == "LackpyValidationError"
+    [error] = of_type(outputs, "error")  # what nbval sees
+    assert error["ename"] == "LackpyValidationError" and "line 1" in error["evalue"]
+    assert error["traceback"][0].startswith("LackpyValidationError: invalid lackpy program")
+
+
+def test_interrupting_the_kernel_stops_the_program(kernel):
+    km, kc = kernel
+    reply, _ = execute(kc, f"%load_ext {EXT}")
+    msg_id = kc.execute(f"%%lackpy --kit read_file\n{LONG}")
+    time.sleep(1.0)
+    started = time.monotonic()
+    km.interrupt_kernel()
+    while True:
+        reply = kc.get_shell_msg(timeout=30)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    assert time.monotonic() - started < SANDBOX_TIMEOUT_S
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    assert km.is_alive()
+    reply, outputs = execute(kc, "%%lackpy --kit read_file\n1 + 1")
+    assert reply["status"] == "ok", reply
+    assert of_type(outputs, "execute_result")[0]["data"]["text/plain"] == "2"
