@@ -84,7 +84,7 @@ def parse_param(raw: str) -> tuple[str, Any]:
     try:
         return name, ast.literal_eval(value)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return name, unquote(value)
+        return name, value  # not a literal: the text as typed, spaces included
 
 
 @dataclass

@@ -31,7 +31,8 @@ def _isolated_jupyter(tmp_path, monkeypatch):
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(home / "jupyter-data"))
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(home / "jupyter-config"))
     monkeypatch.delenv("JUPYTER_PATH", raising=False)
-    monkeypatch.delenv("JUPYTER_PREFER_ENV_PATH", raising=False)
+    # The user's folder first: a spec already installed in this environment must not win.
+    monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "0")
 
 
 def png_header(data: bytes) -> tuple[int, int, int, int]:

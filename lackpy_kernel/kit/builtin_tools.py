@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from . import code_search
-from .atomic import atomic_write_text
+from .atomic import SUPPORTS_DIR_FD, atomic_write_bytes_at, atomic_write_text
 from .builtin_specs import PROVIDER_NAME, tool_specs
-from .effects import record_read, record_write
+from .effects import check_write_budget, record_read, record_write
 from .pathmatch import TooManyMatchesError, compile_pattern, match_files
 from .spec import ToolSpec
 from .toolbox import Toolbox
@@ -55,7 +55,7 @@ class FileToolsProvider:
     def read_file(self, path: str) -> str:
         """The text of a UTF-8 file in the workspace (at most 16 MiB)."""
         real = self.workspace.resolve(path)
-        text = _read_text(real, path)
+        text = _read_text(self.workspace, real, path)
         record_read(self.workspace.relative(real))
         return text
 
@@ -75,10 +75,8 @@ class FileToolsProvider:
         real = self.workspace.resolve(path, write=True)
         if real.is_dir():
             raise IsADirectoryError(f"{path!r} is a folder; write_file needs a file path")
-        _write_text(real, path, content)
-        relative = self.workspace.relative(real)
-        record_write(relative)
-        return f"wrote {len(content)} chars to {relative}"
+        _write_text(self.workspace, real, path, content)
+        return f"wrote {len(content)} chars to {self.workspace.relative(real)}"
 
     def edit_file(self, path: str, old: str, new: str) -> str:
         """Replace the one occurrence of ``old`` in a file with ``new``, atomically."""
@@ -87,12 +85,10 @@ class FileToolsProvider:
         if not old:
             raise ValueError("old is empty; give the exact text to replace")
         real = self.workspace.resolve(path, write=True)
-        text = _read_text(real, path)
+        text = _read_text(self.workspace, real, path)
         _check_occurs_once(text.count(old), path)
-        _write_text(real, path, text.replace(old, new, 1))
-        relative = self.workspace.relative(real)
-        record_write(relative)
-        return f"edited {relative}: replaced {len(old)} chars with {len(new)} chars"
+        _write_text(self.workspace, real, path, text.replace(old, new, 1))
+        return f"edited {self.workspace.relative(real)}: replaced {len(old)} chars with {len(new)} chars"
 
     def find_definitions(self, name: str) -> list[dict]:
         """Functions, async functions and classes named ``name`` in the workspace's .py files."""
@@ -124,18 +120,22 @@ def builtin_toolbox(workspace: Workspace | str | os.PathLike[str]) -> Toolbox:
     return toolbox
 
 
-def _read_text(real: Path, shown: str) -> str:
+def _read_text(workspace: Workspace, real: Path, shown: str) -> str:
     try:
         info = os.stat(real)
     except (FileNotFoundError, NotADirectoryError):
-        raise FileNotFoundError(
-            f"no file {shown!r} in the workspace; use find_files() to see which files exist"
-        ) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(f"{shown!r} is a folder, not a file; use find_files('{shown}/*') to list it")
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{shown!r} is not a regular file; read_file reads regular files only")
-    with open(real, "rb") as stream:
+        raise _no_such_file(shown) from None
+    _check_is_file(info, shown)
+    # Open, then check what was opened: the path may have been swapped since resolve().
+    # O_NONBLOCK: a FIFO swapped in meanwhile must not block the open.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(real, flags | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        raise _no_such_file(shown) from None
+    with open(fd, "rb") as stream:
+        workspace.check_opened(fd, shown)
+        _check_is_file(os.fstat(fd), shown)
         data = stream.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
         raise ValueError(
@@ -150,21 +150,57 @@ def _read_text(real: Path, shown: str) -> str:
         ) from None
 
 
-def _write_text(real: Path, shown: str, text: str) -> None:
+def _no_such_file(shown: str) -> FileNotFoundError:
+    return FileNotFoundError(
+        f"no file {shown!r} in the workspace; use find_files() to see which files exist"
+    )
+
+
+def _check_is_file(info: os.stat_result, shown: str) -> None:
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(f"{shown!r} is a folder, not a file; use find_files('{shown}/*') to list it")
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{shown!r} is not a regular file; read_file reads regular files only")
+
+
+def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None:
+    """Write ``text`` to the resolved path ``real``, within the write budget, and record it."""
     try:
-        size = len(text.encode("utf-8"))
+        data = text.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ValueError(f"the text for {shown!r} cannot be written as UTF-8: {error}") from None
-    if size > MAX_WRITE_BYTES:
+    if len(data) > MAX_WRITE_BYTES:
         raise ValueError(
-            f"the text for {shown!r} is {size} bytes; the most a file tool writes is "
+            f"the text for {shown!r} is {len(data)} bytes; the most a file tool writes is "
             f"{MAX_WRITE_BYTES} bytes (16 MiB)"
         )
-    try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise NotADirectoryError(f"cannot create the folders for {shown!r}: a file is in the way") from None
-    atomic_write_text(real, text)
+    relative = workspace.relative(real)
+    check_write_budget(relative, len(data))
+    if SUPPORTS_DIR_FD:
+        dir_fd = workspace.open_folder_for_write(real.parent, shown)
+        try:
+            atomic_write_bytes_at(dir_fd, real.name, data)
+        finally:
+            os.close(dir_fd)
+    else:  # no *at() calls (Windows): the path checks of resolve() are all there is
+        _make_folders(real.parent, shown)
+        atomic_write_text(real, text)
+    record_write(relative, len(data))
+
+
+def _make_folders(folder: Path, shown: str) -> None:
+    # One level at a time: pathlib's mkdir(parents=True) recurses once per missing folder.
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise NotADirectoryError(
+                f"cannot create the folders for {shown!r}: a file is in the way"
+            ) from None
 
 
 def _check_occurs_once(count: int, shown: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import warnings
 from collections.abc import Iterator
 from importlib.util import decode_source
@@ -39,8 +40,6 @@ def find_callers(workspace: Workspace, name: str) -> dict[str, list[dict]]:
     """Calls of ``name`` (as ``name(...)`` or ``obj.name(...)``), grouped by file."""
     found: dict[str, list[dict]] = {}
     for relative, tree, lines in _parsed_python_files(workspace):
-        finder = _CallFinder(name)
-        finder.visit(tree)
         hits = [
             {
                 "file": relative,
@@ -48,43 +47,34 @@ def find_callers(workspace: Workspace, name: str) -> dict[str, list[dict]]:
                 "caller": caller,
                 "text": lines[line - 1].strip()[:_TEXT_LIMIT] if line <= len(lines) else "",
             }
-            for line, caller in sorted(finder.calls)
+            for line, caller in sorted(_calls(tree, name))
         ]
         if hits:
             found[relative] = hits
     return found
 
 
-class _CallFinder(ast.NodeVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.scopes: list[tuple[str, bool]] = []  # (name, is_function)
-        self.calls: list[tuple[int, str]] = []
+def _calls(tree: ast.AST, name: str) -> list[tuple[int, str]]:
+    """(line, caller) of each call of ``name``; the caller is the qualified name of the
+    innermost enclosing function, e.g. ``Service.run``, or ``<module>``."""
+    # A stack, not ast.NodeVisitor: a deeply nested expression would exhaust recursion.
+    calls: list[tuple[int, str]] = []
+    stack: list[tuple[ast.AST, tuple[tuple[str, bool], ...]]] = [(tree, ())]
+    while stack:
+        node, scopes = stack.pop()  # scopes: (name, is_function) from the outside in
+        if isinstance(node, ast.Call) and _call_name(node.func) == name:
+            calls.append((node.lineno, _caller(scopes)))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scopes = (*scopes, (node.name, not isinstance(node, ast.ClassDef)))
+        stack.extend((child, scopes) for child in ast.iter_child_nodes(node))
+    return calls
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self._visit_scope(node, is_function=True)
 
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._visit_scope(node, is_function=False)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if _call_name(node.func) == self.name:
-            self.calls.append((node.lineno, self._caller()))
-        self.generic_visit(node)
-
-    def _visit_scope(self, node: ast.AST, *, is_function: bool) -> None:
-        self.scopes.append((node.name, is_function))
-        self.generic_visit(node)
-        self.scopes.pop()
-
-    def _caller(self) -> str:
-        # The qualified name of the innermost enclosing function, e.g. "Service.run".
-        function_levels = [i for i, (_, is_function) in enumerate(self.scopes) if is_function]
-        if not function_levels:
-            return "<module>"
-        return ".".join(name for name, _ in self.scopes[: function_levels[-1] + 1])
+def _caller(scopes: tuple[tuple[str, bool], ...]) -> str:
+    function_levels = [i for i, (_, is_function) in enumerate(scopes) if is_function]
+    if not function_levels:
+        return "<module>"
+    return ".".join(name for name, _ in scopes[: function_levels[-1] + 1])
 
 
 def _call_name(func: ast.expr) -> str | None:
@@ -100,18 +90,22 @@ def _parsed_python_files(workspace: Workspace) -> Iterator[tuple[str, ast.Module
         path = os.path.join(workspace.root, relative)
         if os.path.islink(path):  # its target is searched under its own name
             continue
-        parsed = _parse(path)
+        parsed = _parse(workspace, path)
         if parsed is not None:
             yield relative, *parsed
 
 
-def _parse(path: str) -> tuple[ast.Module, list[str]] | None:
+def _parse(workspace: Workspace, path: str) -> tuple[ast.Module, list[str]] | None:
     """The syntax tree and lines of a Python file, or None when it cannot be read or parsed."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        if os.path.getsize(path) > MAX_SOURCE_BYTES:
-            return None
-        with open(path, "rb") as stream:
-            source = decode_source(stream.read())
+        with open(os.open(path, flags), "rb") as stream:
+            # Check what was opened: a folder on the way may have become a link meanwhile.
+            workspace.check_opened(stream.fileno(), path)
+            info = os.fstat(stream.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+                return None
+            source = decode_source(stream.read(MAX_SOURCE_BYTES + 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. SyntaxWarning for invalid escapes
             tree = ast.parse(source, filename=path)

@@ -3,6 +3,9 @@
 The runner opens a ``recording()`` around a program; the file tools call ``record_read`` and
 ``record_write``. The kit never needs to know about traces, and the calls are no-ops when
 nothing is recording.
+
+A recording is also a program's write budget: the write tools call ``check_write_budget``
+before they write. Without a recording (the tools used directly) there is no budget.
 """
 
 from __future__ import annotations
@@ -12,6 +15,12 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from .errors import WriteBudgetError
+
+# The most one program (one recording) may write: bytes in all, and distinct files.
+WRITE_BUDGET_BYTES = 256 * 1024 * 1024
+WRITE_BUDGET_FILES = 10_000
+
 
 @dataclass
 class FileEffects:
@@ -19,6 +28,7 @@ class FileEffects:
 
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
+    bytes_written: int = 0
 
 
 _current: ContextVar[FileEffects | None] = ContextVar("lackpy_file_effects", default=None)
@@ -45,8 +55,36 @@ def record_read(path: str) -> None:
         effects.files_read.append(path)
 
 
-def record_write(path: str) -> None:
-    """Note that ``path`` (workspace-relative) was created or modified."""
+def record_write(path: str, size: int = 0) -> None:
+    """Note that ``path`` (workspace-relative) was created or modified with ``size`` bytes."""
     effects = _current.get()
-    if effects is not None and path not in effects.files_modified:
+    if effects is None:
+        return
+    effects.bytes_written += size
+    if path not in effects.files_modified:
         effects.files_modified.append(path)
+
+
+def check_write_budget(path: str, size: int) -> None:
+    """Raise ``WriteBudgetError`` if writing ``size`` bytes to ``path`` would overrun the
+    budget of the program being recorded."""
+    effects = _current.get()
+    if effects is None:
+        return
+    if effects.bytes_written + size > WRITE_BUDGET_BYTES:
+        raise WriteBudgetError(
+            f"write budget exceeded: this program already wrote {effects.bytes_written} bytes "
+            f"and {path!r} would add {size}; a program may write at most "
+            f"{_size_text(WRITE_BUDGET_BYTES)} in all (limits are per program)"
+        )
+    if path not in effects.files_modified and len(effects.files_modified) >= WRITE_BUDGET_FILES:
+        raise WriteBudgetError(
+            f"write budget exceeded: this program already created or modified "
+            f"{len(effects.files_modified)} files, the most it may; {path!r} would be one more "
+            f"(limits are per program)"
+        )
+
+
+def _size_text(size: int) -> str:
+    mib = size / (1024 * 1024)
+    return f"{mib:g} MiB" if mib >= 1 else f"{size} bytes"

@@ -11,6 +11,10 @@ class WorkspacePathTypeError(WorkspaceError, TypeError):
     """A path argument was not a ``str`` (an int would be a file descriptor)."""
 
 
+class WriteBudgetError(OSError):
+    """A program tried to write more than its budget (bytes in all, or files)."""
+
+
 class UnknownToolError(KeyError):
     """A tool name is not registered in the toolbox."""
 

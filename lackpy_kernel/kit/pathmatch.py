@@ -68,7 +68,7 @@ def match_files(workspace: Workspace, segments: list[_Segment], limit: int) -> l
     """
     found: set[str] = set()
     seen: set[tuple[str, int]] = set()
-    for path in _walk(workspace, str(workspace.root), (), segments, 0, seen):
+    for path in _walk(workspace, str(workspace.root), segments, seen):
         found.add(path)
         if len(found) > limit:
             raise TooManyMatchesError(f"more than {limit} files match")
@@ -94,30 +94,29 @@ def _segments(parts: list[str], pattern: str) -> list[_Segment]:
 
 
 def _walk(
-    workspace: Workspace,
-    directory: str,
-    relative: tuple[str, ...],
-    segments: list[_Segment],
-    index: int,
-    seen: set[tuple[str, int]],
+    workspace: Workspace, root: str, segments: list[_Segment], seen: set[tuple[str, int]]
 ) -> Iterator[str]:
-    # Several "**" can reach the same folder at the same point of the pattern: walk it once.
-    if (directory, index) in seen:
-        return
-    seen.add((directory, index))
-    segment, is_last = segments[index], index == len(segments) - 1
-    for entry in _entries(directory, relative):
-        if segment.recursive:
-            if not entry.name.startswith(".") and _is_real_dir(entry):
-                yield from _walk(workspace, entry.path, (*relative, entry.name), segments, index, seen)
-        elif segment.matches(entry.name):
-            if is_last:
-                if _is_file_inside(workspace, entry):
-                    yield "/".join((*relative, entry.name))
-            elif _is_real_dir(entry):
-                yield from _walk(workspace, entry.path, (*relative, entry.name), segments, index + 1, seen)
-    if segment.recursive:  # "**" matching no folder at all
-        yield from _walk(workspace, directory, relative, segments, index + 1, seen)
+    # A stack, not recursion: a program can make folders nested deeper than Python recurses.
+    stack: list[tuple[str, tuple[str, ...], int]] = [(root, (), 0)]
+    while stack:
+        directory, relative, index = stack.pop()
+        # Several "**" can reach the same folder at the same point of the pattern: walk it once.
+        if (directory, index) in seen:
+            continue
+        seen.add((directory, index))
+        segment, is_last = segments[index], index == len(segments) - 1
+        if segment.recursive:  # "**" matching no folder at all
+            stack.append((directory, relative, index + 1))
+        for entry in _entries(directory, relative):
+            if segment.recursive:
+                if not entry.name.startswith(".") and _is_real_dir(entry):
+                    stack.append((entry.path, (*relative, entry.name), index))
+            elif segment.matches(entry.name):
+                if is_last:
+                    if _is_file_inside(workspace, entry):
+                        yield "/".join((*relative, entry.name))
+                elif _is_real_dir(entry):
+                    stack.append((entry.path, (*relative, entry.name), index + 1))
 
 
 def _entries(directory: str, relative: tuple[str, ...]) -> list[os.DirEntry[str]]:

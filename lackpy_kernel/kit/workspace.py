@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import WorkspaceError, WorkspacePathTypeError
 
 CONFIG_DIR = ".lackpy"
+_PROC_FD = "/proc/self/fd"  # Linux: each entry links to the real path of an open fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class Workspace:
@@ -39,12 +45,8 @@ class Workspace:
         if not self._is_inside(real, self._root):
             raise self._outside_error(text)
         self._check_no_symlink_loop(text, real)
-        if write and self._is_config_path(real):
-            raise WorkspaceError(
-                f"{text!r} is inside the workspace's {CONFIG_DIR}/ folder, which programs may "
-                f"not change (it holds the config, kits and templates); write elsewhere in the "
-                f"workspace {self._root}"
-            )
+        if write:
+            self._check_not_config(text, real)
         return Path(real)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
@@ -54,6 +56,54 @@ class Workspace:
     def contains(self, real_path: str | os.PathLike[str]) -> bool:
         """Whether an already-resolved absolute path lies inside the root."""
         return self._is_inside(os.fspath(real_path), self._root)
+
+    def check_opened(self, fd: int, text: str, *, write: bool = False) -> None:
+        """Refuse an open file or folder that is not inside the root (or, with ``write``,
+        inside ``<root>/.lackpy/``).
+
+        ``resolve()`` checks a name; between that check and the open another process may swap
+        a folder on the way for a link. This checks what was actually opened. Where the OS
+        cannot say (no ``/proc/self/fd``), the name check is all there is.
+        """
+        if not os.path.isdir(_PROC_FD):
+            return
+        try:
+            real = os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError as error:  # e.g. a path longer than PATH_MAX
+            raise WorkspaceError(
+                f"cannot tell where {text!r} is ({error.strerror}); use a shorter path"
+            ) from None
+        if not self._is_inside(real, self._root):
+            raise self._outside_error(text)
+        if write:
+            self._check_not_config(text, real)
+
+    def open_folder_for_write(self, folder: str | os.PathLike[str], text: str) -> int:
+        """A read-only fd of the resolved folder ``folder``, made if missing, checked as a
+        place to write (``text`` is the path the user gave, for messages).
+
+        The walk starts at the root and opens (or makes) one component at a time without
+        following links, so no folder on the way can be swapped for a link that leads out.
+        The caller closes the fd.
+        """
+        relative = os.path.relpath(os.fspath(folder), self._root)
+        parts = [] if relative == "." else Path(relative).parts
+        if ".." in parts:
+            raise self._outside_error(text)
+        fd = os.open(self._root, _DIR_FLAGS)
+        try:
+            for part in parts:
+                parent, fd = fd, -1
+                try:
+                    fd = _open_child_folder(parent, part, text)
+                finally:
+                    os.close(parent)
+            self.check_opened(fd, text, write=True)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            raise
+        return fd
 
     def _check_path_text(self, path: object) -> str:
         if not isinstance(path, str):
@@ -90,6 +140,14 @@ class Workspace:
             if not os.path.lexists(current):
                 return
 
+    def _check_not_config(self, text: str, real: str) -> None:
+        if self._is_config_path(real):
+            raise WorkspaceError(
+                f"{text!r} is inside the workspace's {CONFIG_DIR}/ folder, which programs may "
+                f"not change (it holds the config, kits and templates); write elsewhere in the "
+                f"workspace {self._root}"
+            )
+
     def _is_config_path(self, real: str) -> bool:
         relative = Path(os.path.relpath(real, self._root))
         # casefold: on case-insensitive file systems ".LACKPY" is the same folder.
@@ -110,3 +168,33 @@ class Workspace:
             return os.path.commonpath([root, path]) == root
         except ValueError:  # different drives on Windows, or mixed absolute/relative
             return False
+
+
+def _open_child_folder(parent: int, name: str, text: str) -> int:
+    try:
+        return _open_folder_at(parent, name, text)
+    except FileNotFoundError:
+        pass
+    with suppress(FileExistsError):  # made meanwhile by someone else: open what is there
+        os.mkdir(name, dir_fd=parent)
+    return _open_folder_at(parent, name, text)
+
+
+def _open_folder_at(parent: int, name: str, text: str) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS | _NOFOLLOW, dir_fd=parent)
+    except OSError as error:
+        if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+    # O_NOFOLLOW makes a link fail (ENOTDIR or ELOOP). resolve() followed every link
+    # already, so a link here was swapped in after that check.
+    try:
+        is_link = stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        is_link = False
+    if is_link:
+        raise WorkspaceError(
+            f"{text!r} changed while it was being written: the folder {name!r} on the way "
+            f"became a link; nothing was written"
+        )
+    raise NotADirectoryError(f"cannot create the folders for {text!r}: a file is in the way")

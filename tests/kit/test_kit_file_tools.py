@@ -41,7 +41,7 @@ def _write(root: Path, relative: str, text: str) -> Path:
 
 
 def _temp_files(root: Path) -> list[str]:
-    return [p.name for p in root.rglob("*") if p.name.endswith(".tmp")]
+    return [p.name for p in root.rglob("*") if p.name.startswith(".lackpy-tmp-") or p.name.endswith(".tmp")]
 
 
 # --- read_file -------------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def test_write_file_leaves_no_temp_files(tools, ws):
 def test_failed_write_keeps_old_content_and_no_temp(tools, ws, monkeypatch):
     _write(ws, "f.txt", "old content")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **dir_fds):
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", broken_replace)
