@@ -1,0 +1,335 @@
+"""The lackpy kernel, driven through jupyter_client from an installed kernelspec."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from conftest import Kernel, make_workspace
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "infer"))
+import loopback as lb  # noqa: E402
+
+# -- cells, variables and outputs ------------------------------------------------
+
+
+def test_variables_persist_and_are_known_to_the_validator(kernel):
+    assert kernel.execute("text = read_file('notes.txt')").status == "ok"
+    outcome = kernel.execute("lines = text.splitlines()\nlen(lines)")
+    assert outcome.status == "ok"
+    assert outcome.result() == "3"
+
+
+def test_a_cell_that_fails_validation_changes_nothing(kernel):
+    kernel.execute("count = 1")
+    outcome = kernel.execute("count = 2\nimport os")
+    assert outcome.status == "error"
+    assert outcome.reply["content"]["ename"] == "LackpyValidationError"
+    assert kernel.execute("count").result() == "1"
+
+
+def test_a_cell_that_fails_at_run_time_changes_nothing(kernel):
+    kernel.execute("items = [1, 2]")
+    failed = kernel.execute("items.append(3)\nnew_name = 1\nitems[10]")
+    assert failed.status == "error" and failed.error["ename"] == "IndexError"
+    assert kernel.execute("items").result("application/json") == [1, 2]
+    assert kernel.execute("new_name").status == "error"
+
+
+def test_output_bundles(kernel):
+    rows = kernel.execute("[{'name': 'a', 'size': 1}, {'name': '<b>', 'size': 2}]")
+    assert rows.result("application/json") == [{"name": "a", "size": 1}, {"name": "<b>", "size": 2}]
+    table = rows.result("text/html")
+    assert "<th>name</th>" in table and "&lt;b&gt;" in table
+    assert kernel.execute("{'k': (1, 2)}").result("application/json") == {"k": [1, 2]}
+    assert kernel.execute("'plain text'").result() == "plain text"
+    assert kernel.execute("x_none = None\nx_none").of("execute_result") == []
+
+
+def test_print_goes_to_stdout(kernel):
+    outcome = kernel.execute("print('one', 2)\nprint('three')")
+    assert outcome.stream("stdout") == "one 2\nthree\n"
+
+
+def test_tool_calls_show_an_expandable_trace(kernel):
+    outcome = kernel.execute("defs = find_definitions('helper')\nlen(defs)")
+    (trace,) = outcome.of("display_data")
+    assert trace["data"]["text/html"].startswith("<details><summary>trace: 1 tool call")
+    assert "find_definitions" in trace["data"]["text/plain"]
+    assert "name='helper'" in trace["data"]["text/plain"]
+
+
+def test_validation_errors_have_lines_and_carets(kernel):
+    outcome = kernel.execute("x = 1\ny = open('notes.txt')\nz = x.__class__")
+    error = outcome.error
+    assert error["ename"] == "LackpyValidationError"
+    lines = error["traceback"]
+    assert lines[0].startswith("LackpyValidationError: the cell is not valid lackpy (2 errors)")
+    assert "line 2, col 5: the name 'open' is forbidden" in lines[1]
+    assert lines[2] == "    y = open('notes.txt')"
+    assert lines[3] == "        ^"
+    assert "line 3, col 5: attribute '.__class__' is private" in lines[4]
+
+
+def test_runtime_errors_name_the_lackpy_line(kernel):
+    outcome = kernel.execute("a = 1\nb = read_file('missing.txt')")
+    error = outcome.error
+    assert error["ename"] == "FileNotFoundError"
+    assert "(line 2: b = read_file('missing.txt'))" in error["evalue"]
+    assert not any("Traceback" in line or ".py\"" in line for line in error["traceback"])
+
+
+def test_silent_execution_shows_nothing(kernel):
+    outcome = kernel.execute("print('hidden')\n1", silent=True)
+    assert outcome.status == "ok" and outcome.messages == []
+
+
+# -- limits and interrupts ----------------------------------------------------------
+
+
+def test_time_limit_stops_the_cell_and_keeps_the_session(kernel):
+    kernel.execute("kept = 'still here'")
+    outcome = kernel.execute("sum(range(1000000000000))")
+    assert outcome.error["ename"] == "TimeoutError"
+    assert "3 s limit" in outcome.error["evalue"]
+    assert kernel.execute("kept").result() == "still here"
+
+
+def test_memory_limit_stops_the_cell_and_keeps_the_session(kernel):
+    kernel.execute("kept = 'still here'")
+    outcome = kernel.execute("big = 'x' * 100000000000")
+    assert outcome.error["ename"] == "MemoryError"
+    assert "256 MB" in outcome.error["evalue"]
+    assert kernel.execute("kept").result() == "still here"
+
+
+def test_interrupt_while_a_program_runs(kernel):
+    kernel.execute("kept = 1")
+    msg_id = kernel.client.execute("total = 0\nfor i in range(100000000000):\n    total += i")
+    time.sleep(1.0)
+    kernel.manager.interrupt_kernel()
+    outcome = kernel.wait(msg_id)
+    assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert kernel.execute("kept + 1").result() == "2"
+    assert kernel.execute("total").status == "error"  # the interrupted cell kept nothing
+
+
+def test_interrupt_while_waiting_on_a_model(tmp_path):
+    with lb.LoopbackServer(default=lb.hang()) as server:
+        config = (f'[inference]\norder = ["slow"]\n[inference.providers.slow]\nplugin = "ollama"\n'
+                  f'host = "{server.url}"\nrequest_timeout = 60\nmax_retries = 0\n')
+        kernel = Kernel(make_workspace(tmp_path, config))
+        try:
+            msg_id = kernel.client.execute("%delegate summarise every file in a poem")
+            deadline = time.monotonic() + 10
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.requests, "the kernel never called the model"
+            kernel.manager.interrupt_kernel()
+            outcome = kernel.wait(msg_id, timeout=20)
+            assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
+            assert kernel.execute("1 + 1").result() == "2"
+        finally:
+            server.release.set()
+            kernel.close()
+
+
+def test_killing_the_kernel_leaves_no_worker(tmp_path):
+    kernel = Kernel(make_workspace(tmp_path))
+    try:
+        kernel.execute("x = 1")
+        workers = _children(kernel.pid)
+        assert workers, "the cell should have started a sandbox worker"
+        os.kill(kernel.pid, signal.SIGKILL)
+        for pid in workers:
+            assert _gone_within(pid, 10), f"worker {pid} outlived the kernel"
+    finally:
+        kernel.client.stop_channels()
+        kernel.manager.cleanup_resources()
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(child) for child in (task / "children").read_text().split()]
+    return children
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_malformed_config_does_not_stop_the_kernel(tmp_path):
+    kernel = Kernel(make_workspace(tmp_path, "[sandbox]\ntimout = 3\n"))
+    try:
+        outcome = kernel.execute("len(read_file('notes.txt'))")
+        assert outcome.result() == "17"
+        warning = outcome.stream("stderr")
+        assert "config.toml, line 2: unknown key 'timout'" in warning
+        assert "started on the default settings" in warning
+        assert kernel.execute("1").stream("stderr") == ""  # said once
+    finally:
+        kernel.close()
+
+
+# -- magics ------------------------------------------------------------------------------
+
+
+def test_delegate_inserts_the_program_as_the_next_cell(kernel):
+    outcome = kernel.execute("%delegate read the file notes.txt")
+    assert outcome.status == "ok"
+    (payload,) = outcome.reply["content"]["payload"]
+    assert payload == {"source": "set_next_input", "replace": False,
+                       "text": "content = read_file('notes.txt')\ncontent"}
+    shown = outcome.of("display_data")[0]["data"]["text/plain"]
+    assert shown == "delegating: read the file notes.txt ..."
+    (update,) = outcome.of("update_display_data")
+    assert update["data"]["text/plain"].startswith("written by rules in ")
+
+
+def test_delegate_replace_and_run(kernel):
+    outcome = kernel.execute("%delegate --replace --run find all py files")
+    assert outcome.reply["content"]["payload"][0]["replace"] is True
+    assert outcome.result("application/json") == ["app.py"]
+
+
+def test_delegate_takes_the_intent_literally(kernel):
+    outcome = kernel.execute("%delegate --kit read_file read the file {notes}.txt")
+    assert "read_file('{notes}.txt')" in outcome.reply["content"]["payload"][0]["text"]
+
+
+def test_delegate_failure_lists_the_tiers(kernel):
+    outcome = kernel.execute("%delegate write me a sonnet")
+    assert outcome.error["ename"] == "LackpyDelegateError"
+    assert "rules: no program for this intent" in outcome.error["evalue"]
+
+
+def test_the_ratchet_in_the_kernel(kernel):
+    first = kernel.execute("%delegate read the file app.py")
+    program = first.reply["content"]["payload"][0]["text"]
+    saved = kernel.execute(f"%%create read-app\n{program}")
+    assert saved.status == "ok", saved.messages
+    assert "pattern: read the file app.py" in saved.of("display_data")[0]["data"]["text/plain"]
+    again = kernel.execute("%delegate read the file app.py")
+    assert again.of("update_display_data")[0]["data"]["text/plain"].startswith(
+        "written by templates")
+
+
+def test_create_needs_a_name_and_a_valid_program(kernel):
+    assert kernel.execute("%%create\nx = 1").error["ename"] == "UsageError"
+    bad = kernel.execute("%%create bad --pattern p\nimport os")
+    assert bad.error["ename"] == "LackpyCreateError"
+
+
+def test_kit_show_and_set(kernel):
+    shown = kernel.execute("%kit").of("display_data")[0]["data"]["text/plain"]
+    assert shown.startswith("kit: debug  (grade w=1 d=1)")
+    assert kernel.execute("write_file('out.txt', 'x')").status == "error"
+    assert kernel.execute("%kit read_file,write_file").status == "ok"
+    assert kernel.execute("write_file('out.txt', 'x')").status == "ok"
+    assert (kernel.workspace / "out.txt").read_text() == "x"
+    unknown = kernel.execute("%kit nosuch")
+    assert unknown.status == "error" and "nosuch" in unknown.error["evalue"]
+    assert kernel.execute("%kit debug").status == "ok"
+
+
+def test_params(kernel):
+    kernel.execute("%params limit=2 label=first lines")
+    assert kernel.execute("[limit, label]").result("application/json") == [2, "first"]
+    assert kernel.execute("%params --clear").status == "ok"
+    assert kernel.execute("limit").status == "error"
+
+
+def test_validate_magic(kernel):
+    assert kernel.execute("%%validate\nn = len(read_file('notes.txt'))").status == "ok"
+    outcome = kernel.execute("%%validate\nwhile True:\n    pass")
+    assert outcome.error["ename"] == "LackpyValidationError"
+
+
+def test_trace_who_reset_providers_lsmagic(kernel):
+    kernel.execute("found = find_files('*.py')")
+    trace = kernel.execute("%trace").of("display_data")[0]["data"]
+    assert "<details open>" in trace["text/html"] and "['app.py']" in trace["text/plain"]
+    who = kernel.execute("%who").of("display_data")[0]["data"]["text/plain"]
+    assert "found" in who and "list" in who
+    kernel.execute("%reset")
+    assert kernel.execute("found").status == "error"
+    providers = kernel.execute("%providers").of("display_data")[0]["data"]["text/plain"]
+    assert "rules" in providers and "yes" in providers
+    listing = kernel.execute("%lsmagic").of("display_data")[0]["data"]["text/plain"]
+    for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
+                 "%%validate", "%who", "%reset", "%lsmagic"):
+        assert name in listing
+
+
+def test_magics_and_code_in_one_cell(kernel):
+    outcome = kernel.execute("%params base=10\nvalue = base + 1\nvalue")
+    assert outcome.result() == "11"
+
+
+def test_unknown_and_misplaced_magics(kernel):
+    assert "unknown magic %nope" in kernel.execute("%nope").error["evalue"]
+    assert "cell magic" in kernel.execute("%validate x = 1").error["evalue"]
+    assert "unknown option --frob" in kernel.execute("%delegate --frob x").error["evalue"]
+
+
+# -- completion, inspection, history, kernel_info ---------------------------------------------
+
+
+def test_complete(kernel):
+    kernel.execute("my_variable = 1")
+    reply = kernel.client.complete("x = my_v", 8, reply=True)["content"]
+    assert reply["matches"] == ["my_variable"] and reply["cursor_start"] == 4
+    tools = kernel.client.complete("find_", 5, reply=True)["content"]["matches"]
+    assert tools == ["find_callers", "find_definitions", "find_files"]
+    magics = kernel.client.complete("%de", 3, reply=True)["content"]
+    assert magics["matches"] == ["%delegate"] and magics["cursor_start"] == 0
+
+
+def test_inspect(kernel):
+    reply = kernel.client.inspect("x = read_file(", 6, reply=True)["content"]
+    assert reply["found"]
+    assert reply["data"]["text/plain"].startswith("read_file(path: str) -> str")
+    assert not kernel.client.inspect("nothing_here", 3, reply=True)["content"]["found"]
+
+
+def _is_complete(kernel, code):
+    kernel.client.is_complete(code)
+    return kernel.client.get_shell_msg(timeout=10)["content"]
+
+
+def test_is_complete(kernel):
+    assert _is_complete(kernel, "x = 1")["status"] == "complete"
+    assert _is_complete(kernel, "for x in range(3):") == {"status": "incomplete", "indent": "    "}
+    assert _is_complete(kernel, "x = [1,")["status"] == "incomplete"
+    assert _is_complete(kernel, "x = )")["status"] == "invalid"
+    assert _is_complete(kernel, "%kit")["status"] == "complete"
+
+
+def test_history(kernel):
+    kernel.execute("history_marker = 7")
+    kernel.client.history(hist_access_type="tail", n=1, output=False, raw=True)
+    reply = kernel.client.get_shell_msg(timeout=10)["content"]
+    assert reply["history"][-1][2] == "history_marker = 7"
+
+
+def test_kernel_info_advertises_only_what_it_implements(kernel):
+    info = kernel.client.kernel_info(reply=True)["content"]
+    assert info["supported_features"] == []
+    assert info["language_info"]["codemirror_mode"]["name"] == "ipython"
+    assert info["language_info"]["pygments_lexer"] == "python3"
+    assert info["implementation"] == "lackpy_kernel"
+    json.dumps(info)
+
