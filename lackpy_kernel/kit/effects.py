@@ -10,7 +10,7 @@ before they write. Without a recording (the tools used directly) there is no bud
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -29,18 +29,21 @@ class FileEffects:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     bytes_written: int = 0
+    on_modified: Callable[[str], None] | None = None
 
 
 _current: ContextVar[FileEffects | None] = ContextVar("lackpy_file_effects", default=None)
 
 
 @contextmanager
-def recording() -> Iterator[FileEffects]:
+def recording(on_modified: Callable[[str], None] | None = None) -> Iterator[FileEffects]:
     """Collect the file effects of the code run inside the ``with`` block.
 
-    A nested ``recording()`` collects on its own; the outer one does not see those effects.
+    ``on_modified`` hears of each modified file as it happens, so a program that is killed
+    later still cannot hide what it wrote. A nested ``recording()`` collects on its own; the
+    outer one does not see those effects.
     """
-    effects = FileEffects()
+    effects = FileEffects(on_modified=on_modified)
     token = _current.set(effects)
     try:
         yield effects
@@ -63,6 +66,8 @@ def record_write(path: str, size: int = 0) -> None:
     effects.bytes_written += size
     if path not in effects.files_modified:
         effects.files_modified.append(path)
+        if effects.on_modified is not None:
+            effects.on_modified(path)
 
 
 def check_write_budget(path: str, size: int) -> None:

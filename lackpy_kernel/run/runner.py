@@ -96,12 +96,14 @@ class RestrictedRunner:
         params: Mapping[str, Any] | None = None,
         variables: Mapping[str, Any] | None = None,
         extra_rules: list[Rule] | None = None,
+        on_file_modified: Callable[[str], None] | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with the tools in ``namespace``.
 
         ``params`` are named inputs; ``variables`` are session variables from
-        earlier programs. Every tool call is traced. Returns a failed result,
-        never raises, for invalid programs and runtime errors.
+        earlier programs; ``on_file_modified`` hears of each file a tool
+        changes, as it happens. Every tool call is traced. Returns a failed
+        result, never raises, for invalid programs and runtime errors.
         """
         params = dict(params or {})
         variables = dict(variables or {})
@@ -109,9 +111,10 @@ class RestrictedRunner:
         check = validate(program, {*namespace, *params, *variables}, rules)
         if not check.valid:
             return validation_failure(check.issues)
-        return self._execute(program, check.tree, namespace, params, variables)
+        return self._execute(program, check.tree, namespace, params, variables, on_file_modified)
 
-    def _execute(self, program, tree, namespace, params, variables) -> ExecutionResult:
+    def _execute(self, program, tree, namespace, params, variables, on_file_modified
+                 ) -> ExecutionResult:
         trace = Trace()
         stdout = BoundedText(STDOUT_LIMIT)
         scope: dict[str, Any] = {"__builtins__": {}}
@@ -119,7 +122,7 @@ class RestrictedRunner:
         scope.update(variables)
         scope.update(params)
         scope.update({name: plain_tool(name, fn, trace) for name, fn in namespace.items()})
-        with effects.recording() as log:
+        with effects.recording(on_file_modified) as log:
             try:
                 exec(_compile(tree), scope)
             except Exception as exc:

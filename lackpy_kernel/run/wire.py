@@ -21,6 +21,10 @@ class WireError(RuntimeError):
     """A frame that is malformed or asks for something other than plain data."""
 
 
+class FrameTooLarge(WireError):
+    """A frame whose announced size is over the reader's limit."""
+
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == ("builtins", "complex"):
@@ -79,7 +83,7 @@ class FrameReader:
         if size is None:
             return None
         if self.max_body is not None and size > self.max_body:
-            raise WireError(f"frame of {size:,} bytes exceeds the limit of {self.max_body:,}")
+            raise FrameTooLarge(f"frame of {size:,} bytes exceeds the limit of {self.max_body:,}")
         end = _HEADER.size + size
         if len(self.buffer) < end:
             return None

@@ -105,9 +105,33 @@ def run_in_child(request: dict, session: dict[str, Any], requests: wire.FrameRea
         os.close(read_end)
 
 
+class _ChildFrames:
+    """What the child sent: the files it modified as it went, then its result frame."""
+
+    def __init__(self, request: dict) -> None:
+        self.reader = wire.FrameReader(max_body=int(request["max_result_bytes"]) + READ_CHUNK)
+        self.modified: list[str] = []
+        self.final: dict | None = None
+
+    def feed(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (frame := self.reader.next_frame()) is not None:
+            if set(frame) == {"modified"}:
+                if frame["modified"] not in self.modified:
+                    self.modified.append(frame["modified"])
+            else:
+                self.final = frame
+
+    def failed(self, error_type: str, message: str) -> dict:
+        """A failure that still lists the files the program changed before it stopped."""
+        outcome = _failure(error_type, message)
+        outcome["result"]["trace"]["files_modified"] = list(self.modified)
+        return outcome
+
+
 def _await_child(pid: int, read_end: int, request: dict, requests: wire.FrameReader) -> dict:
     timeout = float(request["timeout"])
-    reader = wire.FrameReader(max_body=int(request["max_result_bytes"]) + READ_CHUNK)
+    frames = _ChildFrames(request)
     deadline = time.monotonic() + timeout
     selector = selectors.DefaultSelector()
     selector.register(read_end, selectors.EVENT_READ, "child")
@@ -117,58 +141,56 @@ def _await_child(pid: int, read_end: int, request: dict, requests: wire.FrameRea
         while child_open:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return _stop(pid, _failure("TimeoutError", _timeout_message(timeout)))
+                return _stop(pid, frames.failed("TimeoutError", _timeout_message(timeout)))
             for key, _ in selector.select(remaining):
                 if key.data == "parent":
-                    stop = _parent_says(key.fileobj, requests)
-                    if stop is not None:
-                        return _stop(pid, stop)
+                    said = _read_parent(key.fileobj, requests)
+                    if said == "closed":
+                        return _stop(pid, {"exit": "stdin-closed"})
+                    if said == "cancel":
+                        return _stop(pid, frames.failed("KeyboardInterrupt", INTERRUPTED))
                     continue
                 data = os.read(read_end, READ_CHUNK)
                 if not data:
                     child_open = False
                     break
-                reader.feed(data)
-                if _too_big(reader, request):
-                    return _stop(pid, _failure("ResultTooLarge", _too_big_message(request)))
+                try:
+                    frames.feed(data)
+                except wire.FrameTooLarge:
+                    return _stop(pid, frames.failed("ResultTooLarge", _too_big_message(request)))
+                except wire.WireError as exc:
+                    return _stop(pid, frames.failed(
+                        "SandboxError", f"the program's process sent a bad reply: {exc}"))
     finally:
         selector.close()
-    return _collect(pid, reader, request)
+    return _collect(pid, frames, request)
 
 
-def _parent_says(stdin: int, requests: wire.FrameReader) -> dict | None:
-    """A failure to return if the parent cancelled or went away, else None."""
+INTERRUPTED = "interrupted: the program was stopped before it finished"
+
+
+def _read_parent(stdin: int, requests: wire.FrameReader) -> str | None:
+    """"closed" when the parent went away, "cancel" when it asked to stop, else None."""
     data = os.read(stdin, READ_CHUNK)
     if not data:
-        return {"exit": "stdin-closed"}
+        return "closed"
     requests.feed(data)
     # While a program runs the parent sends nothing but "cancel".
-    if requests.next_frame() is None:
-        return None
-    return _failure("KeyboardInterrupt", "interrupted: the program was stopped before it finished")
+    return "cancel" if requests.next_frame() is not None else None
 
 
-def _too_big(reader: wire.FrameReader, request: dict) -> bool:
-    size = reader.pending_body_size()
-    return size is not None and size > int(request["max_result_bytes"]) + READ_CHUNK
-
-
-def _collect(pid: int, reader: wire.FrameReader, request: dict) -> dict:
+def _collect(pid: int, frames: _ChildFrames, request: dict) -> dict:
     _, status = os.waitpid(pid, 0)
-    try:
-        frame = reader.next_frame()
-    except wire.WireError as exc:
-        return _failure("SandboxError", f"the program's process sent a bad reply: {exc}")
-    if frame is not None:
-        return frame
+    if frames.final is not None:
+        return frames.final
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
-        return _failure("SandboxError", "the program's process crashed (segmentation fault); "
-                        "a value is probably nested too deeply. Flatten it.")
+        return frames.failed("SandboxError", "the program's process crashed (segmentation "
+                             "fault); a value is probably nested too deeply. Flatten it.")
     if os.WIFSIGNALED(status):
         how = f"was killed by signal {os.WTERMSIG(status)}"
     else:
         how = f"exited with status {os.WEXITSTATUS(status)}"
-    return _failure(
+    return frames.failed(
         "SandboxError",
         f"the program's process {how} before it replied; it probably ran out of memory "
         f"(limit {request['memory_mb']} MB). Work on smaller pieces of data.",
@@ -205,7 +227,9 @@ def _child_main(write_end: int, request: dict, session: dict[str, Any]) -> None:
     code = 0
     try:
         _confine(request)
-        wire.write_all(write_end, _encode(_run_request(request, session), request))
+        frame = _run_request(request, session, lambda path: wire.write_frame(
+            write_end, {"modified": path}))
+        wire.write_all(write_end, _encode(frame, request))
     except BaseException as exc:
         try:
             message = f"the sandbox could not finish the program: {type(exc).__name__}: {exc}"
@@ -221,10 +245,16 @@ def _encode(frame: dict, request: dict) -> bytes:
         data = wire.dumps(frame)
     except (RecursionError, MemoryError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
-        return wire.dumps(_failure("ResultTooLarge", f"the program's result is {reason} to send back"))
-    if len(data) > int(request["max_result_bytes"]):
-        return wire.dumps(_failure("ResultTooLarge", _too_big_message(request)))
-    return data
+        message = f"the program's result is {reason} to send back"
+    else:
+        if len(data) <= int(request["max_result_bytes"]):
+            return data
+        message = _too_big_message(request)
+    failure = _failure("ResultTooLarge", message)
+    trace = frame["result"]["trace"]
+    failure["result"]["trace"].update(files_read=trace["files_read"],
+                                      files_modified=trace["files_modified"])
+    return wire.dumps(failure)
 
 
 def _confine(request: dict) -> None:
@@ -245,7 +275,7 @@ def _die_with_parent() -> None:
         pass  # not Linux: the worker still kills its children at their deadline
 
 
-def _run_request(request: dict, session: dict[str, Any]) -> dict:
+def _run_request(request: dict, session: dict[str, Any], on_modified: Any) -> dict:
     workspace = Path(request["workspace"])
     try:
         toolbox = builtin_toolbox(workspace)
@@ -254,7 +284,8 @@ def _run_request(request: dict, session: dict[str, Any]) -> dict:
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
         return {"result": failure.to_dict(), "session": None}
     result = RestrictedRunner().run(
-        request["program"], kit.callables, request.get("params"), variables=session
+        request["program"], kit.callables, request.get("params"), variables=session,
+        on_file_modified=on_modified,
     )
     if result.error_type == "MemoryError":
         result.error += (f"; the limit is {request['memory_mb']} MB "

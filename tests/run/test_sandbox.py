@@ -223,3 +223,22 @@ def test_outputs_that_cannot_be_shown_come_back_as_summaries(sandbox):
     result = sandbox.run("a = [0]\nfor i in range(60):\n    a = [a, a]\na", KIT)
     assert result.success and isinstance(result.output, str)
     assert "too large to show in full" in result.notes[0]
+
+
+@pytest.mark.parametrize(
+    "stopper",
+    ["sum(range(1000000000000))", "x = 'a' * 20000000", "t = ()\nfor i in range(1000000):\n"
+     "    t = (t,)\nlen({t})"],
+)
+def test_a_stopped_program_cannot_hide_the_files_it_wrote(sandbox, workspace, stopper):
+    result = sandbox.run(f"write_file('marker.txt', 'm')\n{stopper}", KIT)
+    assert not result.success
+    assert (workspace / "marker.txt").read_text() == "m"
+    assert result.trace.files_modified == ["marker.txt"]
+
+
+def test_an_interrupted_program_lists_its_writes(sandbox):
+    threading.Timer(0.5, sandbox.interrupt).start()
+    result = sandbox.run("write_file('a2.txt', 'x')\nsum(range(1000000000000))", KIT)
+    assert result.error_type == "KeyboardInterrupt"
+    assert result.trace.files_modified == ["a2.txt"]
