@@ -20,7 +20,7 @@ from lackpy_kernel.infer.policy import (
     redact,
     require_bool,
 )
-from lackpy_kernel.infer.prompt import fixer_prompts, system_prompt_for, user_message_for
+from lackpy_kernel.infer.provider import ChatProvider
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -31,7 +31,7 @@ SETTINGS_KEYS = frozenset(
 _TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
-class AnthropicProvider:
+class AnthropicProvider(ChatProvider):
     """Writes programs with Claude (``POST /v1/messages``).
 
     The key comes from ``ANTHROPIC_API_KEY``, read each time a client is made
@@ -76,10 +76,6 @@ class AnthropicProvider:
             policy=RetryPolicy.from_settings(settings),
         )
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def available(self) -> bool:
         """True when the ``anthropic`` package imports and ``ANTHROPIC_API_KEY`` is set; no request."""
         if not os.environ.get(API_KEY_ENV):
@@ -89,29 +85,6 @@ class AnthropicProvider:
         except ImportError:
             return False
         return True
-
-    async def generate(
-        self,
-        intent: str,
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-        error_feedback: list[str] | None = None,
-    ) -> str | None:
-        """The model's raw answer (None when it is empty); ``error_feedback`` makes it a retry."""
-        system = system_prompt_for(intent, namespace_desc, config)
-        return await self.chat(system, user_message_for(intent, config, error_feedback))
-
-    async def fix(
-        self,
-        intent: str,
-        program: str,
-        errors: list[str],
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-    ) -> str | None:
-        """A fresh conversation asking the model to repair ``program`` given ``errors``."""
-        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
-        return await self.chat(system, user)
 
     async def chat(self, system: str, user: str) -> str | None:
         """One system + user exchange under the retry policy; the answer text, or None when empty."""

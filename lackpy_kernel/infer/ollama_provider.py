@@ -19,14 +19,14 @@ from lackpy_kernel.infer.policy import (
     optional_str,
     require_bool,
 )
-from lackpy_kernel.infer.prompt import fixer_prompts, system_prompt_for, user_message_for
+from lackpy_kernel.infer.provider import ChatProvider
 
 DEFAULT_MODEL = "qwen2.5-coder:1.5b"
 DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama library's own default
 SETTINGS_KEYS = frozenset({"plugin", "host", "model", "temperature", "keep_alive", "stream", *POLICY_KEYS})
 
 
-class OllamaProvider:
+class OllamaProvider(ChatProvider):
     """Writes programs with a model on an Ollama server (``POST /api/chat``).
 
     ``host`` defaults to the ``OLLAMA_HOST`` environment variable, then to the
@@ -72,10 +72,6 @@ class OllamaProvider:
             policy=RetryPolicy.from_settings(settings),
         )
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def available(self) -> bool:
         """True when the ``ollama`` package imports; makes no request."""
         try:
@@ -88,29 +84,6 @@ class OllamaProvider:
     def resolved_host(self) -> str:
         """Where requests go: ``host``, else ``$OLLAMA_HOST``, else the library default."""
         return self.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
-
-    async def generate(
-        self,
-        intent: str,
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-        error_feedback: list[str] | None = None,
-    ) -> str | None:
-        """The model's raw answer (None when it is empty); ``error_feedback`` makes it a retry."""
-        system = system_prompt_for(intent, namespace_desc, config)
-        return await self.chat(system, user_message_for(intent, config, error_feedback))
-
-    async def fix(
-        self,
-        intent: str,
-        program: str,
-        errors: list[str],
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-    ) -> str | None:
-        """A fresh conversation asking the model to repair ``program`` given ``errors``."""
-        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
-        return await self.chat(system, user)
 
     async def chat(self, system: str, user: str) -> str | None:
         """One system + user exchange under the retry policy; the answer text, or None when empty."""

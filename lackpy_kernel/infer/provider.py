@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .prompt import fixer_prompts, system_prompt_for, user_message_for
+
 
 @runtime_checkable
 class InferenceProvider(Protocol):
@@ -43,3 +45,44 @@ class GenerationResult:
     correction_strategy: str | None = None
     correction_attempts: int = 0
     attempts_log: list[dict[str, Any]] | None = None
+
+
+class ChatProvider:
+    """Base of the model tiers: ``generate`` and ``fix`` are one system + user ``chat``.
+
+    A subclass sets ``_name`` and implements ``chat``; the prompts come from
+    the dispatcher's config (see ``prompt.system_prompt_for``).
+    """
+
+    _name: str
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def generate(
+        self,
+        intent: str,
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+        error_feedback: list[str] | None = None,
+    ) -> str | None:
+        """The model's raw answer (None when it is empty); ``error_feedback`` makes it a retry."""
+        system = system_prompt_for(intent, namespace_desc, config)
+        return await self.chat(system, user_message_for(intent, config, error_feedback))
+
+    async def fix(
+        self,
+        intent: str,
+        program: str,
+        errors: list[str],
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+    ) -> str | None:
+        """A fresh conversation asking the model to repair ``program`` given ``errors``."""
+        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
+        return await self.chat(system, user)
+
+    async def chat(self, system: str, user: str) -> str | None:
+        """One exchange with the model: its answer text, or None when it is empty."""
+        raise NotImplementedError
