@@ -227,7 +227,8 @@ def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -
     if not success:
         print(f"lackpy: {error}", file=sys.stderr)
     elif output is not None:
-        print(output if isinstance(output, str) else pprint.pformat(output))
+        text = output if isinstance(output, str) else pprint.pformat(output)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 def _print_json(data: Any) -> None:
