@@ -17,7 +17,6 @@ import pprint
 import re
 import signal
 import threading
-import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -233,17 +232,15 @@ class LackpyKernel(Kernel):
         if not intent:
             raise MagicUsageError(f"what should the program do? usage: {MAGICS['delegate']}")
         kit = parsed.options.get("--kit", self.lackpy.kit)
-        display_id = f"lackpy-delegate-{self.execution_count}-{time.monotonic_ns()}"
-        self._display({"text/plain": f"delegating: {intent} ..."}, display_id=display_id)
+        # Streamed, not an updated display: the line shows at once, and notebooks replay it.
+        self._stream("stdout", f"delegating: {intent} ... ")
         try:
             generated = await self.service.generate(intent, kit, dict(self.lackpy.params))
         except RuntimeError as exc:
-            self._display({"text/plain": "no provider could write a program"},
-                          display_id=display_id, update=True)
+            self._stream("stdout", "no provider could write a program\n")
             raise CellError("LackpyDelegateError", str(exc)) from None
         self.service.record_generation(intent, generated, kit)
-        self._display({"text/plain": generation_summary(generated)}, display_id=display_id,
-                      update=True)
+        self._stream("stdout", generation_summary(generated) + "\n")
         self._payload.append({"source": "set_next_input", "text": generated.program,
                               "replace": bool(parsed.options.get("--replace"))})
         if parsed.options.get("--run"):
@@ -270,14 +267,20 @@ class LackpyKernel(Kernel):
         self._display({"text/plain": shown or "no parameters"})
 
     async def _magic_create(self, line: str, body: str) -> None:
-        parsed = parse_magic_line(line, {"--pattern": "value"}, MAGICS["create"])
-        if not parsed.rest:
+        spec = {"--pattern": "value"}
+        parsed = parse_magic_line(line, spec, MAGICS["create"])
+        name, _, tail = parsed.rest.partition(" ")
+        if not name:
             raise MagicUsageError(f"name the template; usage: {MAGICS['create']}")
-        saved = await self.service.create(body, self.lackpy.kit, parsed.rest,
-                                          parsed.options.get("--pattern"))
+        after_name = parse_magic_line(tail, spec, MAGICS["create"])  # options may follow NAME
+        if after_name.rest:
+            raise MagicUsageError(f"one name only; usage: {MAGICS['create']}")
+        options = {**parsed.options, **after_name.options}
+        saved = await self.service.create(body, self.lackpy.kit, name, options.get("--pattern"))
         if not saved["success"]:
             raise CellError("LackpyCreateError", "; ".join(saved["errors"]))
-        self._display({"text/plain": f"saved {saved['path']}\npattern: {saved['pattern']}"})
+        shown = Path(saved["path"]).relative_to(self.workspace)
+        self._display({"text/plain": f"saved {shown}\npattern: {saved['pattern']}"})
 
     def _magic_providers(self, line: str) -> None:
         rows = [[p["name"], "yes" if p["available"] else "no", p["reason"] or ""]
@@ -495,7 +498,7 @@ def table_bundle(columns: list[str], rows: list[list[Any]], more: int = 0) -> di
 
 
 def _cell_text(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) and "\n" not in value else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -24,7 +24,14 @@ from lackpy_kernel.infer import (
 )
 from lackpy_kernel.infer.factory import build_providers
 from lackpy_kernel.infer.replay import REPLAY_FILE
-from lackpy_kernel.infer.templates import check_template_name, format_template, parse_template
+from lackpy_kernel.infer.templates import (
+    TemplateError,
+    check_template_name,
+    compile_pattern,
+    fill_placeholders,
+    format_template,
+    parse_template,
+)
 from lackpy_kernel.kit import (
     ResolvedKit,
     Workspace,
@@ -157,6 +164,8 @@ class LackpyService:
             available = _is_available(provider)
             explain = getattr(provider, "unavailable_reason", None)
             reason = None if available or not callable(explain) else explain()
+            if reason:  # paths inside the workspace read better relative to it
+                reason = reason.replace(f"{self.workspace}{os.sep}", "")
             listing.append({"name": provider.name, "available": available,
                             "reason": reason, "kind": type(provider).__name__})
         return listing
@@ -257,9 +266,6 @@ class LackpyService:
             stem = check_template_name(name)
         except ValueError as exc:
             return {"success": False, "errors": [str(exc)]}
-        check = self.validate(program, kit, extra_tools=extra_tools)
-        if not check.valid:
-            return {"success": False, "errors": check.errors}
         if pattern is None:
             pattern = self._intent_for(program)
             if pattern is None:
@@ -267,6 +273,13 @@ class LackpyService:
                     "no delegate produced this program yet, so there is no intent to match; "
                     "pass a pattern such as 'read the file {path}'"]}
             pattern = pattern.replace("{", "{{").replace("}", "}}")
+        try:
+            filled = fill_placeholders(program, {n: "x" for n in compile_pattern(pattern)[1]})
+        except (SyntaxError, ValueError, TemplateError) as exc:
+            return {"success": False, "errors": [f"the template cannot be used: {exc}"]}
+        check = self.validate(filled, kit, extra_tools=extra_tools)
+        if not check.valid:
+            return {"success": False, "errors": check.errors}
         path = self.config_dir / "templates" / f"{stem}.tmpl"
         try:
             text = format_template(stem, pattern, program)

@@ -193,10 +193,9 @@ def test_delegate_inserts_the_program_as_the_next_cell(kernel):
     (payload,) = outcome.reply["content"]["payload"]
     assert payload == {"source": "set_next_input", "replace": False,
                        "text": "content = read_file('notes.txt')\ncontent"}
-    shown = outcome.of("display_data")[0]["data"]["text/plain"]
-    assert shown == "delegating: read the file notes.txt ..."
-    (update,) = outcome.of("update_display_data")
-    assert update["data"]["text/plain"].startswith("written by rules in ")
+    status = outcome.stream("stdout")
+    assert status.startswith("delegating: read the file notes.txt ... written by rules in ")
+    assert status.endswith("; it is in the next cell\n")
 
 
 def test_delegate_replace_and_run(kernel):
@@ -221,10 +220,19 @@ def test_the_ratchet_in_the_kernel(kernel):
     program = first.reply["content"]["payload"][0]["text"]
     saved = kernel.execute(f"%%create read-app\n{program}")
     assert saved.status == "ok", saved.messages
-    assert "pattern: read the file app.py" in saved.of("display_data")[0]["data"]["text/plain"]
+    shown = saved.of("display_data")[0]["data"]["text/plain"]
+    assert shown == "saved .lackpy/templates/read-app.tmpl\npattern: read the file app.py"
     again = kernel.execute("%delegate read the file app.py")
-    assert again.of("update_display_data")[0]["data"]["text/plain"].startswith(
-        "written by templates")
+    assert "written by templates" in again.stream("stdout")
+
+
+def test_create_with_a_pattern_after_the_name_and_a_bare_placeholder(kernel):
+    saved = kernel.execute('%%create defs --pattern "where is {name} defined"\n'
+                           "found = find_definitions({name})\n[d['line'] for d in found]")
+    assert saved.status == "ok", saved.messages
+    outcome = kernel.execute("%delegate --run where is helper defined")
+    assert "written by templates" in outcome.stream("stdout")
+    assert outcome.result("application/json") == [5]
 
 
 def test_create_needs_a_name_and_a_valid_program(kernel):

@@ -1,0 +1,384 @@
+"""Write the example notebooks, then run them so that every stored output is real.
+
+    python notebooks/make_notebooks.py              # all four
+    python notebooks/make_notebooks.py ratchet      # one
+
+Each notebook lives in its own folder, which is its workspace (the kernel's
+working directory), and runs on the kernel named in its metadata: ``lackpy``
+for three, ``python3`` for the extension. Run it after changing a notebook's
+cells or the kernel's output; ``pytest --nbval notebooks/`` then checks that a
+fresh run still gives the same outputs (timings and paths masked by
+``sanitize.cfg``).
+
+While writing, this script also checks what nbval cannot: every cell that
+shows an error carries the ``raises-exception`` tag (nbclient refuses errors in
+untagged cells), and where a cell stands for the program a ``%delegate`` put
+in the next cell, the text ``%delegate`` sent is exactly that cell's source.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+KERNELS = {
+    "lackpy": {"name": "lackpy", "display_name": "lackpy", "language": "python"},
+    "python3": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
+}
+
+
+def md(text: str) -> dict:
+    return {"kind": "markdown", "source": text.strip("\n")}
+
+
+def code(source: str, *, error: bool = False, inserts: str | None = None) -> dict:
+    """A code cell; ``error`` tags it raises-exception; ``inserts`` is the next cell it writes."""
+    return {"kind": "code", "source": source.strip("\n"), "error": error, "inserts": inserts}
+
+
+# -- the notebooks ---------------------------------------------------------------
+
+TOUR = [
+    md("""
+# A tour of the lackpy kernel
+
+Every cell of this notebook is a **lackpy program**: Python without imports,
+functions, classes, `while` or `try`, which calls *tools* and works with plain
+data. The kernel validates each cell before anything runs, then runs it in a
+sandbox process with a time and memory limit. Lines that start with `%` are
+magics; `%lsmagic` lists them.
+
+The notebook's folder is the workspace: the tools see its files (`notes.txt`,
+`shapes.py`) and nothing outside it. Its `.lackpy/config.toml` sets a short
+time limit, `[sandbox] timeout = 2`, so that the limit at the end stops quickly.
+"""),
+    code("%lsmagic"),
+    md("""
+## Tools
+
+A cell's last expression is its output. Under the output, the kernel lists
+every tool call the program made (open the summary for the table), and the
+files it read.
+"""),
+    code("""
+notes = read_file('notes.txt')
+notes.splitlines()
+"""),
+    md("`find_files` takes a glob; `find_definitions` and `find_callers` search the Python files."),
+    code("find_files('*.py')"),
+    code("find_definitions('area')"),
+    code("""
+callers = find_callers('area')
+[f"{c['file']}:{c['line']} in {c['caller']}" for c in callers]
+"""),
+    md("""
+## Kits
+
+A kit is the set of tools a program may call. A fresh kernel uses the
+read-only `debug` kit; `%kit` shows it, with its grade (the most the tools can
+do: `w=1` means read only).
+"""),
+    code("%kit"),
+    md("`%kit` also switches the kit: a kit name, or a list of tools."),
+    code("%kit read_file,find_files"),
+    md("""
+Now `find_definitions` is not in the kit, so a program that calls it is not
+valid lackpy, and nothing runs. The error names each problem, with its line and
+column.
+"""),
+    code("find_definitions('square')", error=True),
+    code("%kit debug"),
+    md("""
+## Traces
+
+A program may call many tools. The trace under the output is short; `%trace`
+shows the last program's calls in full, with what each returned.
+"""),
+    code("""
+paths = find_files('*.py') + find_files('*.txt')
+sizes = {}
+for path in paths:
+    sizes[path] = len(read_file(path).splitlines())
+sizes
+"""),
+    code("%trace"),
+    md("""
+## Variables persist
+
+Variables live on from cell to cell, like in Python. `%params` sets values
+that every program can read; `%who` lists both.
+"""),
+    code("%params limit=1"),
+    code("sorted(sizes)[:limit]"),
+    md("""
+## Errors
+
+`%%validate` checks a program without running it. A program that is not lackpy
+is refused before it runs, with every error at once:
+"""),
+    code("""
+%%validate
+first = read_file(find_files('*.txt')[0])
+first.upper()
+"""),
+    code("""
+import os
+text = open('notes.txt').read()
+""", error=True),
+    md("A valid program can still fail while it runs; the error says where:"),
+    code("read_file('missing.txt')", error=True),
+    md("""
+## Limits
+
+A program runs in a sandbox with a wall-clock limit (here 2 s) and a memory
+cap. This one would take hours; the sandbox stops it, and the kernel carries on.
+"""),
+    code("total = sum(range(1000000000000))", error=True),
+    md("""
+A cell that fails, for whatever reason, changes no variables: everything from
+before is still here, and `total` was never set.
+"""),
+    code("%who"),
+]
+
+RATCHET = [
+    md("""
+# The ratchet: from rules to templates
+
+`%delegate INTENT` asks the inference tiers for a program that does what the
+intent says: saved **templates** first, then fixed **rules**, then (if
+configured) a language model. This notebook has no model: rules answer the
+first request, then `%%create` saves an improved program as a template, and the
+same request is answered by the template from then on, with no model call
+ever. That is the ratchet: each answer you keep makes the next one cheaper.
+
+**Running it again.** `%%create` writes `.lackpy/templates/definitions.tmpl`
+in this folder, and `%delegate` keeps a short history in
+`.lackpy/history.jsonl`; both are git-ignored. Under pytest,
+`notebooks/conftest.py` deletes them before and after the notebook runs, so
+rules always answer first. If you run the notebook by hand a second time,
+delete `.lackpy/templates/` first, or the template answers the first request
+too: the ratchet only turns one way.
+"""),
+    md("`%providers` lists the tiers. There are no templates yet:"),
+    code("%providers"),
+    md("""
+Ask for a program. `--run` also runs it. The rules tier recognises
+"find the definitions of NAME" and writes a one-line program; in Jupyter it
+also appears in a new cell below the magic.
+"""),
+    code("%delegate --run find the definitions of greet",
+         inserts="results = find_definitions('greet')\nresults"),
+    md("""
+The program it wrote is `results = find_definitions('greet')`, returning the
+raw records. Say we want one line per definition, for any name. `%%create NAME`
+validates the cell's program and saves it as a template; in the `--pattern`,
+`{name}` captures that part of an intent and puts it into the program's string.
+"""),
+    code("""
+%%create definitions --pattern "find the definitions of {name}"
+found = find_definitions('{name}')
+[f"{d['file']}:{d['line']} {d['kind']} {d['name']}" for d in found]
+"""),
+    md("The same request again: now the template answers it, and the output is the new format."),
+    code("%delegate --run find the definitions of greet"),
+    md("Any other name matches the same pattern:"),
+    code("%delegate --run find the definitions of farewell"),
+    md("""
+The templates tier is available now, and the template file counts how often
+its programs ran successfully (a program may read `.lackpy/`, never write it).
+"""),
+    code("%providers"),
+    code("print(read_file('.lackpy/templates/definitions.tmpl'))"),
+]
+
+EXTENSION = [
+    md("""
+# lackpy in a Python notebook
+
+This notebook runs on the ordinary **Python** kernel. The IPython extension
+adds two magics: `%%lackpy` runs one cell as a lackpy program (validated, then
+run in the sandbox), and `%delegate` asks the inference tiers for a program.
+The workspace is the folder that was current when the extension was loaded:
+this notebook's folder, with `inventory.csv` in it.
+"""),
+    code("%load_ext lackpy_kernel"),
+    md("""
+## `%%lackpy`
+
+`--kit` picks the tools the program may call (a kit name or a list of tools).
+The program's last expression is the cell's result.
+"""),
+    code("""
+%%lackpy --kit read_file
+lines = read_file('inventory.csv').splitlines()
+[line.split(',') for line in lines[1:]]
+"""),
+    md("`--out NAME` also stores the result in a Python variable, for the Python cells that follow."),
+    code("""
+%%lackpy --kit read_file --out stock
+rows = [line.split(',') for line in read_file('inventory.csv').splitlines()[1:]]
+{name: int(count) for name, count in rows}
+"""),
+    code("sorted(stock, key=stock.get, reverse=True)  # noqa: F821 (--out made stock)"),
+    md("""
+`--param name=value` hands values to the program; a value is a Python literal
+where it reads as one (`5`, `[1, 2]`), otherwise a string (`pears`).
+"""),
+    code("""
+%%lackpy --kit read_file --param item=pears --param extra=5
+rows = dict([line.split(',') for line in read_file('inventory.csv').splitlines()[1:]])
+int(rows[item]) + extra
+"""),
+    md("""
+## Errors
+
+A cell that is not lackpy raises `LackpyValidationError` before anything runs,
+listing every problem; a failure while running raises `LackpyRuntimeError`.
+"""),
+    code("""
+%%lackpy
+import csv
+rows = open('inventory.csv').readlines()
+""", error=True),
+    code("""
+%%lackpy --kit read_file
+read_file('missing.csv')
+""", error=True),
+    md("""
+## `%delegate`
+
+`%delegate INTENT` asks the tiers (templates, rules, then any configured model)
+for a program, says which tier wrote it, and puts it into a new `%%lackpy` cell
+below, to read, edit and run.
+"""),
+    code("%delegate find the csv files",
+         inserts="%%lackpy\nfiles = find_files('**/*.csv')\nfiles"),
+    md("This is the cell it inserted, run:"),
+    code("""
+%%lackpy
+files = find_files('**/*.csv')
+files
+"""),
+    md("With `--run` the program also runs at once, and its output is the result."),
+    code("%delegate --run --kit read_file read the file inventory.csv",
+         inserts="%%lackpy --kit read_file\ncontent = read_file('inventory.csv')\ncontent"),
+]
+
+REPLAY = [
+    md("""
+# A model tier, replayed
+
+Templates and rules answer common requests; anything else goes to a language
+model tier (Ollama or Anthropic). To keep a notebook reproducible without a
+model, a server or an API key, the **replay** tier answers from recordings:
+`.lackpy/replay.jsonl` holds one line per program a model wrote (the intent,
+the kit's tools, the program and which provider wrote it). With
+`[inference] record = true`, every program a model tier writes is appended
+there, so a notebook run once against a real model replays anywhere.
+
+This folder's `.lackpy/config.toml` puts replay after the built-in tiers, and
+the recording was made by an `ollama-local` tier. A program may read `.lackpy/`:
+"""),
+    code("print(read_file('.lackpy/config.toml'))"),
+    code("print(read_file('.lackpy/replay.jsonl'))"),
+    md("`%providers` lists the tiers; replay is available because the file exists:"),
+    code("%providers"),
+    md("""
+No rule understands this request, so the templates and rules tiers pass and
+the replay tier answers it with the recorded program, which then runs here:
+"""),
+    code("%delegate --run how many lines does each note have"),
+    md("""
+A request that nothing recorded, and no rule or template knows, fails and says
+what each tier answered:
+"""),
+    code("%delegate --run summarise the notes in one sentence", error=True),
+]
+
+NOTEBOOKS = {
+    "tour": ("lackpy", TOUR),
+    "ratchet": ("lackpy", RATCHET),
+    "extension": ("python3", EXTENSION),
+    "replay": ("lackpy", REPLAY),
+}
+
+
+# -- writing and running -----------------------------------------------------------
+
+def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELS[kernel])
+    for number, spec in enumerate(cells):
+        if spec["kind"] == "markdown":
+            cell = nbformat.v4.new_markdown_cell(spec["source"])
+        else:
+            cell = nbformat.v4.new_code_cell(spec["source"])
+            if spec["error"]:
+                cell.metadata["tags"] = ["raises-exception"]
+        cell.id = f"{name}-{number}"  # stable ids: regenerating gives small diffs
+        nb.cells.append(cell)
+    return nb
+
+
+def clean(folder: Path) -> None:
+    """Remove what the notebooks write (all git-ignored); the same as conftest.py does."""
+    (folder / ".lackpy" / "history.jsonl").unlink(missing_ok=True)
+    if folder.name == "ratchet":
+        shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
+    try:
+        (folder / ".lackpy").rmdir()  # only when empty: the kernel made it, nothing else is in it
+    except OSError:
+        pass
+
+
+def run(name: str) -> None:
+    kernel, cells = NOTEBOOKS[name]
+    folder = HERE / name
+    nb = build(name, cells, kernel)
+    replies: dict[int, dict] = {}
+
+    def keep_reply(cell, cell_index, execute_reply):
+        replies[cell_index] = execute_reply["content"]
+
+    clean(folder)
+    try:
+        client = NotebookClient(nb, kernel_name=kernel, timeout=60, record_timing=False,
+                                resources={"metadata": {"path": str(folder)}},
+                                on_cell_executed=keep_reply)
+        client.execute()
+    finally:
+        clean(folder)
+    check(name, nb, cells, replies)
+    nbformat.validate(nb)
+    nbformat.write(nb, folder / f"{name}.ipynb")
+    print(f"wrote {folder.relative_to(HERE.parent)}/{name}.ipynb")
+
+
+def check(name: str, nb: nbformat.NotebookNode, cells: list[dict], replies: dict) -> None:
+    for index, (cell, spec) in enumerate(zip(nb.cells, cells, strict=True)):
+        if spec["kind"] != "code":
+            continue
+        failed = any(out.output_type == "error" for out in cell.outputs)
+        if spec["error"] and not failed:
+            raise SystemExit(f"{name}, cell {index}: expected an error, got none")
+        if spec["inserts"] is not None:
+            texts = [p.get("text") for p in replies[index].get("payload", [])
+                     if p.get("source") == "set_next_input"]
+            if texts != [spec["inserts"]]:
+                raise SystemExit(f"{name}, cell {index}: %delegate inserted {texts!r}, "
+                                 f"not {spec['inserts']!r}")
+
+
+def main(names: list[str]) -> None:
+    for name in names or list(NOTEBOOKS):
+        run(name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,99 @@
+"""The example notebooks are fit for nbval: right kernels, tags, real outputs, own folders.
+
+nbval itself (``pytest --nbval``, in ``addopts``) re-runs them and compares the outputs;
+these checks need no kernel and catch what a re-run cannot.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KERNELS = {"tour": "lackpy", "ratchet": "lackpy", "replay": "lackpy", "extension": "python3"}
+
+
+def load(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(NOTEBOOKS / name / f"{name}.ipynb", as_version=4)
+
+
+def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [cell for cell in nb.cells if cell.cell_type == "code"]
+
+
+def test_every_notebook_is_listed():
+    assert {path.stem for path in NOTEBOOKS.glob("*/*.ipynb")} == set(KERNELS)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_valid_with_its_kernel_in_metadata(name):
+    nb = load(name)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == KERNELS[name]
+    assert nb.cells[0].cell_type == "markdown"  # each starts by saying what it shows
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_error_cells_are_exactly_the_tagged_ones(name):
+    for cell in code_cells(load(name)):
+        failed = any(output.output_type == "error" for output in cell.outputs)
+        tagged = "raises-exception" in cell.metadata.get("tags", [])
+        assert failed == tagged, cell.source
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_outputs_are_from_one_run_in_order(name):
+    counts = [cell.execution_count for cell in code_cells(load(name))]
+    assert counts == list(range(1, len(counts) + 1))
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_no_nbval_markers_that_hide_outputs(name):
+    for cell in code_cells(load(name)):
+        tags = set(cell.metadata.get("tags", []))
+        assert not tags & {"nbval-ignore-output", "nbval-skip"}, cell.source
+        assert not re.search(r"#\s*NBVAL_(IGNORE_OUTPUT|SKIP)", cell.source), cell.source
+
+
+def delegate_tiers(name):
+    """The tier named by each %delegate status line the notebook's stored outputs hold."""
+    texts = [output.text for cell in code_cells(load(name))
+             for output in cell.outputs if output.output_type == "stream"]
+    return [tier for text in texts for tier in re.findall(r"written by (\S+) in", text)]
+
+
+def test_the_ratchet_goes_from_rules_to_templates():
+    assert delegate_tiers("ratchet") == ["rules", "templates", "templates"]
+
+
+def test_the_replay_notebook_is_answered_by_replay():
+    assert delegate_tiers("replay") == ["replay"]
+    config = (NOTEBOOKS / "replay" / ".lackpy" / "config.toml").read_text()
+    assert '"replay"' in config
+    records = (NOTEBOOKS / "replay" / ".lackpy" / "replay.jsonl").read_text().splitlines()
+    assert [json.loads(line)["provider"] for line in records] == ["ollama-local"]
+
+
+def test_the_sanitize_file_parses_into_patterns():
+    text = (NOTEBOOKS / "sanitize.cfg").read_text()
+    pairs = re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, flags=re.MULTILINE)  # nbval's reader
+    assert len(pairs) == text.count("\nregex: ")
+    for regex, _ in pairs:
+        re.compile(regex)
+
+
+def test_generated_files_are_git_ignored():
+    generated = ["ratchet/.lackpy/templates/definitions.tmpl", "replay/.lackpy/history.jsonl"]
+    try:
+        result = subprocess.run(["git", "check-ignore", *generated], cwd=NOTEBOOKS,
+                                capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        pytest.skip("no git")
+    if result.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert result.stdout.split() == generated
