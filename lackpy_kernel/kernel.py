@@ -88,7 +88,6 @@ class LackpyKernel(Kernel):
         "lackpy: Python that lacks most of Python. Cells compose tools and plain data; "
         "each is validated, then run in a sandbox. %lsmagic lists the magics."
     )
-    help_links = [{"text": "lackpy magics: %lsmagic", "url": "https://pypi.org/project/lackpy/"}]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
