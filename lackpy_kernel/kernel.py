@@ -59,6 +59,23 @@ MAGICS = {
 CELL_MAGICS = {"create", "validate"}
 
 
+SHUTDOWN_GRACE_S = 0.25
+
+
+class _DelayedStop:
+    """Stands in for the main IOLoop during shutdown: callbacks run after a short delay."""
+
+    def __init__(self, loop: Any, delay: float) -> None:
+        self._loop, self._delay = loop, delay
+
+    def add_callback(self, callback: Callable[..., Any], *args: Any) -> None:
+        # add_callback is the loop's only thread-safe entry; it then schedules the delay.
+        self._loop.add_callback(self._loop.call_later, self._delay, callback, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+
 class CellError(Exception):
     """Ends a cell with an error reply: ``ename``, ``evalue`` and the traceback lines."""
 
@@ -396,6 +413,17 @@ class LackpyKernel(Kernel):
         self.lackpy.close()
         self.service.close()
         return {"status": "ok", "restart": restart}
+
+    async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        # ipykernel stops the main loop from this (control) thread and then flushes stdout
+        # here; if the main thread has meanwhile closed IOPub, that flush blocks for good
+        # and the process lingers. Stopping the main loop a moment later lets it finish.
+        main_loop = self.io_loop
+        self.io_loop = _DelayedStop(main_loop, SHUTDOWN_GRACE_S)
+        try:
+            await super().shutdown_request(stream, ident, parent)
+        finally:
+            self.io_loop = main_loop
 
     # -- messages -------------------------------------------------------------
 

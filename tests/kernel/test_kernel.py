@@ -341,3 +341,20 @@ def test_kernel_info_advertises_only_what_it_implements(kernel):
     assert info["implementation"] == "lackpy_kernel"
     json.dumps(info)
 
+
+
+def test_the_kernel_exits_when_asked(tmp_path):
+    # ipykernel's shutdown raced with its own IOPub teardown and the process lingered for
+    # 10 s about half the time; five polite shutdowns in a row must all end the process.
+    for attempt in range(5):
+        folder = tmp_path / str(attempt)
+        folder.mkdir()
+        kernel = Kernel(make_workspace(folder))
+        kernel.execute("x = 1")
+        kernel.client.shutdown()
+        deadline = time.monotonic() + 5
+        while kernel.manager.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = kernel.manager.is_alive()
+        kernel.close()
+        assert not alive, f"shutdown {attempt + 1} left the kernel running"

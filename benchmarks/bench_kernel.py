@@ -1,0 +1,256 @@
+"""Kernel benchmarks: the lackpy kernel against the ipykernel Python kernel, in one run.
+
+    python benchmarks/bench_kernel.py [--quick]
+
+Both kernels are launched through jupyter_client (``KernelManager(kernel_name=...)``)
+with a fresh temporary workspace as their working directory, and measured
+alternately (the order flips every round) so that load on the machine falls on
+both alike.
+
+1. Start-up: from just before ``km.start_kernel(cwd=workspace)`` to the arrival
+   of the ``kernel_info_reply`` to the one ``kernel_info_request`` sent right
+   after ``kc.start_channels()``. This covers writing the connection file,
+   spawning the process, its imports and set-up, and the first shell round trip;
+   it does not include waiting for IOPub to connect. The client's sockets retry
+   their connection every 10 ms (pyzmq's default is 100 ms), so the figure is not
+   rounded up to the client's retry interval while the kernel is not yet bound.
+   Each such kernel then runs a first ``1 + 1`` cell (after ``wait_for_ready``,
+   untimed), whose cost is reported apart: lackpy starts its sandbox worker on
+   the first cell. Each kernel is then shut down (``shutdown_kernel(now=False)``,
+   the polite request: interrupt, shutdown_request, then SIGTERM after half of
+   ``shutdown_wait_time`` if the process is still there), and that is timed too;
+   any shutdown that needed SIGTERM or SIGKILL is reported.
+2. Execute round trip of ``1 + 1`` in a warm kernel (one warm-up cell first):
+   from just before ``kc.execute()`` to the ``execute_reply`` on the shell
+   channel, and to the ``status: idle`` for that request on IOPub.
+3. The same for a cell that reads a 340-byte file of the workspace:
+   ``len(read_file('a.txt'))`` in lackpy (a traced tool call in the sandbox
+   worker) against ``len(open('a.txt').read())`` in the Python kernel.
+
+Times are medians (and p90 where there are enough samples); the ratio is
+lackpy / python3. The kernels' stderr is captured, and any lines found there,
+and any kernel that was still alive after a polite shutdown, are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+import zmq
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+KERNELS = ("lackpy", "python3")
+TRIVIAL = "1 + 1"
+TOOL_CELL = {"lackpy": "len(read_file('a.txt'))", "python3": "len(open('a.txt').read())"}
+TIMEOUT = 60.0
+
+
+class Kernel:
+    """One running kernel, its blocking client and where its stderr goes."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.km = KernelManager(kernel_name=name)
+        self.kc: Any = None
+
+    def start(self, workspace: Path, context: zmq.Context, stderr: IO[str]) -> float:
+        """Launch; returns the seconds to the kernel_info_reply."""
+        started = time.perf_counter()
+        self.km.start_kernel(cwd=str(workspace), stderr=stderr)
+        self.kc = self.km.client(context=context)
+        self.kc.start_channels()
+        return started_to_reply(self.kc, started)
+
+    def ready(self) -> None:
+        """Wait until IOPub is connected too (untimed), so that no status message is lost."""
+        self.kc.wait_for_ready(timeout=TIMEOUT)
+
+    def shutdown(self) -> tuple[float, str]:
+        """Ask politely; returns the seconds taken and how it ended: "clean" when the
+        kernel exited on the shutdown request, else what jupyter_client escalated to."""
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if not self.km.has_kernel:
+            return 0.0, "clean"
+        started = time.perf_counter()
+        self.km.shutdown_kernel(now=False)
+        took = time.perf_counter() - started
+        # jupyter_client records whether it had to send SIGTERM or SIGKILL (private field)
+        status = getattr(getattr(self.km, "_shutdown_status", None), "name", "ShutdownRequest")
+        if self.km.is_alive():
+            self.km.shutdown_kernel(now=True)
+            status = "still alive, killed"
+        return took, "clean" if status == "ShutdownRequest" else status
+
+
+def started_to_reply(kc: Any, started: float) -> float:
+    """Send one kernel_info_request; seconds from ``started`` to its reply."""
+    msg_id = kc.kernel_info()
+    deadline = started + TIMEOUT
+    while time.perf_counter() < deadline:
+        if kc.shell_channel.socket.poll(100):
+            msg = kc.shell_channel.get_msg(timeout=0)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return time.perf_counter() - started
+    raise RuntimeError(f"no kernel_info_reply in {TIMEOUT:.0f} s")
+
+
+def round_trip(kc: Any, code: str) -> tuple[float, float]:
+    """Seconds from ``kc.execute(code)`` to its execute_reply, and to its idle status."""
+    shell, iopub = kc.shell_channel, kc.iopub_channel
+    while iopub.msg_ready():  # anything left over from before (get_msgs() would block)
+        iopub.get_msg(timeout=0)
+    poller = zmq.Poller()
+    poller.register(shell.socket, zmq.POLLIN)
+    poller.register(iopub.socket, zmq.POLLIN)
+    started = time.perf_counter()
+    msg_id = kc.execute(code)
+    reply_at = idle_at = None
+    while reply_at is None or idle_at is None:
+        events = dict(poller.poll(int(TIMEOUT * 1000)))
+        if not events:
+            raise RuntimeError(f"no reply to {code!r} in {TIMEOUT:.0f} s")
+        if shell.socket in events:
+            msg = shell.get_msg(timeout=0)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                reply_at = time.perf_counter()
+                if msg["content"]["status"] != "ok":
+                    raise RuntimeError(f"{code!r} failed: {msg['content']}")
+        if iopub.socket in events:
+            msg = iopub.get_msg(timeout=0)
+            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                    and msg["content"]["execution_state"] == "idle"):
+                idle_at = time.perf_counter()
+    return reply_at - started, idle_at - started
+
+
+def alternate(round_index: int) -> tuple[str, ...]:
+    return KERNELS if round_index % 2 == 0 else KERNELS[::-1]
+
+
+def p90(times: list[float]) -> float:
+    return statistics.quantiles(times, n=10, method="inclusive")[-1] if len(times) >= 2 else times[0]
+
+
+def bench_startup(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
+                  starts: int, samples: dict, anomalies: list[str]) -> None:
+    for index in range(starts):
+        for name in alternate(index):
+            kernel = Kernel(name)
+            try:
+                startup = kernel.start(workspace, context, stderr[name])
+                samples["start-up: launch -> kernel_info_reply"][name].append(startup)
+                kernel.ready()
+                reply, idle = round_trip(kernel.kc, TRIVIAL)
+                samples[f"first cell {TRIVIAL!r} -> execute_reply"][name].append(reply)
+                samples[f"first cell {TRIVIAL!r} -> idle"][name].append(idle)
+            finally:
+                took, how = kernel.shutdown()
+                samples["shutdown_kernel(now=False)"][name].append(took)
+                if how != "clean":
+                    anomalies.append(f"{name}: shutdown {index + 1} of {starts} did not end on "
+                                     f"the shutdown request ({how}, {took * 1e3:.0f} ms)")
+
+
+def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
+                cells: int, samples: dict, anomalies: list[str]) -> None:
+    kernels: dict[str, Kernel] = {}
+    try:
+        for name in KERNELS:
+            kernels[name] = Kernel(name)
+            kernels[name].start(workspace, context, stderr[name])
+            kernels[name].ready()
+        for name, kernel in kernels.items():  # warm up: lackpy's sandbox worker starts here
+            round_trip(kernel.kc, TRIVIAL)
+            round_trip(kernel.kc, TOOL_CELL[name])
+        for index in range(cells):
+            for name in alternate(index):
+                kc = kernels[name].kc
+                reply, idle = round_trip(kc, TRIVIAL)
+                samples[f"cell {TRIVIAL!r} -> execute_reply"][name].append(reply)
+                samples[f"cell {TRIVIAL!r} -> idle"][name].append(idle)
+                reply, idle = round_trip(kc, TOOL_CELL[name])
+                samples["read a.txt cell -> execute_reply"][name].append(reply)
+                samples["read a.txt cell -> idle"][name].append(idle)
+    finally:
+        for name, kernel in kernels.items():
+            took, how = kernel.shutdown()
+            if how != "clean":
+                anomalies.append(f"{name}: the cells' kernel did not end on the shutdown "
+                                 f"request ({how}, {took * 1e3:.0f} ms)")
+
+
+def report(samples: dict, with_p90: set[str]) -> None:
+    width = max(len(metric) for metric in samples) + 6
+    print(f"{'metric (ms)':{width}}  {'lackpy':>9}  {'python3':>9}  {'lackpy/python3':>14}")
+    for metric, by_kernel in samples.items():
+        ours, peer = by_kernel["lackpy"], by_kernel["python3"]
+        if not ours or not peer:
+            continue
+        rows = [("median", statistics.median)]
+        if metric in with_p90:
+            rows.append(("p90", p90))
+        for label, stat in rows:
+            a, b = stat(ours), stat(peer)
+            print(f"{metric + ' ' + label:{width}}  {a * 1e3:9.2f}  {b * 1e3:9.2f}  {a / b:13.2f}x")
+
+
+def stderr_notes(files: dict[str, Path]) -> list[str]:
+    notes = []
+    for name, path in files.items():
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines()
+                 if line.strip()]
+        for line in dict.fromkeys(lines):
+            notes.append(f"{name} stderr ({lines.count(line)}x): {line[:160]}")
+    return notes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args()
+    starts, cells = (2, 10) if args.quick else (5, 50)
+    print(f"python {sys.version.split()[0]} on {sys.platform}; {starts} starts and "
+          f"{cells} cells of each kind per kernel")
+    specs = KernelSpecManager().find_kernel_specs()
+    missing = [name for name in KERNELS if name not in specs]
+    if missing:
+        print(f"kernel: skipped, no kernelspec for {', '.join(missing)} "
+              "(python -m lackpy_kernel install; python -m ipykernel install)")
+        return
+    samples: dict[str, dict[str, list[float]]] = defaultdict(lambda: {k: [] for k in KERNELS})
+    anomalies: list[str] = []
+    context = zmq.Context()
+    context.setsockopt(zmq.RECONNECT_IVL, 10)
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as stack:
+        root = Path(folder)
+        workspace = root / "ws"
+        workspace.mkdir()
+        (workspace / "a.txt").write_text("alpha beta gamma\n" * 20)
+        logs = {name: root / f"{name}.stderr" for name in KERNELS}
+        stderr = {name: stack.enter_context(path.open("w")) for name, path in logs.items()}
+        try:
+            bench_startup(workspace, context, stderr, starts, samples, anomalies)
+            bench_cells(workspace, context, stderr, cells, samples, anomalies)
+        finally:
+            for handle in stderr.values():
+                handle.flush()
+            anomalies.extend(stderr_notes(logs))
+            context.term()
+        report(samples, with_p90={metric for metric in samples
+                                  if metric.startswith(("cell", "read", "shutdown"))})
+    for note in anomalies:
+        print(f"note: {note}")
+
+
+if __name__ == "__main__":
+    main()
