@@ -12,7 +12,7 @@ from typing import Any
 
 from lackpy_kernel.config import ConfigError, load_config
 from lackpy_kernel.magic_syntax import MagicUsageError, parse_param
-from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.service import LackpyService, error_text, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -78,10 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     workspace = (args.workspace or Path.cwd()).resolve()
     if args.command == "mcp":
-        from lackpy_kernel.mcp_server import main as serve  # noqa: PLC0415 - optional extra
-
-        serve(workspace)
-        return EXIT_OK
+        try:
+            from lackpy_kernel.mcp_server import main as serve  # noqa: PLC0415 - optional extra
+        except ImportError as exc:
+            return _fail(str(exc), EXIT_USAGE)
+        return serve(workspace)
     try:
         config = load_config(workspace)
     except ConfigError as exc:
@@ -94,13 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return COMMANDS[args.command](service, args)
         except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
-            return _fail(_message(exc), EXIT_USAGE)
+            return _fail(error_text(exc), EXIT_USAGE)
         except RuntimeError as exc:
             return _fail(str(exc), EXIT_FAILED)
-
-
-def _message(exc: BaseException) -> str:
-    return str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _fail(message: str, code: int) -> int:

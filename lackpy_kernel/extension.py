@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
 from lackpy_kernel.magic_syntax import Kind, MagicUsageError, parse_magic_line, parse_param
+from lackpy_kernel.run.runner import VALIDATION_ERROR
 from lackpy_kernel.service import ExecutionResult, LackpyService
 
 __all__ = [
@@ -53,7 +54,6 @@ __all__ = [
 T = TypeVar("T")
 
 CANCEL_GRACE_S = 10.0
-VALIDATION_ERROR = "LackpyValidationError"
 
 
 # -- exceptions ----------------------------------------------------------------

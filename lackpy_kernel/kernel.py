@@ -32,13 +32,16 @@ from lackpy_kernel.magic_syntax import (
     Segment,
     parse_magic_line,
     parse_param,
+    shell_words,
     split_cell,
 )
 from lackpy_kernel.run import ExecutionResult, Trace
-from lackpy_kernel.service import LackpyService, LackpySession, jsonable
+from lackpy_kernel.run.runner import VALIDATION_ERROR
+from lackpy_kernel.service import LackpyService, LackpySession, error_text, jsonable
 
-VALIDATION_ERROR = "LackpyValidationError"
 HISTORY_SESSION = 1
+HISTORY_LIMIT = 1000  # cells kept for history requests
+HISTORY_OUTPUT = 10_000  # characters of each cell's output kept
 TABLE_ROWS = 200
 _IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
@@ -130,7 +133,7 @@ class LackpyKernel(Kernel):
         try:
             session.resolved_kit()
         except (OSError, KeyError, ValueError, TypeError) as exc:
-            self.problems.append(f"the default kit {session.kit!r} cannot be used ({_text(exc)}); "
+            self.problems.append(f"the default kit {session.kit!r} cannot be used ({error_text(exc)}); "
                                  "the session uses the read-only 'debug' kit")
             session.kit = "debug"
         return session
@@ -160,9 +163,16 @@ class LackpyKernel(Kernel):
             reply = self._error_reply(CellError(
                 "KeyboardInterrupt", "interrupted: the cell was stopped; the session's "
                 "variables are as they were before it"))
+        except Exception as exc:  # a bug of ours must still answer the cell, not hang it
+            self.log.exception("lackpy: the cell failed unexpectedly")
+            reply = self._error_reply(CellError(type(exc).__name__, f"lackpy failed: {exc}"))
         if store_history and code.strip():
-            self.history.append((self.execution_count, code, self._last_output))
+            self._remember(code)
         return reply
+
+    def _remember(self, code: str) -> None:
+        self.history.append((self.execution_count, code, self._last_output[:HISTORY_OUTPUT]))
+        del self.history[:-HISTORY_LIMIT]
 
     async def _run_cell(self, code: str) -> None:
         for segment in split_cell(code):
@@ -187,6 +197,8 @@ class LackpyKernel(Kernel):
         loop = asyncio.get_running_loop()
 
         def handle_sigint(*_args: Any) -> None:
+            if self.lackpy.running_here:  # a program on this thread: only an exception stops it
+                raise KeyboardInterrupt
             loop.call_soon_threadsafe(task.cancel)
 
         previous = signal.signal(signal.SIGINT, handle_sigint)
@@ -195,10 +207,13 @@ class LackpyKernel(Kernel):
         finally:
             signal.signal(signal.SIGINT, previous)
 
-    async def _run_program(self, program: str) -> ExecutionResult:
-        result = await self.lackpy.run(program)
+    async def _run_program(self, program: str) -> None:
+        try:
+            result = await self.lackpy.run(program)
+        except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
+            raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
+                            f"{error_text(exc)}; choose another with %kit") from None
         self._show_result(result, program)
-        return result
 
     def _show_result(self, result: ExecutionResult, program: str) -> None:
         self._stream("stdout", result.stdout)
@@ -239,7 +254,7 @@ class LackpyKernel(Kernel):
         except MagicUsageError as exc:
             raise CellError("UsageError", str(exc)) from None
         except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
-            raise CellError(type(exc).__name__, _text(exc)) from None
+            raise CellError(type(exc).__name__, error_text(exc)) from None
 
     async def _magic_delegate(self, line: str) -> None:
         spec = {"--run": "flag", "--replace": "flag", "--kit": "value"}
@@ -255,12 +270,11 @@ class LackpyKernel(Kernel):
         except RuntimeError as exc:
             self._stream("stdout", "no provider could write a program\n")
             raise CellError("LackpyDelegateError", str(exc)) from None
-        self.service.record_generation(intent, generated, kit)
         self._stream("stdout", generation_summary(generated) + "\n")
         self._payload.append({"source": "set_next_input", "text": generated.program,
                               "replace": bool(parsed.options.get("--replace"))})
         if parsed.options.get("--run"):
-            result = await self.lackpy.run(generated.program)
+            result = await self.lackpy.run(generated.program, kit=kit)
             self.service.record_outcome(generated, result)
             self._show_result(result, generated.program)
 
@@ -276,9 +290,8 @@ class LackpyKernel(Kernel):
         parsed = parse_magic_line(line, {"--clear": "flag"}, MAGICS["params"])
         if parsed.options.get("--clear"):
             self.lackpy.params.clear()
-        for word in parsed.rest.split():
-            name, value = parse_param(word)
-            self.lackpy.params[name] = value
+        given = dict(parse_param(word) for word in shell_words(parsed.rest))
+        self.lackpy.params.update(given)
         shown = "\n".join(f"{name} = {value!r}" for name, value in self.lackpy.params.items())
         self._display({"text/plain": shown or "no parameters"})
 
@@ -351,7 +364,10 @@ class LackpyKernel(Kernel):
                 "cursor_end": cursor_pos, "metadata": {}}
 
     def _known_names(self) -> set[str]:
-        return {*ALLOWED_BUILTINS, *self.lackpy.known_names()}
+        try:
+            return {*ALLOWED_BUILTINS, *self.lackpy.known_names()}
+        except (OSError, KeyError, ValueError, TypeError):
+            return set(ALLOWED_BUILTINS)  # the kit is broken; %kit says how
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
                          omit_sections: Any = ()) -> dict[str, Any]:
@@ -362,7 +378,10 @@ class LackpyKernel(Kernel):
         return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
 
     def _describe_name(self, name: str) -> str | None:
-        resolved = self.lackpy.resolved_kit()
+        try:
+            resolved = self.lackpy.resolved_kit()
+        except (OSError, KeyError, ValueError, TypeError):
+            return None
         if name in resolved.tools:
             spec = resolved.tools[name]
             doc = self.service.resolve_doc(spec.docs) if spec.docs else None
@@ -435,15 +454,9 @@ class LackpyKernel(Kernel):
         if text and not self._silent:
             self.send_response(self.iopub_socket, "stream", {"name": name, "text": text})
 
-    def _display(self, data: dict[str, Any], display_id: str | None = None,
-                 update: bool = False) -> None:
-        if self._silent:
-            return
-        content: dict[str, Any] = {"data": data, "metadata": {}}
-        if display_id:
-            content["transient"] = {"display_id": display_id}
-        kind = "update_display_data" if update else "display_data"
-        self.send_response(self.iopub_socket, kind, content)
+    def _display(self, data: dict[str, Any]) -> None:
+        if not self._silent:
+            self.send_response(self.iopub_socket, "display_data", {"data": data, "metadata": {}})
 
     def _execute_result(self, data: dict[str, Any]) -> None:
         if not self._silent:
@@ -584,8 +597,4 @@ def _next_indent(code: str) -> str:
     return indent + "    " if last.rstrip().endswith(":") else indent
 
 
-def _text(exc: BaseException) -> str:
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        return exc.args[0]
-    return str(exc)
 

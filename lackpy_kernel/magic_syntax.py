@@ -67,6 +67,11 @@ def parse_magic_line(line: str, spec: Mapping[str, Kind], usage: str) -> MagicLi
             parsed.options[name] = unquote(raw)
 
 
+def shell_words(text: str) -> list[str]:
+    """The shell-like words of ``text``, quotes kept (``"xs=[1, 2]"`` is one word)."""
+    return [match.group(1) for match in _WORD.finditer(text) if match.group(1)]
+
+
 def unquote(text: str) -> str:
     """Shell-style quotes removed (the text as it is when they do not balance)."""
     try:

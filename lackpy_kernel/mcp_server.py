@@ -35,7 +35,7 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
     ) from exc
 
 import lackpy_kernel
-from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.service import LackpyService, error_text, jsonable
 
 SERVER_NAME = "lackpy"
 
@@ -265,21 +265,14 @@ def _call(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
     except _ANTICIPATED as exc:
-        raise ToolError(_message(exc)) from exc
+        raise ToolError(error_text(exc)) from exc
 
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return await fn(*args)
     except _ANTICIPATED as exc:
-        raise ToolError(_message(exc)) from exc
-
-
-def _message(exc: BaseException) -> str:
-    """The exception's own text (a KeyError's without the quotes ``str`` adds)."""
-    if type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        return exc.args[0]
-    return str(exc) or type(exc).__name__
+        raise ToolError(error_text(exc)) from exc
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.config import LackpyConfig, load_config
+from lackpy_kernel.config import CONFIG_DIR, LackpyConfig, load_config
 from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
@@ -22,7 +22,8 @@ from lackpy_kernel.infer import (
     format_params_description,
     record_generation,
 )
-from lackpy_kernel.infer.factory import build_providers
+from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
+from lackpy_kernel.infer.factory import DETERMINISTIC_PLUGINS, build_providers
 from lackpy_kernel.infer.replay import REPLAY_FILE
 from lackpy_kernel.infer.templates import (
     TemplateError,
@@ -56,9 +57,8 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["LackpyService", "LackpySession", "jsonable"]
+__all__ = ["LackpyService", "LackpySession", "error_text", "jsonable"]
 
-DETERMINISTIC_TIERS = {"templates", "rules", "replay"}
 HISTORY_FILE = "history.jsonl"
 HISTORY_LIMIT = 200
 
@@ -77,7 +77,7 @@ class LackpyService:
                  config: LackpyConfig | None = None) -> None:
         self.workspace = Path(workspace or Path.cwd()).resolve()
         self.config = config if config is not None else load_config(self.workspace)
-        self.config_dir = self.workspace / ".lackpy"
+        self.config_dir = self.workspace / CONFIG_DIR
         self.kits_dir = self.config_dir / "kits"
         self.toolbox = builtin_toolbox(self.workspace)
         self.inference_providers: list[Any] = build_providers(
@@ -161,9 +161,8 @@ class LackpyService:
         """Each inference tier in order: whether it is available now, and if not, why."""
         listing = []
         for provider in self.inference_providers:
-            available = _is_available(provider)
-            explain = getattr(provider, "unavailable_reason", None)
-            reason = None if available or not callable(explain) else explain()
+            available = is_available(provider)
+            reason = None if available else unavailable_reason(provider)
             if reason:  # paths inside the workspace read better relative to it
                 reason = reason.replace(f"{self.workspace}{os.sep}", "")
             listing.append({"name": provider.name, "available": available,
@@ -177,18 +176,22 @@ class LackpyService:
                  extra_tools: list[str] | None = None) -> ValidationResult:
         """Validate ``program`` against the kit's tools, the parameters and ``rules``."""
         resolved = self._resolve_kit(kit, extra_tools)
-        names = {*resolved.callables, *(param_names or ())}
-        return validate(program, names, [no_rebinding(resolved.callables), *(rules or [])])
+        return _validate_for(program, resolved, set(param_names or ()), rules)
 
     async def generate(self, intent: str, kit: Kit = None, params: dict[str, Any] | None = None,
                        rules: list[Rule] | None = None, mode: str | None = None,
                        interpreter: Any = None, extra_tools: list[str] | None = None
                        ) -> GenerationResult:
-        """A validated program for ``intent``; RuntimeError when every provider fails."""
+        """A validated program for ``intent``; RuntimeError when every provider fails.
+
+        The intent is remembered with the program, so ``create`` can take it as the
+        template's pattern (and a model tier's program is recorded for replay when
+        ``[inference] record = true``).
+        """
         resolved = self._resolve_kit(kit, extra_tools)
         params = params or {}
         dispatcher = InferenceDispatcher(self.inference_providers)
-        return await dispatcher.generate(
+        generated = await dispatcher.generate(
             intent,
             resolved.description,
             {*resolved.callables, *params},
@@ -197,6 +200,8 @@ class LackpyService:
             interpreter=interpreter,
             example_pool=[example for spec in resolved.tools.values() for example in spec.examples],
         )
+        self.record_generation(intent, generated, resolved)
+        return generated
 
     async def run_program(self, program: str, kit: Kit = None,
                           params: dict[str, Any] | None = None, sandbox: bool | None = None,
@@ -206,7 +211,7 @@ class LackpyService:
         ``sandbox=False`` says otherwise. Returns a failed result rather than raising."""
         resolved = self._resolve_kit(kit, extra_tools)
         params = dict(params or {})
-        check = self.validate(program, kit, rules, params, extra_tools)
+        check = _validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
         if self._use_sandbox(sandbox, resolved):
@@ -233,7 +238,7 @@ class LackpyService:
         result = await self.run_program(generated.program, kit, params, sandbox, rules,
                                         extra_tools)
         execution_ms = _ms_since(run_started)
-        self._after_delegate(intent, resolved, generated, result)
+        self.record_outcome(generated, result)
         return {
             "success": result.success,
             "program": generated.program,
@@ -342,14 +347,11 @@ class LackpyService:
 
     def _one_shot_sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir)
+            self._sandbox = self._new_sandbox()
         return self._sandbox
 
-    def _after_delegate(self, intent: str, resolved: ResolvedKit, generated: GenerationResult,
-                        result: ExecutionResult) -> None:
-        self.record_outcome(generated, result)
-        if result.success:
-            self.record_generation(intent, generated, resolved)
+    def _new_sandbox(self) -> Sandbox:
+        return Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir)
 
     def record_generation(self, intent: str, generated: GenerationResult,
                           kit: Kit | ResolvedKit = None) -> None:
@@ -358,7 +360,7 @@ class LackpyService:
         resolved = kit if isinstance(kit, ResolvedKit) else self._resolve_kit(kit)
         tools = sorted({spec.name for spec in resolved.tools.values()})
         self._remember(intent, generated.program, tools, generated.provider_name)
-        model_tier = generated.provider_name not in DETERMINISTIC_TIERS | {"override"}
+        model_tier = generated.provider_name not in {*DETERMINISTIC_PLUGINS, "override"}
         if self.config.inference_record and model_tier and not self._is_replay(generated):
             record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
                               generated.provider_name)
@@ -394,9 +396,11 @@ class LackpyService:
 class LackpySession:
     """A notebook's session: a kit, parameters, and variables kept from one program to the next.
 
-    Programs run in a sandbox worker that holds the variables (in this process
-    where the sandbox is off or missing). A program that fails, however it
-    fails, leaves the variables exactly as they were.
+    Programs run in a sandbox worker that holds the variables, or in this
+    process where the sandbox is off or missing; a session keeps to the place
+    its first program ran, so its variables never split in two. A program that
+    fails, however it fails (an interrupt included), leaves the variables
+    exactly as they were.
     """
 
     def __init__(self, service: LackpyService, kit: Kit = None) -> None:
@@ -404,12 +408,14 @@ class LackpySession:
         self.kit: Kit = service.config.kit_default if kit is None else kit
         self.params: dict[str, Any] = {}
         self.last_result: ExecutionResult | None = None
+        self.running_here = False  # True while a program runs in this process (see run)
+        self._sandboxed: bool | None = None  # where programs run, fixed by the first one
         self._sandbox: Sandbox | None = None
         self._variables: dict[str, Any] = {}  # in-process sessions only
 
-    def resolved_kit(self) -> ResolvedKit:
-        """The session's kit, resolved."""
-        return self.service._resolve_kit(self.kit)
+    def resolved_kit(self, kit: Kit = None) -> ResolvedKit:
+        """The session's kit (or ``kit``), resolved."""
+        return self.service._resolve_kit(self.kit if kit is None else kit)
 
     def set_kit(self, kit: Kit) -> ResolvedKit:
         """Use ``kit`` from now on; it must resolve (errors name the kit or tool)."""
@@ -428,38 +434,65 @@ class LackpySession:
         """Every name a program may use besides the builtins: tools, parameters, variables."""
         return {*self.resolved_kit().callables, *self.params, *self.variable_types}
 
-    def validate(self, program: str, rules: list[Rule] | None = None) -> ValidationResult:
+    def validate(self, program: str, rules: list[Rule] | None = None, kit: Kit = None
+                 ) -> ValidationResult:
         """Validate against the kit, the parameters and the session's variables."""
-        resolved = self.resolved_kit()
-        names = {*resolved.callables, *self.params, *self.variable_types}
-        return validate(program, names, [no_rebinding(resolved.callables), *(rules or [])])
+        resolved = self.resolved_kit(kit)
+        return _validate_for(program, resolved, {*self.params, *self.variable_types}, rules)
 
-    async def run(self, program: str, rules: list[Rule] | None = None) -> ExecutionResult:
-        """Validate and run ``program`` in the session; cancelling the await stops it."""
-        check = self.validate(program, rules)
+    async def run(self, program: str, rules: list[Rule] | None = None, kit: Kit = None
+                  ) -> ExecutionResult:
+        """Validate and run ``program`` (with the session's kit, or ``kit``).
+
+        In the sandbox, cancelling the await stops the program. In this process
+        the program runs on the caller's thread: the caller stops it by raising
+        KeyboardInterrupt there while ``running_here`` is true (the kernel does).
+        """
+        resolved = self.resolved_kit(kit)
+        check = self.validate(program, rules, kit)
         if not check.valid:
             result = validation_failure(check.issues)
-        elif self.service._use_sandbox(None, resolved := self.resolved_kit()):
+        elif (mismatch := self._place_for(resolved)) is not None:
+            result = ExecutionResult(False, error=mismatch, error_type="KitError")
+        elif self._sandboxed:
             box = self._session_sandbox()
             aliases = {alias: spec.name for alias, spec in resolved.tools.items()}
             result = await _in_thread(box.run, box.interrupt, program, aliases, dict(self.params))
         else:
-            result = self._run_here(program, self.resolved_kit(), rules)
+            result = self._run_here(program, resolved, rules)
         self.last_result = result
         return result
+
+    def _place_for(self, resolved: ResolvedKit) -> str | None:
+        """Why this kit cannot run where the session runs programs, or None."""
+        sandboxed = self.service._use_sandbox(None, resolved)
+        if self._sandboxed is None:
+            self._sandboxed = sandboxed
+        if sandboxed == self._sandboxed:
+            return None
+        where = "in the sandbox" if self._sandboxed else "in this process"
+        return (f"this session runs its programs {where}, and this kit's tools cannot run "
+                "there; use it in a new session (restart the kernel), or keep to built-in tools")
 
     def _run_here(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None
                   ) -> ExecutionResult:
         scratch = copy.deepcopy(self._variables)  # a failed program must not change them
-        result = RestrictedRunner().run(program, resolved.callables, self.params, scratch, rules)
+        self.running_here = True
+        try:
+            result = RestrictedRunner().run(program, resolved.callables, self.params, scratch,
+                                            rules)
+        except KeyboardInterrupt:
+            return ExecutionResult(False, error="interrupted: the program was stopped before "
+                                   "it finished", error_type="KeyboardInterrupt")
+        finally:
+            self.running_here = False
         if result.success:
             self._variables = result.variables
         return result
 
     def _session_sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            service = self.service
-            self._sandbox = Sandbox(service.workspace, service.sandbox_limits(), service.kits_dir)
+            self._sandbox = self.service._new_sandbox()
         return self._sandbox
 
     def reset(self) -> None:
@@ -468,16 +501,6 @@ class LackpySession:
         if self._sandbox is not None:
             self._sandbox.reset()
 
-    def interrupt(self) -> None:
-        """Stop the running program, if any."""
-        if self._sandbox is not None:
-            self._sandbox.interrupt()
-
-    @property
-    def worker_pid(self) -> int | None:
-        """The session's sandbox worker process while it runs."""
-        return self._sandbox.worker_pid if self._sandbox is not None else None
-
     def close(self) -> None:
         """Stop the session's worker."""
         if self._sandbox is not None:
@@ -485,11 +508,18 @@ class LackpySession:
             self._sandbox = None
 
 
-def _is_available(provider: Any) -> bool:
-    try:
-        return bool(provider.available())
-    except Exception:  # a provider's own bug must not break a listing
-        return False
+def error_text(exc: BaseException) -> str:
+    """An exception's message as a user should read it (a KeyError's without its quotes)."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return str(exc) or type(exc).__name__
+
+
+def _validate_for(program: str, resolved: ResolvedKit, names: set[str],
+                  rules: list[Rule] | None) -> ValidationResult:
+    """Validate against a kit's tools plus ``names``, refusing assignments to the tools."""
+    return validate(program, {*resolved.callables, *names},
+                    [no_rebinding(resolved.callables), *(rules or [])])
 
 
 def _read_history(path: Path) -> list[dict[str, Any]]:
@@ -529,6 +559,8 @@ async def _in_thread(call: Any, interrupt: Any, *args: Any, **kwargs: Any) -> An
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result()  # it finished as the interrupt came: its result stands
         interrupt()
         await asyncio.wait([task], timeout=5)
         raise

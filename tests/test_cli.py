@@ -147,3 +147,11 @@ def test_a_malformed_config_is_a_clear_error(workspace):
     done = lackpy("run", "count.lackpy", cwd=workspace)
     assert done.returncode == 2
     assert "config.toml, line 2: unknown key 'timout'" in done.stderr
+
+
+def test_mcp_reports_a_bad_start_in_its_exit_status(workspace):
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text("[sandbox]\ntimout = 3\n")
+    done = lackpy("mcp", cwd=workspace, stdin="")
+    assert done.returncode != 0
+    assert "timout" in done.stderr

@@ -184,3 +184,18 @@ def test_unknown_plugin_is_listed_with_the_reason(workspace):
     with LackpyService(workspace, config) as svc:
         listing = {p["name"]: p for p in svc.providers_list()}
     assert "unknown plugin 'gpt9'" in listing["mystery"]["reason"]
+
+
+async def test_a_session_keeps_to_where_its_programs_run(service):
+    from lackpy_kernel.kit import ToolSpec
+
+    def shout(text):
+        return text.upper()
+
+    service.toolbox.register_tool(ToolSpec("shout", "custom"), shout)
+    session = service.session("read_file")
+    assert (await session.run("x = read_file('notes.txt')")).success
+    mixed = await session.run("shout(x)", kit=["shout"])
+    assert mixed.error_type == "KitError" and "new session" in mixed.error
+    assert (await session.run("len(x)")).output == 11
+    session.close()

@@ -75,7 +75,7 @@ class _Attempt:
 
     async def with_provider(self, provider: Any) -> GenerationResult | str:
         """A result, or why this provider gave none."""
-        if not _is_available(provider):
+        if not is_available(provider):
             return "not available" + _reason(provider)
         raw = await self._call(provider, "generate", provider.generate,
                                self.intent, self.namespace_desc, dict(self.config))
@@ -158,16 +158,22 @@ def _takes_config(method: Any) -> bool:
     )
 
 
-def _is_available(provider: Any) -> bool:
+def is_available(provider: Any) -> bool:
+    """``provider.available()``, False when that raises."""
     try:
         return bool(provider.available())
     except Exception:
         return False
 
 
-def _reason(provider: Any) -> str:
+def unavailable_reason(provider: Any) -> str | None:
+    """Why ``provider`` is unavailable, when it can say."""
     explain = getattr(provider, "unavailable_reason", None)
-    reason = explain() if callable(explain) else None
+    return explain() if callable(explain) else None
+
+
+def _reason(provider: Any) -> str:
+    reason = unavailable_reason(provider)
     return f" ({reason})" if reason else ""
 
 

@@ -395,22 +395,6 @@ async def iter_with_idle_timeout(
                 log.debug("closing %s failed", what, exc_info=True)
 
 
-async def consume_stream(
-    stream: AsyncIterable[T],
-    idle_timeout: float | None,
-    on_chunk: Callable[[T], Any] | None = None,
-    *,
-    what: str = "stream",
-) -> list[T]:
-    """Every chunk of ``stream`` (each also passed to ``on_chunk``), under ``idle_timeout``."""
-    chunks: list[T] = []
-    async for chunk in iter_with_idle_timeout(stream, idle_timeout, what=what):
-        chunks.append(chunk)
-        if on_chunk is not None:
-            on_chunk(chunk)
-    return chunks
-
-
 # --- settings and prompts shared by the model providers ---------------------------------------------
 
 def check_settings(plugin: str, name: str, settings: Mapping[str, Any], known: Iterable[str]) -> None:

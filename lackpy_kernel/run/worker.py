@@ -75,8 +75,6 @@ class Worker:
         if op == "restore":
             self.session = wire.loads_body(request["session"])
             return {"ok": True}
-        if op == "ping":
-            return {"ok": True, "pid": os.getpid()}
         return None  # a late "cancel" for a program that already finished
 
     def run(self, request: dict) -> dict:

@@ -17,7 +17,6 @@ from lackpy_kernel.infer.policy import (
     RetryPolicy,
     StreamStallError,
     check_settings,
-    consume_stream,
     default_is_transient,
     iter_with_idle_timeout,
     redact,
@@ -270,9 +269,8 @@ async def _chunks(*delays: float):
 
 
 async def test_idle_timeout_passes_a_steady_stream():
-    seen = []
-    assert await consume_stream(_chunks(0, 0.01, 0.01), 0.5, seen.append) == [0, 1, 2]
-    assert seen == [0, 1, 2]
+    steady = [n async for n in iter_with_idle_timeout(_chunks(0, 0.01, 0.01), 0.5)]
+    assert steady == [0, 1, 2]
     assert [n async for n in iter_with_idle_timeout(_chunks(0, 0), None)] == [0, 1]
 
 
@@ -303,7 +301,7 @@ async def test_stalls_are_retried_and_the_final_error_stays_a_stall():
     async def attempt():
         nonlocal calls
         calls += 1
-        return await consume_stream(_chunks(0, 5), 0.05)
+        return [n async for n in iter_with_idle_timeout(_chunks(0, 5), 0.05)]
 
     with pytest.raises(StreamStallError, match="after 2 attempts") as caught:
         await RetryPolicy(max_retries=1, retry_delay=0.001).run(attempt, lambda e: False)

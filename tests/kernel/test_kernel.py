@@ -254,8 +254,12 @@ def test_kit_show_and_set(kernel):
 
 
 def test_params(kernel):
-    kernel.execute("%params limit=2 label=first lines")
-    assert kernel.execute("[limit, label]").result("application/json") == [2, "first"]
+    assert kernel.execute('%params limit=2 "label=first lines" xs=[1,2]').status == "ok"
+    assert kernel.execute("[limit, label, xs]").result("application/json") == [
+        2, "first lines", [1, 2]]
+    bad = kernel.execute("%params other=1 broken")
+    assert bad.error["ename"] == "UsageError"
+    assert kernel.execute("other").status == "error"  # nothing was set by the bad line
     assert kernel.execute("%params --clear").status == "ok"
     assert kernel.execute("limit").status == "error"
 
@@ -358,3 +362,45 @@ def test_the_kernel_exits_when_asked(tmp_path):
         alive = kernel.manager.is_alive()
         kernel.close()
         assert not alive, f"shutdown {attempt + 1} left the kernel running"
+
+
+def test_a_kit_that_breaks_later_gives_an_error_not_a_hung_cell(tmp_path):
+    kernel = Kernel(make_workspace(tmp_path))
+    try:
+        kits = tmp_path / ".lackpy" / "kits"
+        kits.mkdir(parents=True)
+        (kits / "mine.kit").write_text("---\nname: mine\n---\nread_file\n")
+        assert kernel.execute("%kit mine").status == "ok"
+        (kits / "mine.kit").unlink()
+        outcome = kernel.execute("1 + 1", timeout=20)
+        assert outcome.error["ename"] == "KitError"
+        assert "no kit named 'mine'" in outcome.error["evalue"]
+        assert kernel.client.complete("re", 2, reply=True)["content"]["status"] == "ok"
+        assert kernel.execute("%kit debug").status == "ok"
+        assert kernel.execute("1 + 1").result() == "2"
+    finally:
+        kernel.close()
+
+
+def test_delegate_runs_with_the_kit_it_was_given(kernel):
+    kernel.execute("%kit find_files")
+    try:
+        outcome = kernel.execute("%delegate --kit read_file --run read the file notes.txt")
+        assert outcome.result() == "alpha\nbeta\ngamma\n"
+    finally:
+        kernel.execute("%kit debug")
+
+
+def test_interrupt_with_the_sandbox_off(tmp_path):
+    kernel = Kernel(make_workspace(tmp_path, "[sandbox]\nenabled = false\n"))
+    try:
+        kernel.execute("kept = [1]")
+        msg_id = kernel.client.execute("kept.append(2)\ntotal = 0\nfor i in range(100000000000):\n"
+                                       "    total += i")
+        time.sleep(1.0)
+        kernel.manager.interrupt_kernel()
+        outcome = kernel.wait(msg_id, timeout=20)
+        assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
+        assert kernel.execute("kept").result("application/json") == [1]
+    finally:
+        kernel.close()
