@@ -12,7 +12,7 @@ from typing import Any
 
 from lackpy_kernel.config import ConfigError, load_config
 from lackpy_kernel.magic_syntax import MagicUsageError, parse_param
-from lackpy_kernel.service import LackpyService, error_text, jsonable
+from lackpy_kernel.service import KIT_ERRORS, LackpyService, error_text, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     with LackpyService(workspace, config) as service:
         try:
             return COMMANDS[args.command](service, args)
-        except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
+        except KIT_ERRORS as exc:
             return _fail(error_text(exc), EXIT_USAGE)
         except RuntimeError as exc:
             return _fail(str(exc), EXIT_FAILED)

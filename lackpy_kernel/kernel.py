@@ -37,7 +37,13 @@ from lackpy_kernel.magic_syntax import (
 )
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.runner import VALIDATION_ERROR
-from lackpy_kernel.service import LackpyService, LackpySession, error_text, jsonable
+from lackpy_kernel.service import (
+    KIT_ERRORS,
+    LackpyService,
+    LackpySession,
+    error_text,
+    jsonable,
+)
 
 HISTORY_SESSION = 1
 HISTORY_LIMIT = 1000  # cells kept for history requests
@@ -132,7 +138,7 @@ class LackpyKernel(Kernel):
         session = self.service.session()
         try:
             session.resolved_kit()
-        except (OSError, KeyError, ValueError, TypeError) as exc:
+        except KIT_ERRORS as exc:
             self.problems.append(f"the default kit {session.kit!r} cannot be used ({error_text(exc)}); "
                                  "the session uses the read-only 'debug' kit")
             session.kit = "debug"
@@ -210,7 +216,7 @@ class LackpyKernel(Kernel):
     async def _run_program(self, program: str) -> None:
         try:
             result = await self.lackpy.run(program)
-        except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
+        except KIT_ERRORS as exc:
             raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
                             f"{error_text(exc)}; choose another with %kit") from None
         self._show_result(result, program)
@@ -253,7 +259,7 @@ class LackpyKernel(Kernel):
             return await result if inspect.isawaitable(result) else result
         except MagicUsageError as exc:
             raise CellError("UsageError", str(exc)) from None
-        except (OSError, KeyError, ValueError, TypeError, NotImplementedError) as exc:
+        except KIT_ERRORS as exc:
             raise CellError(type(exc).__name__, error_text(exc)) from None
 
     async def _magic_delegate(self, line: str) -> None:
@@ -366,7 +372,7 @@ class LackpyKernel(Kernel):
     def _known_names(self) -> set[str]:
         try:
             return {*ALLOWED_BUILTINS, *self.lackpy.known_names()}
-        except (OSError, KeyError, ValueError, TypeError):
+        except KIT_ERRORS:
             return set(ALLOWED_BUILTINS)  # the kit is broken; %kit says how
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
@@ -380,7 +386,7 @@ class LackpyKernel(Kernel):
     def _describe_name(self, name: str) -> str | None:
         try:
             resolved = self.lackpy.resolved_kit()
-        except (OSError, KeyError, ValueError, TypeError):
+        except KIT_ERRORS:
             return None
         if name in resolved.tools:
             spec = resolved.tools[name]

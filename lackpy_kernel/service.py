@@ -18,12 +18,13 @@ from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
     ReplayProvider,
+    RulesProvider,
     TemplatesProvider,
     format_params_description,
     record_generation,
 )
 from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
-from lackpy_kernel.infer.factory import DETERMINISTIC_PLUGINS, build_providers
+from lackpy_kernel.infer.factory import build_providers
 from lackpy_kernel.infer.replay import REPLAY_FILE
 from lackpy_kernel.infer.templates import (
     TemplateError,
@@ -57,12 +58,16 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["LackpyService", "LackpySession", "error_text", "jsonable"]
+__all__ = ["KIT_ERRORS", "LackpyService", "LackpySession", "error_text", "jsonable"]
 
+DETERMINISTIC_PROVIDERS = (TemplatesProvider, RulesProvider, ReplayProvider)
 HISTORY_FILE = "history.jsonl"
 HISTORY_LIMIT = 200
 
 Kit = str | list[str] | dict[str, Any] | None
+
+# What resolving a kit can raise: a missing kit file, an unknown tool, a bad name or form.
+KIT_ERRORS = (OSError, KeyError, ValueError, TypeError, NotImplementedError)
 
 
 class LackpyService:
@@ -360,20 +365,20 @@ class LackpyService:
         resolved = kit if isinstance(kit, ResolvedKit) else self._resolve_kit(kit)
         tools = sorted({spec.name for spec in resolved.tools.values()})
         self._remember(intent, generated.program, tools, generated.provider_name)
-        model_tier = generated.provider_name not in {*DETERMINISTIC_PLUGINS, "override"}
-        if self.config.inference_record and model_tier and not self._is_replay(generated):
+        provider = self._provider_named(generated.provider_name)
+        model_tier = provider is not None and not isinstance(provider, DETERMINISTIC_PROVIDERS)
+        if self.config.inference_record and model_tier:
             record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
                               generated.provider_name)
 
     def record_outcome(self, generated: GenerationResult, result: ExecutionResult) -> None:
         """Count a run of a templates-tier program in its template's success or fail count."""
-        for provider in self.inference_providers:
-            if isinstance(provider, TemplatesProvider) and provider.name == generated.provider_name:
-                provider.record_outcome(generated.program, result.success)
+        provider = self._provider_named(generated.provider_name)
+        if isinstance(provider, TemplatesProvider):
+            provider.record_outcome(generated.program, result.success)
 
-    def _is_replay(self, generated: GenerationResult) -> bool:
-        return any(isinstance(p, ReplayProvider) and p.name == generated.provider_name
-                   for p in self.inference_providers)
+    def _provider_named(self, name: str) -> Any:
+        return next((p for p in self.inference_providers if p.name == name), None)
 
     def _remember(self, intent: str, program: str, tools: list[str], tier: str) -> None:
         path = self.config_dir / HISTORY_FILE
@@ -449,7 +454,7 @@ class LackpySession:
         KeyboardInterrupt there while ``running_here`` is true (the kernel does).
         """
         resolved = self.resolved_kit(kit)
-        check = self.validate(program, rules, kit)
+        check = _validate_for(program, resolved, {*self.params, *self.variable_types}, rules)
         if not check.valid:
             result = validation_failure(check.issues)
         elif (mismatch := self._place_for(resolved)) is not None:
