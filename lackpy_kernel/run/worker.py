@@ -40,7 +40,7 @@ def main() -> None:
 
 
 class Worker:
-    """The worker's state: the session's variables and its own pickled copy."""
+    """The worker's state: the session's variables (the parent keeps the pickled copy)."""
 
     def __init__(self) -> None:
         self.session: dict[str, Any] = {}
