@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.config import ConfigError, load_config
-from lackpy_kernel.magic_syntax import MagicUsageError, parse_param
-from lackpy_kernel.service import KIT_ERRORS, LackpyService, error_text, jsonable
+from lackpy_kernel.config import load_config
+from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
+from lackpy_kernel.magic_syntax import parse_param
+from lackpy_kernel.service import LackpyService, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -20,7 +21,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def _param(text: str) -> tuple[str, Any]:
     try:
         return parse_param(text)
-    except MagicUsageError as exc:
+    except UsageError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -94,10 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     with LackpyService(workspace, config) as service:
         try:
             return COMMANDS[args.command](service, args)
-        except KIT_ERRORS as exc:
+        except (KitError, UsageError) as exc:
             return _fail(error_text(exc), EXIT_USAGE)
-        except RuntimeError as exc:
-            return _fail(str(exc), EXIT_FAILED)
+        except LackpyError as exc:
+            return _fail(error_text(exc), EXIT_FAILED)
 
 
 def _fail(message: str, code: int) -> int:
@@ -106,7 +107,12 @@ def _fail(message: str, code: int) -> int:
 
 
 def _read_program(name: str) -> str:
-    return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the program file {name}: {exc}") from None
 
 
 def _sandbox(args: argparse.Namespace) -> bool | None:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.errors import ConfigError
+
 CONFIG_DIR = ".lackpy"
 CONFIG_FILE = "config.toml"
 BUILTIN_TIERS = ("templates", "rules")
@@ -23,10 +25,6 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "tools": {"providers": (dict,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb")}
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be used; the message names the file, line and key."""
 
 
 @dataclass

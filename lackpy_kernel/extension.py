@@ -35,9 +35,15 @@ from typing import Any, TypeVar
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 
-from lackpy_kernel.magic_syntax import Kind, MagicUsageError, parse_magic_line, parse_param
-from lackpy_kernel.run.runner import VALIDATION_ERROR
-from lackpy_kernel.service import ExecutionResult, LackpyService
+from lackpy_kernel.errors import (
+    GenerationError,
+    LackpyError,
+    LackpyRuntimeError,
+    LackpyValidationError,
+    UsageError,
+)
+from lackpy_kernel.magic_syntax import Kind, parse_magic_line, parse_param
+from lackpy_kernel.service import LackpyService
 
 __all__ = [
     "LackpyDelegateError",
@@ -56,47 +62,10 @@ T = TypeVar("T")
 CANCEL_GRACE_S = 10.0
 
 
-# -- exceptions ----------------------------------------------------------------
-
-
-class LackpyError(Exception):
-    """Base of the extension's errors. None is a ``UsageError``: those are invisible to nbval.
-
-    IPython shows them as ``Name: message`` without the extension's own frames; the
-    kernel's ``error`` reply still carries the class name and message.
-    """
-
-    def _render_traceback_(self) -> list[str]:
-        return f"{type(self).__name__}: {self}".splitlines()
-
-
-class LackpyUsageError(LackpyError, ValueError):
-    """A magic's options could not be read."""
-
-
-class LackpyValidationError(LackpyError):
-    """The program is not valid lackpy; ``issues`` hold each error with its position."""
-
-    def __init__(self, message: str, issues: list[Any] | None = None,
-                 result: ExecutionResult | None = None) -> None:
-        super().__init__(message)
-        self.issues = list(issues or [])
-        self.result = result
-
-
-class LackpyRuntimeError(LackpyError):
-    """The program failed while running (an exception, a sandbox limit, the worker)."""
-
-    def __init__(self, message: str, error_type: str | None = None, error_line: int | None = None,
-                 result: ExecutionResult | None = None) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.error_line = error_line
-        self.result = result
-
-
-class LackpyDelegateError(LackpyError, RuntimeError):
-    """No inference tier produced a program; the message lists each tier and why."""
+# The extension's errors are lackpy's own (see lackpy_kernel.errors); these names stay
+# for code written against earlier versions.
+LackpyUsageError = UsageError
+LackpyDelegateError = GenerationError
 
 
 # -- options -------------------------------------------------------------------
@@ -133,7 +102,7 @@ def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
     try:
         parsed = parse_magic_line(line, _SPECS[magic], _USAGE[magic])
         params = [parse_param(raw) for raw in parsed.options.get("--param", [])]
-    except MagicUsageError as exc:
+    except UsageError as exc:
         raise LackpyUsageError(str(exc)) from None
     given = parsed.options
     options = MagicOptions(
@@ -260,7 +229,7 @@ class LackpyMagics(Magics):
                                                      sandbox=options.sandbox))
         _show_stdout(result.stdout)
         _show_notes(result.notes)
-        _raise_for(result)
+        result.raise_for_error()
         if options.out is not None:
             self.shell.user_ns[options.out] = result.output
         return result.output
@@ -281,26 +250,21 @@ class LackpyMagics(Magics):
             raise LackpyUsageError(f"%delegate needs an intent, after its options; "
                                    f"usage: {_USAGE['delegate']}")
         if not options.run:
-            try:
-                generated = self._call(self.service.generate(intent, options.kit, options.params))
-            except RuntimeError as exc:
-                raise LackpyDelegateError(str(exc)) from None
+            generated = self._call(self.service.generate(intent, options.kit, options.params))
             _say_tier(generated.provider_name, generated.generation_time_ms)
             self.shell.set_next_input(_lackpy_cell(generated.program, options), replace=False)
             return None
         # delegate() also keeps the history and template counts the ratchet uses.
-        try:
-            outcome = self._call(self.service.delegate(intent, options.kit, options.params,
-                                                       sandbox=options.sandbox))
-        except RuntimeError as exc:
-            raise LackpyDelegateError(str(exc)) from None
+        outcome = self._call(self.service.delegate(intent, options.kit, options.params,
+                                                   sandbox=options.sandbox))
         _say_tier(outcome["generation_tier"], outcome["generation_time_ms"])
         self.shell.set_next_input(_lackpy_cell(outcome["program"], options), replace=False)
         _show_stdout(outcome["stdout"])
         _show_notes(outcome.get("notes") or [])
         if not outcome["success"]:
             raise LackpyRuntimeError(outcome["error"] or "the program failed",
-                                     outcome.get("error_type"), outcome.get("error_line"))
+                                     error_type=outcome.get("error_type"),
+                                     error_line=outcome.get("error_line"))
         return outcome["output"]
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -319,18 +283,6 @@ def _lackpy_cell(program: str, options: MagicOptions) -> str:
     if options.sandbox is False:
         words.append("--no-sandbox")
     return " ".join(words) + "\n" + program.rstrip("\n")
-
-
-def _raise_for(result: ExecutionResult) -> None:
-    __tracebackhide__ = True
-    if result.success:
-        return
-    if result.error_type == VALIDATION_ERROR:
-        errors = [str(issue) for issue in result.issues] or [result.error or "invalid program"]
-        raise LackpyValidationError("invalid lackpy program:\n" + "\n".join(f"  {e}" for e in errors),
-                                    result.issues, result)
-    raise LackpyRuntimeError(result.error or f"{result.error_type or 'the program'} failed",
-                             result.error_type, result.error_line, result)
 
 
 def _show_stdout(text: str) -> None:

@@ -25,7 +25,8 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 
 from lackpy_kernel import __version__
-from lackpy_kernel.config import ConfigError, LackpyConfig, load_config
+from lackpy_kernel.config import LackpyConfig, load_config
+from lackpy_kernel.errors import ConfigError, GenerationError, KitError, LackpyError, error_text
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 from lackpy_kernel.magic_syntax import (
     MagicUsageError,
@@ -37,13 +38,7 @@ from lackpy_kernel.magic_syntax import (
 )
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.runner import VALIDATION_ERROR
-from lackpy_kernel.service import (
-    KIT_ERRORS,
-    LackpyService,
-    LackpySession,
-    error_text,
-    jsonable,
-)
+from lackpy_kernel.service import LackpyService, LackpySession, jsonable
 
 HISTORY_SESSION = 1
 HISTORY_LIMIT = 1000  # cells kept for history requests
@@ -138,7 +133,7 @@ class LackpyKernel(Kernel):
         session = self.service.session()
         try:
             session.resolved_kit()
-        except KIT_ERRORS as exc:
+        except KitError as exc:
             self.problems.append(f"the default kit {session.kit!r} cannot be used ({error_text(exc)}); "
                                  "the session uses the read-only 'debug' kit")
             session.kit = "debug"
@@ -216,7 +211,7 @@ class LackpyKernel(Kernel):
     async def _run_program(self, program: str) -> None:
         try:
             result = await self.lackpy.run(program)
-        except KIT_ERRORS as exc:
+        except KitError as exc:
             raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
                             f"{error_text(exc)}; choose another with %kit") from None
         self._show_result(result, program)
@@ -253,13 +248,12 @@ class LackpyKernel(Kernel):
         await self._usage_errors(handler, segment.line, segment.body)
 
     async def _usage_errors(self, handler: Callable[..., Any], *args: Any) -> Any:
-        """Run a magic's handler; bad options and bad kits become a clear error reply."""
+        """Run a magic's handler; an expected failure (bad options, a bad kit) becomes a clear
+        error reply."""
         try:
             result = handler(*args)
             return await result if inspect.isawaitable(result) else result
-        except MagicUsageError as exc:
-            raise CellError("UsageError", str(exc)) from None
-        except KIT_ERRORS as exc:
+        except LackpyError as exc:
             raise CellError(type(exc).__name__, error_text(exc)) from None
 
     async def _magic_delegate(self, line: str) -> None:
@@ -273,7 +267,7 @@ class LackpyKernel(Kernel):
         self._stream("stdout", f"delegating: {intent} ... ")
         try:
             generated = await self.service.generate(intent, kit, dict(self.lackpy.params))
-        except RuntimeError as exc:
+        except GenerationError as exc:
             self._stream("stdout", "no provider could write a program\n")
             raise CellError("LackpyDelegateError", str(exc)) from None
         self._stream("stdout", generation_summary(generated) + "\n")
@@ -372,7 +366,7 @@ class LackpyKernel(Kernel):
     def _known_names(self) -> set[str]:
         try:
             return {*ALLOWED_BUILTINS, *self.lackpy.known_names()}
-        except KIT_ERRORS:
+        except KitError:
             return set(ALLOWED_BUILTINS)  # the kit is broken; %kit says how
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
@@ -386,7 +380,7 @@ class LackpyKernel(Kernel):
     def _describe_name(self, name: str) -> str | None:
         try:
             resolved = self.lackpy.resolved_kit()
-        except KIT_ERRORS:
+        except KitError:
             return None
         if name in resolved.tools:
             spec = resolved.tools[name]

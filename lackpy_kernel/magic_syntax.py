@@ -16,14 +16,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from lackpy_kernel.errors import UsageError
+
+# A magic line whose options cannot be read; the message says what it takes.
+MagicUsageError = UsageError
+
 # One shell-like word: unquoted runs and quoted parts, glued together.
 _WORD = re.compile(r"""\s*((?:[^\s'"]+|'[^']*'|"(?:[^"\\]|\\.)*")+)""")
 
 Kind = Literal["flag", "value", "multi"]
-
-
-class MagicUsageError(ValueError):
-    """A magic line whose options cannot be read; the message says what it takes."""
 
 
 @dataclass

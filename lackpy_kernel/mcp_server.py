@@ -35,7 +35,8 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
     ) from exc
 
 import lackpy_kernel
-from lackpy_kernel.service import LackpyService, error_text, jsonable
+from lackpy_kernel.errors import LackpyError, error_text
+from lackpy_kernel.service import LackpyService, jsonable
 
 SERVER_NAME = "lackpy"
 
@@ -53,11 +54,9 @@ runs it), or `run_program` with a program you wrote (check it first with `valida
 without a model. `kit_list`, `kit_info`, `toolbox_list`, `docs_index` and `resolve_doc` \
 describe what is available."""
 
-# The service raises these for things the caller can fix (unknown kit or tool,
-# bad names, missing files, every provider failing); anything else is a bug and
-# is left to the SDK, which logs its traceback and tells the client only that
-# the tool failed.
-_ANTICIPATED = (LookupError, OSError, ValueError, TypeError, RuntimeError)
+# The service raises LackpyError for things the caller can fix (unknown kit or
+# tool, bad names, every provider failing); anything else is a bug and is left to
+# the SDK, which logs its traceback and tells the client only that the tool failed.
 
 
 Kit = Annotated[
@@ -264,14 +263,14 @@ def main(workspace: str | os.PathLike[str] | None = None) -> int:
 def _call(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return fn(*args)
-    except _ANTICIPATED as exc:
+    except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
 
 
 async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         return await fn(*args)
-    except _ANTICIPATED as exc:
+    except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import CONFIG_DIR, LackpyConfig, load_config
+from lackpy_kernel.errors import error_text
 from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
@@ -58,16 +59,13 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["KIT_ERRORS", "LackpyService", "LackpySession", "error_text", "jsonable"]
+__all__ = ["LackpyService", "LackpySession", "error_text", "jsonable"]
 
 DETERMINISTIC_PROVIDERS = (TemplatesProvider, RulesProvider, ReplayProvider)
 HISTORY_FILE = "history.jsonl"
 HISTORY_LIMIT = 200
 
 Kit = str | list[str] | dict[str, Any] | None
-
-# What resolving a kit can raise: a missing kit file, an unknown tool, a bad name or form.
-KIT_ERRORS = (OSError, KeyError, ValueError, TypeError, NotImplementedError)
 
 
 class LackpyService:
@@ -511,13 +509,6 @@ class LackpySession:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
-
-
-def error_text(exc: BaseException) -> str:
-    """An exception's message as a user should read it (a KeyError's without its quotes)."""
-    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
-        return exc.args[0]
-    return str(exc) or type(exc).__name__
 
 
 def _validate_for(program: str, resolved: ResolvedKit, names: set[str],

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.lang import Rule, validate
 
 from .correction import deterministic_cleanup
@@ -37,7 +38,10 @@ class InferenceDispatcher:
         interpreter: Any = None,
         example_pool: list[Any] | None = None,
     ) -> GenerationResult:
-        """A validated program for ``intent``; RuntimeError listing every provider if none works."""
+        """A validated program for ``intent``.
+
+        Raises GenerationError (a RuntimeError) listing every provider and why it gave none.
+        """
         started = time.perf_counter()
         allowed = set(allowed_names)
         config = {
@@ -56,7 +60,7 @@ class InferenceDispatcher:
                 outcome.generation_time_ms = _ms_since(started)
                 return outcome
             failures.append(f"{provider.name}: {outcome}")
-        raise RuntimeError(
+        raise GenerationError(
             f"no provider could write a valid program for {intent!r}:\n"
             + "\n".join(f"  - {failure}" for failure in failures)
         )

@@ -37,6 +37,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
+
 T = TypeVar("T")
 
 log = logging.getLogger("lackpy_kernel.infer")
@@ -48,42 +50,6 @@ _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
 POLICY_KEYS = ("max_retries", "retry_delay", "request_timeout", "stream_idle_timeout", "deadline")
 
 _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
-
-
-class ProviderError(RuntimeError):
-    """A model provider failed: what failed, after how many attempts, and what to do.
-
-    ``attempts`` is the number of requests made, ``status_code`` the HTTP
-    status of the last error when it had one, ``elapsed`` the seconds spent.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        attempts: int = 0,
-        status_code: int | None = None,
-        elapsed: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.status_code = status_code
-        self.elapsed = elapsed
-
-
-class StreamStallError(ProviderError):
-    """A streamed response went quiet for longer than ``stream_idle_timeout``.
-
-    ``gap`` is the idle time, in seconds, that was allowed.
-    """
-
-    def __init__(self, message: str, *, gap: float | None = None, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
-        self.gap = gap
-
-
-class ProviderTimeoutError(ProviderError):
-    """A request ran past ``request_timeout``, or the attempts ran past ``deadline``."""
 
 
 def redact(text: object, secrets: Iterable[str | None] = ()) -> str:

@@ -14,16 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.kit.atomic import atomic_write_text
 
 SUFFIX = ".tmpl"
 FENCE = "---"
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _TEMPLATE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
-class TemplateError(ValueError):
-    """A template file that cannot be used; the message names the file and line."""
 
 
 @dataclass

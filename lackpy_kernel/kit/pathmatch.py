@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import WorkspaceError
+from .errors import TooManyMatchesError, WorkspaceError
 from .workspace import CONFIG_DIR, Workspace
 
 _MAGIC = re.compile(r"[*?\[]")
@@ -35,10 +35,6 @@ class _Segment:
         if name.startswith(".") and not self.text.startswith("."):
             return False
         return self.regex.match(name) is not None
-
-
-class TooManyMatchesError(ValueError):
-    """A pattern matched more files than the caller allows."""
 
 
 def compile_pattern(pattern: object) -> list[_Segment]:

@@ -14,6 +14,7 @@ from typing import Any
 from lackpy_kernel.lang import Grade, compute_grade
 
 from .atomic import atomic_write_text
+from .errors import KitError, UnknownKitError
 from .spec import ToolSpec
 from .toolbox import Toolbox
 
@@ -63,8 +64,11 @@ def resolve_kit(
     ``./.lackpy/kits``, then among the kits shipped with the package), a list of tool names,
     or a dict of alias -> tool name (or alias -> ``{"tool": name}``). As on a command line, a
     string may also be a comma-separated list of tools, or one tool's name when no kit file
-    has that name. ``extra_tools`` are
-    added under their own names unless the kit already has that name.
+    has that name. ``extra_tools`` are added under their own names unless the kit already
+    has that name.
+
+    Raises UnknownKitError for a kit name with no file, UnknownToolError for a tool no source
+    registers, KitError for a kit of the wrong form, and NotImplementedError for ``None``.
     """
     aliases, docs = _kit_aliases(kit, toolbox, kits_dir)
     for name in _check_names(extra_tools or [], "extra_tools"):
@@ -90,7 +94,7 @@ def find_kit_file(name: str, kits_dir: str | os.PathLike[str] | None = None) -> 
             return candidate
     known = ", ".join(sorted(available_kits(kits_dir))) or "none"
     looked = " and ".join(str(folder) for folder in folders)
-    raise FileNotFoundError(
+    raise UnknownKitError(
         f"no kit named {stem!r}: looked for {stem}{KIT_SUFFIX} in {looked}; "
         f"available kits: {known}. Name tools instead (a list, or 'read_file,find_files'), or "
         f"create a kit with `lackpy kit create NAME --tools a,b`."
@@ -107,12 +111,12 @@ def available_kits(kits_dir: str | os.PathLike[str] | None = None) -> dict[str, 
 
 
 def check_kit_name(name: object) -> str:
-    """The kit name without a ``.kit`` suffix; ``ValueError`` unless it is a plain name."""
+    """The kit name without a ``.kit`` suffix; ``KitError`` unless it is a plain name."""
     if not isinstance(name, str):
-        raise TypeError(f"a kit name must be a str, not {type(name).__name__}")
+        raise KitError(f"a kit name must be a str, not {type(name).__name__}")
     stem = name.removesuffix(KIT_SUFFIX)
     if not _KIT_NAME.fullmatch(stem):
-        raise ValueError(
+        raise KitError(
             f"invalid kit name {name!r}: a kit name is a plain name of letters, digits, '_' "
             f"and '-' (no folders, no '..'); kits live in .lackpy/kits/<name>.kit"
         )
@@ -120,9 +124,15 @@ def check_kit_name(name: object) -> str:
 
 
 def parse_kit_file(path: str | os.PathLike[str]) -> KitFile:
-    """Read a ``.kit`` file: optional ``---`` frontmatter, then one tool name per line."""
+    """Read a ``.kit`` file: optional ``---`` frontmatter, then one tool name per line.
+
+    Raises KitError, naming the file and line, when it cannot be read or parsed.
+    """
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KitError(f"kit file {path} cannot be read: {exc}") from None
     meta, body_start = _parse_frontmatter(path, lines)
     tools: list[str] = []
     for number, line in enumerate(lines[body_start:], start=body_start + 1):
@@ -152,11 +162,11 @@ def write_kit_file(
     """Write a ``.kit`` file atomically (creating its folder) and return its path."""
     check_kit_name(name)
     if isinstance(tools, str):
-        raise TypeError("tools must be a list of tool names, not a single str")
+        raise KitError("tools must be a list of tool names, not a single str")
     tool_names = _check_names(list(tools), "tools")
     for tool in tool_names:
         if not _is_identifier(tool):
-            raise ValueError(f"{tool!r} is not a valid tool name")
+            raise KitError(f"{tool!r} is not a valid tool name")
     lines = [_FENCE, f"name: {name}"]
     if description is not None:
         lines.append(f"description: {json.dumps(description, ensure_ascii=False)}")
@@ -178,7 +188,7 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
     if isinstance(kit, str):
         try:
             kit_file = parse_kit_file(find_kit_file(kit, kits_dir))
-        except FileNotFoundError:
+        except UnknownKitError:
             if kit in toolbox:
                 return {kit: kit}, []
             raise
@@ -188,7 +198,7 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
     if isinstance(kit, dict):
         aliases = {_check_alias(alias): _alias_target(alias, value) for alias, value in kit.items()}
         return aliases, []
-    raise TypeError(
+    raise KitError(
         f"a kit must be a kit name (str), a list of tool names or a dict of alias -> tool name, "
         f"not {type(kit).__name__}"
     )
@@ -196,18 +206,18 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
 
 def _check_names(names: object, what: str) -> list[str]:
     if isinstance(names, str) or not isinstance(names, list | tuple):
-        raise TypeError(f"{what} must be a list of tool names, not {type(names).__name__}")
+        raise KitError(f"{what} must be a list of tool names, not {type(names).__name__}")
     for name in names:
         if not isinstance(name, str):
-            raise TypeError(f"{what} must hold tool names (str), not {type(name).__name__}")
+            raise KitError(f"{what} must hold tool names (str), not {type(name).__name__}")
     return list(names)
 
 
 def _check_alias(alias: object) -> str:
     if not isinstance(alias, str):
-        raise TypeError(f"kit aliases must be str, not {type(alias).__name__}")
+        raise KitError(f"kit aliases must be str, not {type(alias).__name__}")
     if not _is_identifier(alias):
-        raise ValueError(f"kit alias {alias!r} is not a valid name for programs to call")
+        raise KitError(f"kit alias {alias!r} is not a valid name for programs to call")
     return alias
 
 
@@ -215,7 +225,7 @@ def _alias_target(alias: str, value: object) -> str:
     if isinstance(value, dict):
         value = value.get("tool")
     if not isinstance(value, str):
-        raise TypeError(f"kit entry {alias!r} must be a tool name or {{'tool': name}}, got {value!r}")
+        raise KitError(f"kit entry {alias!r} must be a tool name or {{'tool': name}}, got {value!r}")
     return value
 
 
@@ -265,8 +275,8 @@ def _unquote(path: Path, number: int, value: str) -> str:
     return value
 
 
-def _kit_syntax_error(path: Path, number: int, problem: str) -> ValueError:
-    return ValueError(f"malformed kit file {path}, line {number}: {problem}")
+def _kit_syntax_error(path: Path, number: int, problem: str) -> KitError:
+    return KitError(f"malformed kit file {path}, line {number}: {problem}")
 
 
 def _is_identifier(name: str) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lackpy_kernel import errors
 from lackpy_kernel.kit import effects
 from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, issue_at, validate
 from lackpy_kernel.lang.validator import source_lines
@@ -20,6 +21,15 @@ PROGRAM_FILENAME = "<lackpy>"
 OUTPUT_NAME = "__lackpy_output__"  # programs cannot name it: '__' names are reserved
 STDOUT_LIMIT = 1_000_000
 VALIDATION_ERROR = "LackpyValidationError"
+KIT_ERROR = "KitError"
+# error_type -> the exception raise_for_error raises (programs cannot raise: no `raise` in lackpy).
+_FAILURES: dict[str, type[errors.LackpyRuntimeError]] = {
+    "TimeoutError": errors.ProgramTimeoutError,
+    "MemoryError": errors.ProgramMemoryError,
+    "ResultTooLarge": errors.ResultTooLargeError,
+    "KeyboardInterrupt": errors.ProgramInterrupted,
+    "SandboxError": errors.SandboxError,
+}
 
 
 @dataclass
@@ -50,6 +60,24 @@ class ExecutionResult:
         data["trace"] = self.trace.to_dict()
         data["issues"] = [asdict(issue) for issue in self.issues]
         return data
+
+    def raise_for_error(self) -> ExecutionResult:
+        """This result when it succeeded; otherwise raise the ProgramError that says why.
+
+        Raises LackpyValidationError, LackpyRuntimeError, a LimitError, ProgramInterrupted,
+        SandboxError or KitError, each carrying this result as ``result``.
+        """
+        if self.success:
+            return self
+        message = self.error or f"{self.error_type or 'the program'} failed"
+        if self.error_type == VALIDATION_ERROR:
+            listed = "\n".join(f"  {issue}" for issue in self.issues) or f"  {message}"
+            raise errors.LackpyValidationError(f"invalid lackpy program:\n{listed}",
+                                               issues=self.issues, result=self)
+        if self.error_type == KIT_ERROR:
+            raise errors.KitError(message)
+        kind = _FAILURES.get(self.error_type or "", errors.LackpyRuntimeError)
+        raise kind(message, error_type=self.error_type, error_line=self.error_line, result=self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ExecutionResult:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lackpy_kernel.errors import KitError, UnknownKitError
 from lackpy_kernel.kit import (
     ToolSpec,
     available_kits,
@@ -116,29 +117,29 @@ def test_none_kit_is_not_implemented(toolbox):
 
 @pytest.mark.parametrize("kit", [42, 3.5, {"read_file"}, b"debug", object()])
 def test_unsupported_kit_types(toolbox, kit):
-    with pytest.raises(TypeError, match="a kit must be"):
+    with pytest.raises(KitError, match="a kit must be"):
         resolve_kit(kit, toolbox)
 
 
 @pytest.mark.parametrize(
-    ("kit", "error"),
+    ("kit", "problem"),
     [
-        (["read_file", 3], TypeError),
-        ([None], TypeError),
-        ({"read": 3}, TypeError),
-        ({"read": {"name": "read_file"}}, TypeError),
-        ({1: "read_file"}, TypeError),
-        ({"not valid": "read_file"}, ValueError),
-        ({"class": "read_file"}, ValueError),
+        (["read_file", 3], "must hold tool names"),
+        ([None], "must hold tool names"),
+        ({"read": 3}, "kit entry 'read' must be a tool name"),
+        ({"read": {"name": "read_file"}}, "kit entry 'read' must be a tool name"),
+        ({1: "read_file"}, "kit aliases must be str"),
+        ({"not valid": "read_file"}, "not a valid name for programs to call"),
+        ({"class": "read_file"}, "not a valid name for programs to call"),
     ],
 )
-def test_bad_kit_entries(toolbox, kit, error):
-    with pytest.raises(error):
+def test_bad_kit_entries(toolbox, kit, problem):
+    with pytest.raises(KitError, match=problem):
         resolve_kit(kit, toolbox)
 
 
 def test_extra_tools_must_be_a_list(toolbox):
-    with pytest.raises(TypeError, match="extra_tools"):
+    with pytest.raises(KitError, match="extra_tools"):
         resolve_kit(["read_file"], toolbox, extra_tools="write_file")
 
 
@@ -156,7 +157,7 @@ def test_unknown_tool_in_kit_file(toolbox, kits_dir):
 
 def test_missing_kit_says_where_it_looked(toolbox, kits_dir):
     write_kit_file(kits_dir / "mine.kit", "mine", ["read_file"])
-    with pytest.raises(FileNotFoundError) as caught:
+    with pytest.raises(UnknownKitError) as caught:
         resolve_kit("nosuch", toolbox, kits_dir)
     message = str(caught.value)
     assert str(kits_dir) in message and str(SHIPPED_KITS_DIR) in message
@@ -183,7 +184,7 @@ def test_missing_kit_says_where_it_looked(toolbox, kits_dir):
     ],
 )
 def test_kit_name_traversal_is_refused(toolbox, kits_dir, name):
-    with pytest.raises(ValueError, match="invalid kit name"):
+    with pytest.raises(KitError, match="invalid kit name"):
         resolve_kit(name, toolbox, kits_dir)
 
 
@@ -277,13 +278,13 @@ def test_kit_file_without_frontmatter(tmp_path):
 def test_malformed_kit_file_names_file_and_line(tmp_path, text, line):
     path = tmp_path / "broken.kit"
     path.write_text(text)
-    with pytest.raises(ValueError, match=rf"malformed kit file .*broken\.kit, line {line}:"):
+    with pytest.raises(KitError, match=rf"malformed kit file .*broken\.kit, line {line}:"):
         parse_kit_file(path)
 
 
 def test_malformed_kit_file_through_resolve_kit(toolbox, kits_dir):
     (kits_dir / "broken.kit").write_text("---\nname broken\n---\n")
-    with pytest.raises(ValueError, match="broken.kit, line 2"):
+    with pytest.raises(KitError, match="broken.kit, line 2"):
         resolve_kit("broken", toolbox, kits_dir)
 
 
@@ -314,11 +315,12 @@ def test_write_kit_file_overwrites_atomically(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("name", "tools", "error"),
-    [("../x", [], ValueError), ("ok", ["bad name"], ValueError), ("ok", "read_file", TypeError)],
+    ("name", "tools", "problem"),
+    [("../x", [], "invalid kit name"), ("ok", ["bad name"], "not a valid tool name"),
+     ("ok", "read_file", "not a single str")],
 )
-def test_write_kit_file_validates(tmp_path, name, tools, error):
-    with pytest.raises(error):
+def test_write_kit_file_validates(tmp_path, name, tools, problem):
+    with pytest.raises(KitError, match=problem):
         write_kit_file(tmp_path / "k.kit", name, tools)
     assert not (tmp_path / "k.kit").exists()
 
@@ -343,5 +345,5 @@ def test_a_kit_file_wins_over_a_tool_of_the_same_name(toolbox, kits_dir):
 
 
 def test_a_name_that_is_neither_kit_nor_tool_is_still_an_error(toolbox, kits_dir):
-    with pytest.raises(FileNotFoundError, match="no kit named 'read_fil'"):
+    with pytest.raises(UnknownKitError, match="no kit named 'read_fil'"):
         resolve_kit("read_fil", toolbox, kits_dir)

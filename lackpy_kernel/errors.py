@@ -1,0 +1,211 @@
+"""Every exception lackpy raises on purpose, in one tree.
+
+* LackpyError: the root; adapters catch it (and nothing broader) for expected failures.
+    * UsageError (ValueError): a magic, command or argument that cannot be read.
+    * ConfigError (ValueError): ``.lackpy/config.toml`` cannot be used (file, line, key).
+    * KitError (LookupError): a kit or tool that cannot be resolved or used.
+        * UnknownToolError (KeyError): no tool of that name.
+        * UnknownKitError: no kit of that name.
+    * ToolError: a tool refused its call inside a program.
+        * WorkspaceError (PermissionError): a path outside the workspace, or not allowed there.
+            * WorkspacePathTypeError (TypeError): a path that is not a ``str``.
+        * WriteBudgetError (OSError): a program wrote more than its budget.
+        * TooManyMatchesError (ValueError): a pattern matched more files than allowed.
+    * TemplateError (ValueError): a template file or pattern that cannot be used.
+    * GenerationError (RuntimeError): no inference provider could write a valid program.
+    * ProviderError (RuntimeError): one inference provider failed (HTTP, timeout, stall).
+        * ProviderTimeoutError (TimeoutError): a request or the attempts ran past their deadline.
+        * StreamStallError: a streamed answer went quiet for too long.
+    * ProgramError: a program did not succeed; ``result`` is its ``ExecutionResult``.
+        * LackpyValidationError (ValueError): not valid lackpy; ``issues`` say where.
+        * LackpyRuntimeError (RuntimeError): the program did not finish.
+            * LimitError: the sandbox stopped the program.
+                * ProgramTimeoutError (TimeoutError): past the wall-clock limit.
+                * ProgramMemoryError (MemoryError): past the memory limit.
+                * ResultTooLargeError: its result or variables are over the reply limit.
+            * ProgramInterrupted: stopped by the user (the stop button, Ctrl-C).
+            * SandboxError: the sandbox worker itself failed.
+
+Engine errors (``lackpy_kernel.engines``) join the tree under LackpyError too,
+except ``PlanPaused``, which is a ``BaseException`` as in the engines' contract.
+
+This module imports nothing of ours, so every layer can raise from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "GenerationError",
+    "KitError",
+    "LackpyError",
+    "LackpyRuntimeError",
+    "LackpyValidationError",
+    "LimitError",
+    "ProgramError",
+    "ProgramInterrupted",
+    "ProgramMemoryError",
+    "ProgramTimeoutError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "ResultTooLargeError",
+    "SandboxError",
+    "StreamStallError",
+    "TemplateError",
+    "ToolError",
+    "TooManyMatchesError",
+    "UnknownKitError",
+    "UnknownToolError",
+    "UsageError",
+    "WorkspaceError",
+    "WorkspacePathTypeError",
+    "WriteBudgetError",
+    "error_text",
+]
+
+
+class LackpyError(Exception):
+    """The root of lackpy's errors. Its message says what was wrong and what to do."""
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython's hook: an expected failure shows as "Name: message", without our frames.
+        return f"{type(self).__name__}: {error_text(self)}".splitlines()
+
+
+class UsageError(LackpyError, ValueError):
+    """A magic line, command line or argument that cannot be read; the message shows the usage."""
+
+
+class ConfigError(LackpyError, ValueError):
+    """A config file that cannot be used; the message names the file, line and key."""
+
+
+class KitError(LackpyError, LookupError):
+    """A kit or tool that cannot be resolved: a missing kit, an unknown tool, a malformed kit."""
+
+    def __str__(self) -> str:
+        # KeyError (a subclass's base) quotes its message with repr(); show it as written.
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownToolError(KitError, KeyError):
+    """A tool name that no tool source registers."""
+
+
+class UnknownKitError(KitError):
+    """A kit name with no ``.kit`` file in the workspace or the package."""
+
+
+class ToolError(LackpyError):
+    """A tool refused a call made by a program; the program sees it as a runtime error."""
+
+
+class WorkspaceError(ToolError, PermissionError):
+    """A path was refused because it leaves the workspace or is not allowed there."""
+
+
+class WorkspacePathTypeError(WorkspaceError, TypeError):
+    """A path argument was not a ``str`` (an int would be a file descriptor)."""
+
+
+class WriteBudgetError(ToolError, OSError):
+    """A program tried to write more than its budget (bytes in all, or files)."""
+
+
+class TooManyMatchesError(ToolError, ValueError):
+    """A file pattern matched more files than a tool returns."""
+
+
+class TemplateError(LackpyError, ValueError):
+    """A template file, name or pattern that cannot be used; the message names the file."""
+
+
+class GenerationError(LackpyError, RuntimeError):
+    """No inference provider wrote a valid program; the message lists each and why."""
+
+
+class ProviderError(LackpyError, RuntimeError):
+    """A model provider failed: what failed, after how many attempts, and what to do.
+
+    ``attempts`` is the number of requests made, ``status_code`` the HTTP status
+    of the last error when it had one, ``elapsed`` the seconds spent.
+    """
+
+    def __init__(self, message: str, *, attempts: int = 0, status_code: int | None = None,
+                 elapsed: float | None = None) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+        self.status_code = status_code
+        self.elapsed = elapsed
+
+
+class ProviderTimeoutError(ProviderError, TimeoutError):
+    """A request ran past ``request_timeout``, or the attempts ran past ``deadline``."""
+
+
+class StreamStallError(ProviderError):
+    """A streamed response went quiet for longer than ``stream_idle_timeout`` (``gap`` seconds)."""
+
+    def __init__(self, message: str, *, gap: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.gap = gap
+
+
+class ProgramError(LackpyError):
+    """A program did not succeed. ``result`` is its ``ExecutionResult`` (trace, files, stdout)."""
+
+    def __init__(self, message: str, *, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class LackpyValidationError(ProgramError, ValueError):
+    """The program is not valid lackpy; ``issues`` hold each error with its line and column."""
+
+    def __init__(self, message: str, *, issues: list[Any] | None = None, result: Any = None) -> None:
+        super().__init__(message, result=result)
+        self.issues = list(issues or [])
+
+
+class LackpyRuntimeError(ProgramError, RuntimeError):
+    """The program did not finish: it raised, or was stopped. ``error_type`` names what
+    happened (the exception's name), ``error_line`` the program's line when known."""
+
+    def __init__(self, message: str, *, error_type: str | None = None,
+                 error_line: int | None = None, result: Any = None) -> None:
+        super().__init__(message, result=result)
+        self.error_type = error_type
+        self.error_line = error_line
+
+
+class LimitError(LackpyRuntimeError):
+    """The sandbox stopped the program at one of its limits; the message names the setting."""
+
+
+class ProgramTimeoutError(LimitError, TimeoutError):
+    """The program ran past its wall-clock limit (``[sandbox] timeout``)."""
+
+
+class ProgramMemoryError(LimitError, MemoryError):
+    """The program ran past its memory limit (``[sandbox] memory_mb``)."""
+
+
+class ResultTooLargeError(LimitError):
+    """The program's result or variables are over the reply limit (``[sandbox] max_result_mb``)."""
+
+
+class ProgramInterrupted(LackpyRuntimeError):
+    """The user stopped the program; the session's variables are as they were before it."""
+
+
+class SandboxError(LackpyRuntimeError):
+    """The sandbox worker failed (it is restarted with the session on the next program)."""
+
+
+def error_text(exc: BaseException) -> str:
+    """An exception's message as a user should read it (a KeyError's without its quotes)."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+        return exc.args[0]
+    return str(exc) or type(exc).__name__
