@@ -18,14 +18,13 @@ from lackpy_kernel.errors import error_text
 from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
-    ReplayProvider,
-    RulesProvider,
     TemplatesProvider,
     format_params_description,
     record_generation,
 )
 from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
 from lackpy_kernel.infer.factory import build_providers
+from lackpy_kernel.infer.provider import KIND_TEMPLATE
 from lackpy_kernel.infer.replay import REPLAY_FILE
 from lackpy_kernel.infer.templates import (
     TemplateError,
@@ -34,6 +33,7 @@ from lackpy_kernel.infer.templates import (
     fill_placeholders,
     format_template,
     parse_template,
+    update_counts,
 )
 from lackpy_kernel.kit import (
     ResolvedKit,
@@ -61,7 +61,6 @@ from lackpy_kernel.run.runner import no_rebinding
 
 __all__ = ["LackpyService", "LackpySession", "error_text", "jsonable"]
 
-DETERMINISTIC_PROVIDERS = (TemplatesProvider, RulesProvider, ReplayProvider)
 HISTORY_FILE = "history.jsonl"
 HISTORY_LIMIT = 200
 
@@ -363,20 +362,17 @@ class LackpyService:
         resolved = kit if isinstance(kit, ResolvedKit) else self._resolve_kit(kit)
         tools = sorted({spec.name for spec in resolved.tools.values()})
         self._remember(intent, generated.program, tools, generated.provider_name)
-        provider = self._provider_named(generated.provider_name)
-        model_tier = provider is not None and not isinstance(provider, DETERMINISTIC_PROVIDERS)
-        if self.config.inference_record and model_tier:
+        if self.config.inference_record and generated.from_model:
             record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
                               generated.provider_name)
 
     def record_outcome(self, generated: GenerationResult, result: ExecutionResult) -> None:
-        """Count a run of a templates-tier program in its template's success or fail count."""
-        provider = self._provider_named(generated.provider_name)
-        if isinstance(provider, TemplatesProvider):
-            provider.record_outcome(generated.program, result.success)
-
-    def _provider_named(self, name: str) -> Any:
-        return next((p for p in self.inference_providers if p.name == name), None)
+        """Count a run of a template's program in that template's success or fail count."""
+        if generated.kind == KIND_TEMPLATE and generated.source:
+            try:
+                update_counts(Path(generated.source), result.success)
+            except (OSError, TemplateError) as exc:
+                self._notice(f"could not count the run in {generated.source}: {exc}")
 
     def _remember(self, intent: str, program: str, tools: list[str], tier: str) -> None:
         path = self.config_dir / HISTORY_FILE

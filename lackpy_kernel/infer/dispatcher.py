@@ -12,7 +12,7 @@ from lackpy_kernel.lang import Rule, validate
 
 from .correction import deterministic_cleanup
 from .prompt import build_system_prompt
-from .provider import GenerationResult
+from .provider import GenerationResult, provider_kind
 from .sanitize import sanitize_output
 
 
@@ -90,10 +90,21 @@ class _Attempt:
         program = sanitize_output(raw)
         errors = self._errors(program)
         if not errors:
-            return GenerationResult(program, provider.name, 0.0)
-        return await self._correct(provider, program, errors)
+            return self._result(provider, raw, program)
+        corrected = await self._correct(provider, program, errors)
+        if isinstance(corrected, str):
+            return corrected
+        return self._result(provider, raw, *corrected)
 
-    async def _correct(self, provider: Any, program: str, errors: list[str]) -> GenerationResult | str:
+    def _result(self, provider: Any, raw: str, program: str, strategy: str | None = None,
+                steps: int = 0) -> GenerationResult:
+        return GenerationResult(
+            program, provider.name, 0.0, strategy, steps, self.log if strategy else None,
+            kind=provider_kind(provider), source=getattr(raw, "source", None))
+
+    async def _correct(self, provider: Any, program: str, errors: list[str]
+                       ) -> tuple[str, str, int] | str:
+        """(program, strategy, steps) for the first correction that validates, or why none did."""
         self._note(provider, "validate", program, errors)
         steps = 0
         for strategy in ("cleanup", "retry", "fixer"):
@@ -108,7 +119,7 @@ class _Attempt:
             candidate_errors = self._errors(candidate)
             self._note(provider, strategy, candidate, candidate_errors)
             if not candidate_errors:
-                return GenerationResult(candidate, provider.name, 0.0, strategy, steps, self.log)
+                return candidate, strategy, steps
             if strategy != "cleanup":
                 program, errors = candidate, candidate_errors
         return f"invalid program after correction: {'; '.join(errors[:3])}"

@@ -35,9 +35,36 @@ class InferenceProvider(Protocol):
     ) -> str | None: ...
 
 
+class ProgramText(str):
+    """Program text a provider wrote, and ``source``: where it came from (a template's file)."""
+
+    source: str | None
+
+    def __new__(cls, text: str, source: str | None = None) -> ProgramText:
+        made = super().__new__(cls, text)
+        made.source = source
+        return made
+
+
+# What a provider is, for the ratchet: a template's runs are counted, a model's recorded.
+KIND_TEMPLATE, KIND_RULES, KIND_REPLAY, KIND_MODEL = "template", "rules", "replay", "model"
+DETERMINISTIC_KINDS = frozenset({KIND_TEMPLATE, KIND_RULES, KIND_REPLAY})
+
+
+def provider_kind(provider: Any) -> str:
+    """A provider's ``kind`` attribute; a provider without one counts as a model."""
+    kind = getattr(provider, "kind", KIND_MODEL)
+    return kind if isinstance(kind, str) else KIND_MODEL
+
+
 @dataclass
 class GenerationResult:
-    """A validated program and how it was made."""
+    """A validated program and how it was made.
+
+    ``provider_name`` is the tier's configured name, ``kind`` what sort of provider it is
+    (``template``, ``rules``, ``replay`` or ``model``) and ``source`` where the program came
+    from when the provider says (a template's file).
+    """
 
     program: str
     provider_name: str
@@ -45,6 +72,13 @@ class GenerationResult:
     correction_strategy: str | None = None
     correction_attempts: int = 0
     attempts_log: list[dict[str, Any]] | None = None
+    kind: str = KIND_MODEL
+    source: str | None = None
+
+    @property
+    def from_model(self) -> bool:
+        """Whether a model (or a custom provider) wrote it, rather than a template, rule or replay."""
+        return self.kind not in DETERMINISTIC_KINDS
 
 
 class ChatProvider:
@@ -55,6 +89,7 @@ class ChatProvider:
     """
 
     _name: str
+    kind = KIND_MODEL
 
     @property
     def name(self) -> str:

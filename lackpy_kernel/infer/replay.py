@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .provider import KIND_REPLAY
 from .rules import tools_in
 
 REPLAY_FILE = "replay.jsonl"
@@ -23,6 +24,8 @@ def _key(intent: str, tools: list[str] | set[str]) -> tuple[str, tuple[str, ...]
 
 class ReplayProvider:
     """Answers an intent with the program recorded for the same intent and tools."""
+
+    kind = KIND_REPLAY
 
     def __init__(self, path: str | os.PathLike[str], name: str = "replay") -> None:
         self.path = Path(path)

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .provider import KIND_RULES
+
 _TOOL_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(", re.M)
 
 
@@ -56,6 +58,8 @@ def tools_in(namespace_desc: str) -> set[str]:
 
 class RulesProvider:
     """Tier 1: regular expressions for reading files and finding files, definitions, callers."""
+
+    kind = KIND_RULES
 
     def __init__(self, name: str = "rules") -> None:
         self._name = name

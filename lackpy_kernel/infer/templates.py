@@ -17,6 +17,8 @@ from typing import Any
 from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.kit.atomic import atomic_write_text
 
+from .provider import KIND_TEMPLATE, ProgramText
+
 SUFFIX = ".tmpl"
 FENCE = "---"
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -249,15 +251,17 @@ class TemplatesProvider:
 
     Parsed templates are cached by file modification time, so thousands of
     templates cost one directory listing per call. A bad template file is
-    skipped and reported in ``problems``, never fatal.
+    skipped and reported in ``problems``, never fatal. A program's ``source`` is
+    its template's path (see ``update_counts``).
     """
+
+    kind = KIND_TEMPLATE
 
     def __init__(self, templates_dir: str | os.PathLike[str], name: str = "templates") -> None:
         self.templates_dir = Path(templates_dir)
         self._name = name
         self._cache: dict[str, tuple[tuple[int, int], Template | None]] = {}
         self.problems: dict[Path, str] = {}
-        self._matched: dict[str, Path] = {}
 
     @property
     def name(self) -> str:
@@ -282,9 +286,7 @@ class TemplatesProvider:
         if found is None:
             return None
         template, values = found
-        program = template.render(values)
-        self._matched[program.strip()] = template.path
-        return program
+        return ProgramText(template.render(values), source=str(template.path))
 
     def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
         """The first matching template and its captured values."""
@@ -301,12 +303,6 @@ class TemplatesProvider:
             template = self._load(entry)
             if template is not None:
                 yield template
-
-    def record_outcome(self, program: str, success: bool) -> None:
-        """Count a run of a program this provider produced (no-op for other programs)."""
-        path = self._matched.pop(program.strip(), None)
-        if path is not None:
-            update_counts(path, success)
 
     def _entries(self) -> list[os.DirEntry]:
         try:

@@ -161,3 +161,22 @@ async def test_cancellation_propagates():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_a_result_says_what_kind_of_provider_wrote_it_and_from_where(tmp_path):
+    from lackpy_kernel.infer import TemplatesProvider
+    from lackpy_kernel.infer.templates import format_template
+
+    (tmp_path / "greet.tmpl").write_text(format_template("greet", "say hello", "'hello'"))
+    templates = TemplatesProvider(tmp_path)
+    model = Scripted("my-model", ["read_file('a.txt')"])
+    dispatcher = InferenceDispatcher([templates, RulesProvider(), model])
+
+    from_template = await dispatcher.generate("say hello", NAMESPACE, ALLOWED)
+    assert (from_template.kind, from_template.source) == ("template", str(tmp_path / "greet.tmpl"))
+    assert not from_template.from_model
+    from_rules = await dispatcher.generate("read the file notes.txt", NAMESPACE, ALLOWED)
+    assert (from_rules.kind, from_rules.source, from_rules.from_model) == ("rules", None, False)
+    from_model = await dispatcher.generate("summarise a.txt", NAMESPACE, ALLOWED)
+    assert (from_model.provider_name, from_model.kind, from_model.from_model) == (
+        "my-model", "model", True)

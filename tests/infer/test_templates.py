@@ -2,6 +2,7 @@
 
 import ast
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -146,14 +147,15 @@ async def test_edits_to_a_template_are_seen(folder):
     assert await generate(provider, "hello") == "'two, a longer body'"
 
 
-async def test_counts_are_updated_on_success_and_failure(folder):
+async def test_a_program_names_its_template_and_counts_go_there(folder):
     path = write(folder, "t", "hello", "'hi'")
+    write(folder, "u", "goodbye", "'bye'")
     provider = TemplatesProvider(folder)
     program = await generate(provider, "hello")
-    provider.record_outcome(program, success=True)
+    assert program.source == str(path)
+    update_counts(Path(program.source), success=True)
     program = await generate(provider, "hello")
-    provider.record_outcome(program, success=False)
-    provider.record_outcome("'not from a template'", success=True)
+    update_counts(Path(program.source), success=False)
     template = parse_template(path)
     assert (template.success_count, template.fail_count) == (1, 1)
     assert template.body == "'hi'\n"
