@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 import traceback
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +16,7 @@ from lackpy_kernel.infer.policy import (
     StreamStallError,
 )
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
-
-sys.path.insert(0, str(Path(__file__).parent))
-import loopback as lb  # noqa: E402
+from tests.support import loopback as lb
 
 KEY = "sk-ant-api03-LOOPBACK-test-key-0123456789abcdef"
 PROGRAM = "defs = find_definitions('main')\ndefs"

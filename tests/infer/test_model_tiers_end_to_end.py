@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from lackpy_kernel.service import LackpyService
-
-sys.path.insert(0, str(Path(__file__).parent))
-import loopback as lb  # noqa: E402
+from tests.support import loopback as lb
 
 BROKEN = "while True:\n    x = 1"
 FIXED = "lines = read_file('notes.txt').splitlines()\nlen(lines)"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,9 +14,7 @@ from lackpy_kernel.infer.policy import (
     StreamStallError,
 )
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
-
-sys.path.insert(0, str(Path(__file__).parent))
-import loopback as lb  # noqa: E402
+from tests.support import loopback as lb
 
 PROGRAM = "files = find_files('**/*.py')\nfiles"
 TOOLS = "find_files(pattern: str) -> list[str]: files matching a glob"

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import os
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from queue import Empty
-from typing import Any
 
 import pytest
-from jupyter_client.manager import KernelManager
 
 from lackpy_kernel.install import install_kernelspec
-
-KERNEL_NAME = "lackpy-test"
+from tests.support.kernel import KERNEL_NAME, Kernel, make_workspace
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -29,87 +22,6 @@ def installed_kernelspec(tmp_path_factory):
         os.environ.pop("JUPYTER_PATH", None)
     else:
         os.environ["JUPYTER_PATH"] = saved
-
-
-@dataclass
-class Outcome:
-    """What one execute request produced: the reply and the iopub messages, by type."""
-
-    reply: dict[str, Any]
-    messages: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        return self.reply["content"]["status"]
-
-    def of(self, msg_type: str) -> list[dict[str, Any]]:
-        return [m["content"] for m in self.messages if m["msg_type"] == msg_type]
-
-    def stream(self, name: str) -> str:
-        return "".join(c["text"] for c in self.of("stream") if c["name"] == name)
-
-    def result(self, mime: str = "text/plain") -> Any:
-        (result,) = self.of("execute_result")
-        return result["data"][mime]
-
-    @property
-    def error(self) -> dict[str, Any]:
-        (error,) = self.of("error")
-        return error
-
-
-class Kernel:
-    """A running lackpy kernel and a blocking client, in a workspace folder."""
-
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace
-        self.manager = KernelManager(kernel_name=KERNEL_NAME)
-        self.manager.start_kernel(cwd=str(workspace))
-        self.client = self.manager.client()
-        self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
-
-    def execute(self, code: str, timeout: float = 60, **options: Any) -> Outcome:
-        msg_id = self.client.execute(code, **options)
-        return self.wait(msg_id, timeout)
-
-    def wait(self, msg_id: str, timeout: float = 60) -> Outcome:
-        reply = self.client.get_shell_msg(timeout=timeout)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = self.client.get_shell_msg(timeout=timeout)
-        outcome = Outcome(reply)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                message = self.client.get_iopub_msg(timeout=timeout)
-            except Empty:
-                break
-            if message["parent_header"].get("msg_id") != msg_id:
-                continue
-            if message["msg_type"] == "status":
-                if message["content"]["execution_state"] == "idle":
-                    break
-                continue
-            outcome.messages.append(message)
-        return outcome
-
-    @property
-    def pid(self) -> int:
-        return self.manager.provisioner.process.pid
-
-    def close(self) -> None:
-        self.client.stop_channels()
-        self.manager.shutdown_kernel(now=True)
-
-
-def make_workspace(folder: Path, config: str = "") -> Path:
-    """A workspace with a text file, a Python file, and an optional config."""
-    (folder / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    (folder / "app.py").write_text("def main():\n    helper()\n\n\ndef helper():\n    return 1\n")
-    if config:
-        (folder / ".lackpy").mkdir(exist_ok=True)
-        (folder / ".lackpy" / "config.toml").write_text(config)
-    return folder
 
 
 @pytest.fixture(scope="module")

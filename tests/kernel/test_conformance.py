@@ -6,8 +6,9 @@ import tempfile
 from pathlib import Path
 
 import jupyter_kernel_test
-from conftest import KERNEL_NAME, make_workspace
 from jupyter_client.manager import start_new_kernel
+
+from tests.support.kernel import KERNEL_NAME, make_workspace
 
 
 class LackpyKernelConformance(jupyter_kernel_test.KernelTests):

@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
-from conftest import Kernel, make_workspace
-
-sys.path.insert(0, str(Path(__file__).parent.parent / "infer"))
-import loopback as lb  # noqa: E402
+from tests.support import loopback as lb
+from tests.support.kernel import Kernel, make_workspace
 
 # -- cells, variables and outputs ------------------------------------------------
 

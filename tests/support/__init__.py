@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: loopback model servers, kernels and workspaces."""
