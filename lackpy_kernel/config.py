@@ -18,7 +18,7 @@ BUILTIN_TIERS = ("templates", "rules")
 
 # section -> key -> accepted types
 SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
-    "inference": {"order": (list,), "record": (bool,), "mode": (str,), "providers": (dict,)},
+    "inference": {"order": (list,), "record": (bool,), "providers": (dict,)},
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
                 "max_result_mb": (int,)},
@@ -38,10 +38,8 @@ class LackpyConfig:
     sandbox_timeout: float = 120.0
     sandbox_memory_mb: int = 512
     sandbox_max_result_mb: int = 64
-    inference_mode: str | None = None
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
-    config_dir: Path = field(default_factory=lambda: Path(CONFIG_DIR))
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -56,7 +54,7 @@ def load_config(workspace: str | os.PathLike[str] | None = None) -> LackpyConfig
     is not TOML, an unknown section or key, or a value of the wrong type.
     """
     path = config_path(workspace)
-    config = LackpyConfig(config_dir=path.parent)
+    config = LackpyConfig()
     if not path.is_file():
         return config
     text = _read(path)
@@ -119,7 +117,6 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     order = [name for name in inference.get("order", []) if name not in BUILTIN_TIERS]
     config.inference_order = [*BUILTIN_TIERS, *order]
     config.inference_providers = {k: dict(v) for k, v in inference.get("providers", {}).items()}
-    config.inference_mode = inference.get("mode")
     config.inference_record = inference.get("record", False)
     config.kit_default = data.get("kit", {}).get("default", config.kit_default)
     sandbox = data.get("sandbox", {})

@@ -1,23 +1,19 @@
 """The IPython extension: ``%%lackpy`` and ``%delegate`` in an ordinary Python kernel.
 
-Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``)::
-
-    %%lackpy [--kit K] [--param name=value ...] [--out NAME] [--no-sandbox]
-    <lackpy program>
-
-    %delegate [--kit K] [--param name=value ...] [--run] [--no-sandbox] INTENT
-
-Options come first; everything after the first word that is not an option (or after
-``--``) is the intent, taken literally: no ``{var}`` or ``$var`` expansion. ``--param``
-values are Python literals where they parse as one, otherwise strings; quote a value
-that holds spaces (``--param "xs=[1, 2]"``).
+Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``);
+``%%lackpy?`` and ``%delegate?`` show each magic's options. Options come first;
+everything after the first word that is not an option (or after ``--``) is the intent,
+taken literally: no ``{var}`` or ``$var`` expansion. ``--param`` values are Python
+literals where they parse as one, otherwise strings; quote a value that holds spaces
+(``--param "xs=[1, 2]"``).
 
 One :class:`LackpyService` serves each shell, for the folder that was the current
 directory when the extension was loaded. Magics run inside ipykernel's running event
 loop, so the service's coroutines run on a background event-loop thread
-(:class:`_LoopThread`), never through ``asyncio.run``. Failures raise real exceptions
-(:class:`LackpyValidationError`, :class:`LackpyRuntimeError`, :class:`LackpyDelegateError`,
-:class:`LackpyUsageError`), so nbval and ``raises-exception`` tags see them.
+(:class:`_LoopThread`), never through ``asyncio.run``. Failures raise lackpy's own
+exceptions (``lackpy_kernel.errors``: LackpyValidationError, LackpyRuntimeError and its
+limits, GenerationError, KitError, UsageError), so nbval and ``raises-exception`` tags
+see them, and IPython shows them without the extension's frames.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic import Magics, magics_class, no_var_expand
 
 from lackpy_kernel.errors import (
     GenerationError,
@@ -42,7 +38,17 @@ from lackpy_kernel.errors import (
     LackpyValidationError,
     UsageError,
 )
-from lackpy_kernel.magic_syntax import Kind, parse_magic_line, parse_param
+from lackpy_kernel.magic_syntax import parse_param
+from lackpy_kernel.magics import (
+    DELEGATE_OPTIONS,
+    DELEGATE_SUMMARY,
+    KIT,
+    PARAM,
+    Magic,
+    Option,
+    declared_magics,
+    magic,
+)
 from lackpy_kernel.service import LackpyService
 
 __all__ = [
@@ -70,14 +76,10 @@ LackpyDelegateError = GenerationError
 
 # -- options -------------------------------------------------------------------
 
-_SPECS: dict[str, dict[str, Kind]] = {
-    "lackpy": {"--kit": "value", "--param": "multi", "--out": "value", "--no-sandbox": "flag"},
-    "delegate": {"--kit": "value", "--param": "multi", "--run": "flag", "--no-sandbox": "flag"},
-}
-_USAGE = {
-    "lackpy": "%%lackpy [--kit K] [--param name=value ...] [--out NAME] [--no-sandbox]",
-    "delegate": "%delegate [--kit K] [--param name=value ...] [--run] [--no-sandbox] INTENT",
-}
+OUT = Option("--out", "value", "also assign the program's output to this Python variable", "NAME")
+NO_SANDBOX = Option("--no-sandbox", "flag", "run in this process, without time or memory limits")
+LACKPY_SUMMARY = ("validate the cell as a lackpy program and run it (in the sandbox, unless "
+                  "--no-sandbox); its last expression is the cell's result")
 
 
 @dataclass
@@ -97,16 +99,16 @@ class MagicOptions:
 def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
     """Read ``line``'s leading options; the text after them is ``rest``, verbatim.
 
-    ``magic`` (``"lackpy"`` or ``"delegate"``) picks the options allowed.
+    ``magic`` (``"lackpy"`` or ``"delegate"``) picks the options allowed; raises
+    UsageError (also known as LackpyUsageError) for options that cannot be read.
     """
-    try:
-        parsed = parse_magic_line(line, _SPECS[magic], _USAGE[magic])
-        params = [parse_param(raw) for raw in parsed.options.get("--param", [])]
-    except UsageError as exc:
-        raise LackpyUsageError(str(exc)) from None
+    declared = _declared(magic)
+    parsed = declared.parse(line)
     given = parsed.options
     options = MagicOptions(
-        kit=given.get("--kit"), params=dict(params), out=given.get("--out"),
+        kit=given.get("--kit"),
+        params=dict(parse_param(raw) for raw in given.get("--param", [])),
+        out=given.get("--out"),
         sandbox=False if given.get("--no-sandbox") else None, run=bool(given.get("--run")),
         rest=parsed.rest, param_texts=list(given.get("--param", [])),
     )
@@ -114,7 +116,7 @@ def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
         options.kit_text = shlex.quote(options.kit)
     if options.out is not None and (not options.out.isidentifier() or keyword.iskeyword(options.out)):
         raise LackpyUsageError(f"--out needs a variable name, not {options.out!r}; "
-                               f"usage: {_USAGE[magic]}")
+                               f"usage: {declared.usage}")
     return options
 
 
@@ -194,10 +196,16 @@ class _LoopThread:
 
 @magics_class
 class LackpyMagics(Magics):
-    """``%%lackpy`` and ``%delegate``, over one service for the shell's workspace."""
+    """``%%lackpy`` and ``%delegate``, over one service for the shell's workspace.
+
+    Each magic is declared once with :func:`lackpy_kernel.magics.magic`; IPython learns
+    the names from those declarations, and ``%delegate?`` shows their help.
+    """
 
     def __init__(self, shell: Any, workspace: str | os.PathLike[str] | None = None) -> None:
         super().__init__(shell)
+        for name, (declared, handler) in declared_magics(self).items():
+            self.magics["cell" if declared.cell else "line"][name] = handler
         self.workspace = os.fspath(workspace) if workspace is not None else os.getcwd()
         self.service = LackpyService(self.workspace)
         self._loop = _LoopThread()
@@ -213,18 +221,14 @@ class LackpyMagics(Magics):
         finally:
             self._loop.close()
 
+    @magic("lackpy", LACKPY_SUMMARY, options=(KIT, PARAM, OUT, NO_SANDBOX), cell=True)
     @no_var_expand
-    @cell_magic
     def lackpy(self, line: str, cell: str) -> Any:
-        """Validate and run the cell as lackpy; its last expression is the cell's result.
-
-        %%lackpy [--kit K] [--param name=value ...] [--out NAME] [--no-sandbox]
-        """
         __tracebackhide__ = True
         options = parse_magic_options(line, "lackpy")
         if options.rest:
             raise LackpyUsageError(f"%%lackpy takes only options, not {options.rest!r}; the "
-                                   f"program goes in the cell; usage: {_USAGE['lackpy']}")
+                                   f"program goes in the cell; usage: {_declared('lackpy').usage}")
         result = self._call(self.service.run_program(cell, options.kit, options.params,
                                                      sandbox=options.sandbox))
         _show_stdout(result.stdout)
@@ -234,44 +238,36 @@ class LackpyMagics(Magics):
             self.shell.user_ns[options.out] = result.output
         return result.output
 
+    @magic("delegate", f"{DELEGATE_SUMMARY}; with --run it also runs here and its output is "
+           "the result", options=(*DELEGATE_OPTIONS, NO_SANDBOX), rest="INTENT")
     @no_var_expand
-    @line_magic
     def delegate(self, line: str) -> Any:
-        """Ask the inference tiers for a program and insert it as a ``%%lackpy`` cell below.
-
-        %delegate [--kit K] [--param name=value ...] [--run] [--no-sandbox] INTENT
-
-        With ``--run`` the program also runs here and its output is the result.
-        """
         __tracebackhide__ = True
         options = parse_magic_options(line, "delegate")
-        intent = options.rest
-        if not intent:
+        if not options.rest:
             raise LackpyUsageError(f"%delegate needs an intent, after its options; "
-                                   f"usage: {_USAGE['delegate']}")
-        if not options.run:
-            generated = self._call(self.service.generate(intent, options.kit, options.params))
-            _say_tier(generated.provider_name, generated.generation_time_ms)
-            self.shell.set_next_input(_lackpy_cell(generated.program, options), replace=False)
+                                   f"usage: {_declared('delegate').usage}")
+        delegation = self._call(self.service.delegation(
+            options.rest, options.kit, options.params, run=options.run, sandbox=options.sandbox))
+        generated = delegation.generated
+        print(f"lackpy: generated by {generated.provider_name} in "
+              f"{generated.generation_time_ms:.1f} ms; it is in the next cell")
+        self.shell.set_next_input(_lackpy_cell(delegation.program, options), replace=False)
+        if delegation.result is None:
             return None
-        # delegate() also keeps the history and template counts the ratchet uses.
-        outcome = self._call(self.service.delegate(intent, options.kit, options.params,
-                                                   sandbox=options.sandbox))
-        _say_tier(outcome["generation_tier"], outcome["generation_time_ms"])
-        self.shell.set_next_input(_lackpy_cell(outcome["program"], options), replace=False)
-        _show_stdout(outcome["stdout"])
-        _show_notes(outcome.get("notes") or [])
-        if not outcome["success"]:
-            raise LackpyRuntimeError(outcome["error"] or "the program failed",
-                                     error_type=outcome.get("error_type"),
-                                     error_line=outcome.get("error_line"))
-        return outcome["output"]
+        _show_stdout(delegation.result.stdout)
+        _show_notes(delegation.result.notes)
+        return delegation.result.raise_for_error().output
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()
             raise LackpyError("the lackpy extension was unloaded; run %load_ext lackpy_kernel again")
         return self._loop.run(coro)
+
+
+def _declared(name: str) -> Magic:
+    return declared_magics(LackpyMagics)[name][0]
 
 
 def _lackpy_cell(program: str, options: MagicOptions) -> str:
@@ -296,8 +292,6 @@ def _show_notes(notes: list[str]) -> None:
         print(f"lackpy: {note}", file=sys.stderr)
 
 
-def _say_tier(tier: str, milliseconds: float) -> None:
-    print(f"lackpy: generated by {tier} in {milliseconds:.1f} ms")
 
 
 # -- loading ------------------------------------------------------------------------

@@ -119,7 +119,8 @@ def split_cell(cell: str) -> list[Segment]:
     for start, end in _logical_lines(lines):
         if lines[start].startswith("%"):
             _flush_code(segments, code_lines, lines)
-            name, _, args = " ".join(lines[start:end]).lstrip("%").partition(" ")
+            joined = " ".join(line.removesuffix("\\") for line in lines[start:end])
+            name, _, args = joined.lstrip("%").partition(" ")
             segments.append(Segment("magic", name.strip(), args.strip()))
         else:
             code_lines.extend(range(start, end))
@@ -136,9 +137,16 @@ def _flush_code(segments: list[Segment], numbers: list[int], lines: list[str]) -
 
 
 def _logical_lines(lines: list[str]) -> list[tuple[int, int]]:
-    """(first, end) line indexes of each logical line: brackets, strings and ``\\`` join lines."""
+    """(first, end) line indexes of each logical line: brackets, strings and ``\\`` join
+    code lines; a magic's line (one starting with ``%``) ends at its end unless it ends
+    with ``\\``, as in IPython, so a ``(`` in an intent cannot swallow the cell."""
     spans, start, state = [], 0, _ScanState()
     for index, line in enumerate(lines):
+        if lines[start].startswith("%"):  # a magic continues only past a trailing backslash
+            if not line.endswith("\\"):
+                spans.append((start, index + 1))
+                start = index + 1
+            continue
         state.scan(line)
         if not state.open():
             spans.append((start, index + 1))

@@ -76,8 +76,10 @@ Intent = Annotated[str, Field(description="What the program should do, in plain 
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
-# Generating may ask a configured model (Ollama, Anthropic): open world.
-_GENERATES = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=False,
+# Generating may ask a configured model (open world) and writes the ratchet's intent log
+# (and, with [inference] record, the replay file) under .lackpy/: not read-only, but it
+# only adds to lackpy's own bookkeeping, never changes the user's files.
+_GENERATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
                              open_world_hint=True)
 # A kit may hold write_file/edit_file, so running a program can change files.
 _RUNS_PROGRAMS = ToolAnnotations(read_only_hint=False, destructive_hint=True,

@@ -18,7 +18,7 @@ FRESH_TEMPLATES = {"ratchet"}  # folders whose templates the notebook creates it
 
 
 def clean(folder: Path) -> None:
-    (folder / ".lackpy" / "history.jsonl").unlink(missing_ok=True)
+    (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
     if folder.name in FRESH_TEMPLATES:
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     try:

@@ -159,7 +159,7 @@ ever. That is the ratchet: each answer you keep makes the next one cheaper.
 
 **Running it again.** `%%create` writes `.lackpy/templates/definitions.tmpl`
 in this folder, and `%delegate` keeps a short history in
-`.lackpy/history.jsonl`; both are git-ignored. Under pytest,
+`.lackpy/intents.jsonl`; both are git-ignored. Under pytest,
 `notebooks/conftest.py` deletes them before and after the notebook runs, so
 rules always answer first. If you run the notebook by hand a second time,
 delete `.lackpy/templates/` first, or the template answers the first request
@@ -328,7 +328,7 @@ def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
 
 def clean(folder: Path) -> None:
     """Remove what the notebooks write (all git-ignored); the same as conftest.py does."""
-    (folder / ".lackpy" / "history.jsonl").unlink(missing_ok=True)
+    (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
     if folder.name == "ratchet":
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     try:

@@ -18,7 +18,6 @@ def test_defaults_without_a_file(tmp_path):
     assert config.kit_default == "debug"
     assert config.sandbox_enabled is True
     assert (config.sandbox_timeout, config.sandbox_memory_mb) == (120.0, 512)
-    assert config.config_dir == tmp_path / ".lackpy"
 
 
 def test_the_documented_example(tmp_path):
@@ -92,3 +91,9 @@ def test_unreadable_bytes_are_a_config_error(tmp_path):
 
 def test_config_is_a_plain_dataclass():
     assert LackpyConfig().sandbox_max_result_mb == 64
+
+
+def test_the_unused_inference_mode_key_is_refused_not_ignored(tmp_path):
+    path = write(tmp_path, "[inference]\nmode = 'spm'\n")
+    with pytest.raises(ConfigError, match=f"{path}, line 2: unknown key 'mode' in \\[inference\\]"):
+        load_config(tmp_path)

@@ -13,15 +13,15 @@ from traitlets.config import Config
 import lackpy_kernel
 from lackpy_kernel.extension import (
     LackpyDelegateError,
-    LackpyMagics,
     LackpyRuntimeError,
     LackpyUsageError,
     LackpyValidationError,
     _LoopThread,
     parse_magic_options,
 )
+from tests.support.shell import EXTENSION as EXT
+from tests.support.shell import extension_shell, magics_of
 
-EXT = "lackpy_kernel.extension"
 LONG = "sum(range(1000000000000))"  # runs until stopped: ** is not lackpy
 SANDBOX_TIMEOUT_S = 2
 
@@ -41,24 +41,8 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="module")
 def shell(workspace, tmp_path_factory):
     """One plain InteractiveShell, started in the workspace, with the extension loaded."""
-    InteractiveShell.clear_instance()
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config,
-                                   ipython_dir=str(tmp_path_factory.mktemp("ipython")))
-    before = os.getcwd()
-    os.chdir(workspace)
-    try:
-        ip.run_line_magic("load_ext", EXT)
-    finally:
-        os.chdir(before)
-    yield ip
-    ip.run_line_magic("unload_ext", EXT)
-    InteractiveShell.clear_instance()
-
-
-def magics_of(ip) -> LackpyMagics:
-    return ip.magics_manager.registry["LackpyMagics"]
+    with extension_shell(workspace, tmp_path_factory.mktemp("ipython")) as ip:
+        yield ip
 
 
 # -- option parsing ----------------------------------------------------------------

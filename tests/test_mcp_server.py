@@ -116,6 +116,9 @@ async def test_list_tools_has_every_service_operation(session):
         option.get("type") for option in kit_schema["anyOf"]}
     assert tools["kit_list"].annotations.read_only_hint is True
     assert tools["run_program"].annotations.read_only_hint is False
+    # generate writes the ratchet's intent log, so it is not read-only, but it destroys nothing
+    assert tools["generate"].annotations.read_only_hint is False
+    assert tools["generate"].annotations.destructive_hint is False
 
 
 # -- validate ---------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_the_sanitize_file_parses_into_patterns():
 
 
 def test_generated_files_are_git_ignored():
-    generated = ["ratchet/.lackpy/templates/definitions.tmpl", "replay/.lackpy/history.jsonl"]
+    generated = ["ratchet/.lackpy/templates/definitions.tmpl", "replay/.lackpy/intents.jsonl"]
     try:
         result = subprocess.run(["git", "check-ignore", *generated], cwd=NOTEBOOKS,
                                 capture_output=True, text=True, check=False)

@@ -188,14 +188,26 @@ def test_unknown_plugin_is_listed_with_the_reason(workspace):
 
 async def test_a_session_keeps_to_where_its_programs_run(service):
     from lackpy_kernel.kit import ToolSpec
+    from lackpy_kernel.session import LackpySession
 
     def shout(text):
         return text.upper()
 
     service.toolbox.register_tool(ToolSpec("shout", "custom"), shout)
-    session = service.session("read_file")
+    session = LackpySession(service, "read_file")
     assert (await session.run("x = read_file('notes.txt')")).success
     mixed = await session.run("shout(x)", kit=["shout"])
     assert mixed.error_type == "KitError" and "new session" in mixed.error
     assert (await session.run("len(x)")).output == 11
     session.close()
+
+
+async def test_an_inference_mode_other_than_one_shot_is_refused(service):
+    from lackpy_kernel.errors import UsageError
+
+    with pytest.raises(UsageError, match="inference mode 'spm' is not supported"):
+        await service.generate("read the file notes.txt", kit="read_file", mode="spm")
+    with pytest.raises(UsageError, match="inference mode 'spm'"):
+        await service.delegate("read the file notes.txt", kit="read_file", mode="spm")
+    written = await service.generate("read the file notes.txt", kit="read_file", mode="1-shot")
+    assert written.provider_name == "rules"

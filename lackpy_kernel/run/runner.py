@@ -11,7 +11,7 @@ from typing import Any
 
 from lackpy_kernel import errors
 from lackpy_kernel.kit import effects
-from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, issue_at, validate
+from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, ValidationResult, issue_at, validate
 from lackpy_kernel.lang.validator import source_lines
 
 from .plain import display_problem, find_non_plain
@@ -137,9 +137,26 @@ class RestrictedRunner:
         variables = dict(variables or {})
         rules = [no_rebinding(namespace), *(extra_rules or [])]
         check = validate(program, {*namespace, *params, *variables}, rules)
-        if not check.valid:
+        return self.run_validated(program, check, namespace, params, variables,
+                                  on_file_modified=on_file_modified)
+
+    def run_validated(
+        self,
+        program: str,
+        check: ValidationResult,
+        namespace: Mapping[str, Callable[..., Any]],
+        params: Mapping[str, Any] | None = None,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        on_file_modified: Callable[[str], None] | None = None,
+    ) -> ExecutionResult:
+        """Run the tree ``check`` holds, the validator's verdict on ``program`` with these
+        tools, parameters and variables, without validating again. An invalid ``check``
+        gives its failed result. Never raises for the program's own errors."""
+        if not check.valid or check.tree is None:
             return validation_failure(check.issues)
-        return self._execute(program, check.tree, namespace, params, variables, on_file_modified)
+        return self._execute(program, check.tree, namespace, dict(params or {}),
+                             dict(variables or {}), on_file_modified)
 
     def _execute(self, program, tree, namespace, params, variables, on_file_modified
                  ) -> ExecutionResult:

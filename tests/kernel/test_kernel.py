@@ -208,7 +208,7 @@ def test_delegate_takes_the_intent_literally(kernel):
 
 def test_delegate_failure_lists_the_tiers(kernel):
     outcome = kernel.execute("%delegate write me a sonnet")
-    assert outcome.error["ename"] == "LackpyDelegateError"
+    assert outcome.error["ename"] == "GenerationError"
     assert "rules: no program for this intent" in outcome.error["evalue"]
 
 

@@ -43,10 +43,11 @@ class Outcome:
 class Kernel:
     """A running lackpy kernel and a blocking client, in a workspace folder."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, kernel_name: str = KERNEL_NAME,
+                 env: dict[str, str] | None = None) -> None:
         self.workspace = workspace
-        self.manager = KernelManager(kernel_name=KERNEL_NAME)
-        self.manager.start_kernel(cwd=str(workspace))
+        self.manager = KernelManager(kernel_name=kernel_name)
+        self.manager.start_kernel(cwd=str(workspace), **({"env": env} if env else {}))
         self.client = self.manager.client()
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)

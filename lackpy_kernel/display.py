@@ -1,0 +1,141 @@
+"""How results, traces, tables and errors look: pure functions every surface shares.
+
+The kernel sends these bundles to the front end; the IPython extension and the CLI
+show the same text. Nothing here sends or prints anything.
+"""
+
+from __future__ import annotations
+
+import html
+import pprint
+from dataclasses import dataclass
+from typing import Any
+
+from lackpy_kernel.infer import GenerationResult
+from lackpy_kernel.lang import Issue
+from lackpy_kernel.run import ExecutionResult, Trace
+from lackpy_kernel.run.plain import jsonable
+from lackpy_kernel.run.runner import VALIDATION_ERROR
+
+TABLE_ROWS = 200
+CELL_TEXT = 80
+
+__all__ = [
+    "ErrorReport",
+    "generation_summary",
+    "output_bundle",
+    "program_error",
+    "table_bundle",
+    "trace_bundle",
+    "validation_error",
+]
+
+
+@dataclass
+class ErrorReport:
+    """An error as Jupyter shows one: its name, its message and the traceback's lines."""
+
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+def program_error(result: ExecutionResult, program: str) -> ErrorReport:
+    """A failed program's error: validation errors with carets, or the runtime error."""
+    if result.error_type == VALIDATION_ERROR:
+        return validation_error(result.issues, program)
+    ename = result.error_type or "Error"
+    message = result.error or "the program failed"
+    evalue = message.removeprefix(f"{ename}: ")
+    return ErrorReport(ename, evalue, [f"{ename}: {evalue}"])
+
+
+def validation_error(issues: list[Issue], program: str) -> ErrorReport:
+    """One error for all of a program's validation issues, each with its line and a caret."""
+    lines = program.split("\n")
+    count = len(issues)
+    traceback = [f"{VALIDATION_ERROR}: the cell is not valid lackpy ({count} "
+                 f"error{'s' if count != 1 else ''}); nothing ran"]
+    for issue in issues:
+        traceback.append(str(issue))
+        if 0 < issue.line <= len(lines):
+            traceback.append(f"    {lines[issue.line - 1]}")
+            if issue.col:
+                traceback.append("    " + " " * (issue.col - 1) + "^")
+    evalue = "; ".join(str(issue) for issue in issues[:3])
+    if count > 3:
+        evalue += f"; and {count - 3} more"
+    return ErrorReport(VALIDATION_ERROR, evalue, traceback)
+
+
+def output_bundle(output: Any) -> dict[str, Any]:
+    """text/plain, plus application/json for lists and dicts and an HTML table for rows."""
+    text = output if isinstance(output, str) else pprint.pformat(output, width=100)
+    bundle: dict[str, Any] = {"text/plain": text}
+    if isinstance(output, list | dict):
+        bundle["application/json"] = jsonable(output)
+    if _is_rows(output):
+        columns = list(dict.fromkeys(key for row in output for key in row))
+        rows = [[row.get(column, "") for column in columns] for row in output[:TABLE_ROWS]]
+        bundle["text/html"] = table_bundle([str(c) for c in columns], rows,
+                                           more=len(output) - TABLE_ROWS)["text/html"]
+    return bundle
+
+
+def _is_rows(output: Any) -> bool:
+    return (isinstance(output, list) and bool(output)
+            and all(isinstance(row, dict) for row in output))
+
+
+def table_bundle(columns: list[str], rows: list[list[Any]], more: int = 0) -> dict[str, str]:
+    """A table as text/plain and text/html."""
+    cells = [[_cell_text(value) for value in row] for row in rows]
+    widths = [max([len(column), *(len(row[i]) for row in cells)]) for i, column in
+              enumerate(columns)]
+    plain = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    plain += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+                   for row in cells)
+    if more > 0:
+        plain.append(f"... and {more} more rows")
+        body += f"<tr><td colspan='{len(columns)}'>... and {more} more rows</td></tr>"
+    return {"text/plain": "\n".join(plain),
+            "text/html": f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"}
+
+
+def _cell_text(value: Any) -> str:
+    text = value if isinstance(value, str) and "\n" not in value else repr(value)
+    return text if len(text) <= CELL_TEXT else text[:CELL_TEXT - 3] + "..."
+
+
+def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
+    """The tool calls: one line each (tool, args, ms, ok); with results in full unless compact."""
+    total = sum(entry.duration_ms for entry in trace.entries)
+    count = len(trace.entries)
+    title = f"trace: {count} tool call{'s' if count != 1 else ''}, {total:.1f} ms"
+    columns = ["#", "tool", "args", "ms", "ok"] + ([] if compact else ["result / error"])
+    rows = []
+    for entry in trace.entries:
+        args = ", ".join(f"{k}={v!r}" for k, v in entry.args.items())
+        row = [entry.step, entry.tool, args, f"{entry.duration_ms:.1f}",
+               "ok" if entry.success else "failed"]
+        if not compact:
+            row.append(entry.result if entry.success else entry.error)
+        rows.append(row)
+    table = table_bundle(columns, rows)
+    files = [f"read: {', '.join(trace.files_read)}"] if trace.files_read else []
+    files += [f"modified: {', '.join(trace.files_modified)}"] if trace.files_modified else []
+    plain = "\n".join([title, table["text/plain"], *files])
+    extra = "".join(f"<div>{html.escape(line)}</div>" for line in files)
+    opened = "" if compact else " open"
+    markup = f"<details{opened}><summary>{html.escape(title)}</summary>{table['text/html']}"
+    return {"text/plain": plain, "text/html": markup + extra + "</details>"}
+
+
+def generation_summary(generated: GenerationResult) -> str:
+    """``written by TIER in N ms`` (and how it was corrected, if it was)."""
+    text = f"written by {generated.provider_name} in {generated.generation_time_ms:.1f} ms"
+    if generated.correction_strategy:
+        text += f" (corrected by {generated.correction_strategy})"
+    return text

@@ -1,0 +1,319 @@
+"""The Jupyter protocol side of the lackpy kernel: execute, interrupt, complete, inspect,
+history and shutdown. A cell is parsed into magics and code; code runs on the session."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import codeop
+import contextlib
+import fnmatch
+import inspect
+import re
+import signal
+import threading
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ipykernel.kernelbase import Kernel
+
+from lackpy_kernel import __version__
+from lackpy_kernel.config import LackpyConfig, load_config
+from lackpy_kernel.errors import ConfigError, KitError, error_text
+from lackpy_kernel.lang import ALLOWED_BUILTINS
+from lackpy_kernel.magic_syntax import split_cell
+from lackpy_kernel.service import LackpyService
+from lackpy_kernel.session import LackpySession
+
+from .magics import KernelMagics
+from .output import CellError, CellOutput, show_result
+
+HISTORY_SESSION = 1
+HISTORY_LIMIT = 1000  # cells kept for history requests
+HISTORY_OUTPUT = 10_000  # characters of each cell's output kept
+SHUTDOWN_GRACE_S = 0.25
+_IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
+_MAGIC_AT = re.compile(r"^%{1,2}([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class LackpyKernel(Kernel):
+    """A wrapper kernel whose cells are lackpy programs, with ``%`` magics for inference."""
+
+    implementation = "lackpy_kernel"
+    implementation_version = __version__
+    language = "lackpy"
+    language_version = __version__
+    language_info = {
+        "name": "lackpy",
+        "version": __version__,
+        "mimetype": "text/x-python",
+        "file_extension": ".py",
+        "pygments_lexer": "python3",
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "nbconvert_exporter": "python",
+    }
+    banner = (
+        "lackpy: Python that lacks most of Python. Cells compose tools and plain data; "
+        "each is validated, then run in a sandbox. %lsmagic lists the magics."
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.workspace = Path.cwd()
+        self.problems: list[str] = []
+        self.service = LackpyService(self.workspace, self._read_lackpy_config())
+        self.lackpy = self._start_session()
+        self.output = CellOutput(self)
+        self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
+        self.history: list[tuple[int, str, str]] = []
+
+    # -- start-up -------------------------------------------------------------
+
+    def _read_lackpy_config(self) -> LackpyConfig:
+        try:
+            return load_config(self.workspace)
+        except ConfigError as exc:
+            self.problems.append(f"{exc}. The kernel started on the default settings.")
+            return LackpyConfig()
+
+    def _start_session(self) -> LackpySession:
+        session = LackpySession(self.service)
+        try:
+            session.resolved_kit()
+        except KitError as exc:
+            self.problems.append(f"the default kit {session.kit!r} cannot be used ({error_text(exc)}); "
+                                 "the session uses the read-only 'debug' kit")
+            session.kit = "debug"
+        return session
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        info = dict(super().kernel_info)
+        info["supported_features"] = []  # no debugger, no subshells
+        return info
+
+    # -- execute --------------------------------------------------------------
+
+    async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                         user_expressions: dict | None = None, allow_stdin: bool = False,
+                         *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
+        self.output.start(silent=silent)
+        self._announce_problems()
+        try:
+            await self._cancellable(self._run_cell(code))
+            reply = {"status": "ok", "execution_count": self.execution_count,
+                     "payload": self.output.payload, "user_expressions": {}}
+        except CellError as error:
+            reply = self._error_reply(error)
+        except asyncio.CancelledError:
+            reply = self._error_reply(CellError(
+                "KeyboardInterrupt", "interrupted: the cell was stopped; the session's "
+                "variables are as they were before it"))
+        except Exception as exc:  # a bug of ours must still answer the cell, not hang it
+            self.log.exception("lackpy: the cell failed unexpectedly")
+            reply = self._error_reply(CellError(type(exc).__name__, f"lackpy failed: {exc}"))
+        if store_history and code.strip():
+            self._remember(code)
+        return reply
+
+    def _remember(self, code: str) -> None:
+        self.history.append((self.execution_count, code, self.output.last_output[:HISTORY_OUTPUT]))
+        del self.history[:-HISTORY_LIMIT]
+
+    async def _run_cell(self, code: str) -> None:
+        for segment in split_cell(code):
+            if segment.kind == "code":
+                await self._run_program(segment.text)
+            elif segment.kind == "cell_magic":
+                await self.magics.run(segment.name, segment.line, segment.body)
+            else:
+                await self.magics.run(segment.name, segment.line)
+
+    async def _cancellable(self, work: Awaitable[Any]) -> Any:
+        """Await ``work``; SIGINT (the stop button) cancels it instead of ending the kernel."""
+        task = asyncio.ensure_future(work)
+        with self._cancel_on_sigint(task):
+            return await task
+
+    @contextlib.contextmanager
+    def _cancel_on_sigint(self, task: asyncio.Future) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+
+        def handle_sigint(*_args: Any) -> None:
+            if self.lackpy.running_here:  # a program on this thread: only an exception stops it
+                raise KeyboardInterrupt
+            loop.call_soon_threadsafe(task.cancel)
+
+        previous = signal.signal(signal.SIGINT, handle_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    async def _run_program(self, program: str) -> None:
+        try:
+            result = await self.lackpy.run(program)
+        except KitError as exc:
+            raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
+                            f"{error_text(exc)}; choose another with %kit") from None
+        show_result(self.output, result, program)
+
+    # -- completion, inspection, history ---------------------------------------
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        before = code[:cursor_pos]
+        line = before.rsplit("\n", 1)[-1]
+        found = _IDENTIFIER_BEFORE.search(before)
+        prefix = found.group(0) if found else ""
+        start = cursor_pos - len(prefix)
+        if line.startswith("%") and line.lstrip("%") == prefix:
+            start = cursor_pos - len(line)
+            matches = [name for name in self.magics.names() if name.startswith(line)]
+            if not matches:  # %%create typed as %create, or the other way round
+                matches = [name for name in self.magics.names()
+                           if name.lstrip("%").startswith(prefix)]
+        elif before[:start].endswith("."):
+            matches = []
+        else:
+            matches = sorted(name for name in self._known_names() if name.startswith(prefix))
+        return {"status": "ok", "matches": matches, "cursor_start": start,
+                "cursor_end": cursor_pos, "metadata": {}}
+
+    def _known_names(self) -> set[str]:
+        try:
+            return {*ALLOWED_BUILTINS, *self.lackpy.known_names()}
+        except KitError:
+            return set(ALLOWED_BUILTINS)  # the kit is broken; %kit says how
+
+    async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0,
+                         omit_sections: Any = ()) -> dict[str, Any]:
+        line_start = code.rfind("\n", 0, cursor_pos) + 1
+        magic_name = _MAGIC_AT.match(code, line_start)
+        if magic_name and cursor_pos <= magic_name.end():
+            text = self.magics.help_for(magic_name.group(1))
+        else:
+            name = _word_at(code, cursor_pos)
+            text = self._describe_name(name) if name else None
+        if text is None:
+            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+        return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
+
+    def _describe_name(self, name: str) -> str | None:
+        try:
+            resolved = self.lackpy.resolved_kit()
+        except KitError:
+            return None
+        if name in resolved.tools:
+            spec = resolved.tools[name]
+            doc = self.service.resolve_doc(spec.docs) if spec.docs else None
+            text = spec.describe(name)
+            return f"{text}\n\n{doc}" if doc else text
+        if name in ALLOWED_BUILTINS:
+            target = getattr(builtins, name, None)
+            doc = inspect.getdoc(target) if target is not None else None
+            return doc or "sort_by(items, key, reverse=False): sort dicts by the value under key"
+        if name in self.lackpy.params:
+            return f"{name}: parameter, {type(self.lackpy.params[name]).__name__}"
+        kind = self.lackpy.variable_types.get(name)
+        return f"{name}: variable, {kind}" if kind else None
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        if code.startswith("%%"):
+            complete = code.endswith("\n\n")
+            return {"status": "complete"} if complete else {"status": "incomplete", "indent": ""}
+        if code.startswith("%") and "\n" not in code.rstrip("\n"):
+            return {"status": "complete"}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compiled = codeop.compile_command(code, "<cell>", "exec")
+        except (SyntaxError, ValueError, OverflowError):
+            return {"status": "invalid"}
+        if compiled is None:
+            return {"status": "incomplete", "indent": _next_indent(code)}
+        return {"status": "complete"}
+
+    async def do_history(self, hist_access_type: str, output: bool, raw: bool,
+                         session: int | None = None, start: int | None = None,
+                         stop: int | None = None, n: int | None = None,
+                         pattern: str | None = None, unique: bool = False) -> dict[str, Any]:
+        entries = [(HISTORY_SESSION, number, (code, out) if output else code)
+                   for number, code, out in self.history]
+        if hist_access_type == "tail":
+            entries = entries[-n:] if n else entries
+        elif hist_access_type == "range":
+            low, high = start or 0, stop if stop is not None else float("inf")
+            entries = [e for e in entries if session in (None, 0, HISTORY_SESSION)
+                       and low <= e[1] < high]
+        elif hist_access_type == "search":
+            entries = _search_history(entries, pattern or "*", unique, n)
+        return {"status": "ok", "history": entries}
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        self.lackpy.close()
+        self.service.close()
+        return {"status": "ok", "restart": restart}
+
+    async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        # ipykernel stops the main loop from this (control) thread and then flushes stdout
+        # here; if the main thread has meanwhile closed IOPub, that flush blocks for good
+        # and the process lingers. Stopping the main loop a moment later lets it finish.
+        main_loop = self.io_loop
+        self.io_loop = _DelayedStop(main_loop, SHUTDOWN_GRACE_S)
+        try:
+            await super().shutdown_request(stream, ident, parent)
+        finally:
+            self.io_loop = main_loop
+
+    # -- messages -------------------------------------------------------------
+
+    def _announce_problems(self) -> None:
+        while self.problems:
+            self.output.stream("stderr", f"lackpy: {self.problems.pop(0)}\n")
+
+    def _error_reply(self, error: CellError) -> dict[str, Any]:
+        content = self.output.error(error)
+        return {"status": "error", "execution_count": self.execution_count, **content}
+
+
+class _DelayedStop:
+    """Stands in for the main IOLoop during shutdown: callbacks run after a short delay."""
+
+    def __init__(self, loop: Any, delay: float) -> None:
+        self._loop, self._delay = loop, delay
+
+    def add_callback(self, callback: Callable[..., Any], *args: Any) -> None:
+        # add_callback is the loop's only thread-safe entry; it then schedules the delay.
+        self._loop.add_callback(self._loop.call_later, self._delay, callback, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loop, name)
+
+
+def _search_history(entries: list, pattern: str, unique: bool, n: int | None) -> list:
+    def source(entry: tuple) -> str:
+        return entry[2][0] if isinstance(entry[2], tuple) else entry[2]
+
+    found = [entry for entry in entries if fnmatch.fnmatchcase(source(entry), pattern)]
+    if unique:
+        latest = {source(entry): entry for entry in found}
+        found = [entry for entry in found if latest[source(entry)] is entry]
+    return found[-n:] if n else found
+
+
+def _word_at(code: str, cursor_pos: int) -> str:
+    before = _IDENTIFIER_BEFORE.search(code[:cursor_pos])
+    after = _IDENTIFIER_AFTER.match(code[cursor_pos:])
+    return (before.group(0) if before else "") + (after.group(0) if after else "")
+
+
+def _next_indent(code: str) -> str:
+    last = code.rstrip("\n").split("\n")[-1]
+    indent = last[: len(last) - len(last.lstrip())]
+    return indent + "    " if last.rstrip().endswith(":") else indent

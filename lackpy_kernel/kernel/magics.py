@@ -1,0 +1,189 @@
+"""The kernel's magics: each declared once with its options, parsed, run on the session."""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.display import generation_summary, table_bundle, trace_bundle, validation_error
+from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
+from lackpy_kernel.magic_syntax import parse_param, shell_words
+from lackpy_kernel.magics import (
+    DELEGATE_OPTIONS,
+    DELEGATE_SUMMARY,
+    Magic,
+    Option,
+    declared_magics,
+    magic,
+)
+from lackpy_kernel.session import LackpySession
+
+from .output import CellError, CellOutput, show_result
+
+REPLACE = Option("--replace", "flag", "put the program in this cell instead of the next one")
+CLEAR = Option("--clear", "flag", "forget every parameter first")
+PATTERN = Option("--pattern", "value", "the intents it answers, with {placeholders}; default: "
+                 "the intent that last produced this program", "P")
+
+
+class KernelMagics:
+    """The magics of one kernel: they act on its session and write to its cell output."""
+
+    def __init__(self, output: CellOutput, session: LackpySession, workspace: Path) -> None:
+        self.output = output
+        self.session = session
+        self.service = session.service
+        self.workspace = workspace
+        self.declared = declared_magics(self)
+
+    # -- dispatch ---------------------------------------------------------------
+
+    async def run(self, name: str, line: str, body: str | None = None) -> None:
+        """Run magic ``name`` (a cell magic when ``body`` is given); ``%name?`` shows its help.
+
+        Raises CellError for an unknown magic, bad options or any expected failure.
+        """
+        if name.endswith("?"):
+            self.output.display({"text/plain": self._magic(name[:-1]).help()})
+            return
+        declared = self._magic(name)
+        if declared.cell and body is None:
+            raise CellError("UsageError", f"%%{name} is a cell magic: put it on the cell's first "
+                            "line, with the program below")
+        if not declared.cell and body is not None:
+            raise CellError("UsageError", f"%{name} is a line magic; %lsmagic lists the cell "
+                            "magics")
+        handler = self.declared[name][1]
+        try:
+            parsed = declared.parse(line)
+            result = handler(parsed) if body is None else handler(parsed, body)
+            if inspect.isawaitable(result):
+                await result
+        except LackpyError as exc:
+            raise CellError(type(exc).__name__, error_text(exc)) from None
+
+    def _magic(self, name: str) -> Magic:
+        found = self.declared.get(name)
+        if found is None:
+            raise CellError("UsageError", f"unknown magic %{name}; %lsmagic lists them")
+        return found[0]
+
+    def help_for(self, name: str) -> str | None:
+        """The help of magic ``name`` (for Shift-Tab), or None."""
+        found = self.declared.get(name)
+        return found[0].help() if found else None
+
+    def names(self) -> list[str]:
+        """``%name`` or ``%%name`` of every magic, in declaration order."""
+        return [("%%" if m.cell else "%") + m.name for m, _ in self.declared.values()]
+
+    # -- the magics -------------------------------------------------------------
+
+    @magic("delegate", DELEGATE_SUMMARY, options=(*DELEGATE_OPTIONS, REPLACE), rest="INTENT")
+    async def delegate(self, line: Any) -> None:
+        intent = line.rest
+        if not intent:
+            raise UsageError(f"what should the program do? usage: {self._magic('delegate').usage}")
+        params = dict(parse_param(raw) for raw in line.options.get("--param", []))
+        kit = line.options.get("--kit")
+        # Streamed, not an updated display: the line shows at once, and notebooks replay it.
+        self.output.stream("stdout", f"delegating: {intent} ... ")
+        try:
+            delegation = await self.session.delegate(intent, kit=kit, run=bool(
+                line.options.get("--run")), params=params)
+        except GenerationError:
+            self.output.stream("stdout", "no provider could write a program\n")
+            raise
+        self.output.stream("stdout", generation_summary(delegation.generated)
+                           + "; it is in the next cell\n")
+        self.output.next_input(_program_cell(delegation.program, params),
+                               replace=bool(line.options.get("--replace")))
+        if delegation.result is not None:
+            show_result(self.output, delegation.result, delegation.program)
+
+    @magic("kit", "show the session's kit, or set it (a kit name, or tool,tool,...)",
+           rest="[NAME | tool,tool,...]")
+    def kit(self, line: Any) -> None:
+        if line.rest:
+            self.session.set_kit(line.rest)
+        resolved = self.session.resolved_kit()
+        grade = resolved.grade
+        text = f"kit: {self.session.kit}  (grade w={grade.w} d={grade.d})\n{resolved.description}"
+        self.output.display({"text/plain": text})
+
+    @magic("params", "show or set the parameters programs see", options=(CLEAR,),
+           rest="[name=value ...]")
+    def params(self, line: Any) -> None:
+        if line.options.get("--clear"):
+            self.session.params.clear()
+        given = dict(parse_param(word) for word in shell_words(line.rest))  # all or nothing
+        self.session.params.update(given)
+        shown = "\n".join(f"{name} = {value!r}" for name, value in self.session.params.items())
+        self.output.display({"text/plain": shown or "no parameters"})
+
+    @magic("create", "save the cell's program as a template, so the same intent later needs "
+           "no model (the ratchet)", options=(PATTERN,), rest="NAME", cell=True)
+    async def create(self, line: Any, body: str) -> None:
+        declared = self._magic("create")
+        name, _, tail = line.rest.partition(" ")
+        if not name:
+            raise UsageError(f"name the template; usage: {declared.usage}")
+        after_name = declared.parse(tail)  # options may follow NAME
+        if after_name.rest:
+            raise UsageError(f"one name only; usage: {declared.usage}")
+        options = {**line.options, **after_name.options}
+        saved = await self.service.create(body, self.session.kit, name, options.get("--pattern"))
+        if not saved["success"]:
+            raise CellError("LackpyCreateError", "; ".join(saved["errors"]))
+        shown = Path(saved["path"]).relative_to(self.workspace)
+        self.output.display({"text/plain": f"saved {shown}\npattern: {saved['pattern']}"})
+
+    @magic("providers", "the inference tiers, in order, and whether each is available")
+    def providers(self, line: Any) -> None:
+        rows = [[p["name"], "yes" if p["available"] else "no", p["reason"] or ""]
+                for p in self.service.providers_list()]
+        self.output.display(table_bundle(["tier", "available", "why not"], rows))
+
+    @magic("trace", "every tool call of the last program, in full")
+    def trace(self, line: Any) -> None:
+        last = self.session.last_result
+        if last is None or not last.trace.entries:
+            self.output.display({"text/plain": "no tool calls yet"})
+            return
+        self.output.display(trace_bundle(last.trace, compact=False))
+
+    @magic("validate", "validate the cell's program without running it", cell=True)
+    def validate(self, line: Any, body: str) -> None:
+        check = self.session.validate(body)
+        if not check.valid:
+            raise CellError.of(validation_error(check.issues, body))
+        self.output.display({"text/plain": f"valid: calls {', '.join(check.calls) or 'nothing'}"})
+
+    @magic("who", "the session's variables and parameters, with their types")
+    def who(self, line: Any) -> None:
+        rows = [[name, kind] for name, kind in sorted(self.session.variable_types.items())]
+        rows += [[name, f"{type(value).__name__} (parameter)"]
+                 for name, value in self.session.params.items()]
+        self.output.display(table_bundle(["name", "type"], rows) if rows else
+                            {"text/plain": "no variables yet"})
+
+    @magic("reset", "forget the session's variables (the kit and parameters stay)")
+    def reset(self, line: Any) -> None:
+        self.session.reset()
+        self.output.display({"text/plain": "the session's variables are cleared"})
+
+    @magic("lsmagic", "this list; %NAME? shows one magic's help")
+    def lsmagic(self, line: Any) -> None:
+        usages = [f"{m.usage}: {m.summary}" for m, _ in self.declared.values()]
+        self.output.display({"text/plain": "\n".join(usages)})
+
+
+def _program_cell(program: str, params: dict[str, Any]) -> str:
+    """The cell %delegate inserts: its parameters set first, so the cell runs as written."""
+    if not params:
+        return program
+    words = [f"{name}={value!r}" for name, value in params.items()]
+    quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word for word in words]
+    return f"%params {' '.join(quoted)}\n{program}"

@@ -1,0 +1,104 @@
+"""The ratchet's bookkeeping: which intent wrote which program, template counts, recordings.
+
+``create`` saves a verified program as a template, so the same intent later costs no
+model call. Without a pattern it takes the intent that last produced the same program,
+from the intent log kept here (``.lackpy/intents.jsonl``, the last ``INTENT_LOG_LIMIT``).
+A run of a template's program counts in that template's frontmatter; with
+``[inference] record = true`` a model's programs are appended to ``.lackpy/replay.jsonl``
+so notebooks replay without the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.errors import TemplateError
+from lackpy_kernel.infer import GenerationResult, record_generation
+from lackpy_kernel.infer.provider import KIND_TEMPLATE
+from lackpy_kernel.infer.replay import REPLAY_FILE
+from lackpy_kernel.infer.templates import update_counts
+from lackpy_kernel.kit.atomic import atomic_write_text
+
+INTENT_LOG = "intents.jsonl"
+INTENT_LOG_LIMIT = 200
+
+
+class Ratchet:
+    """Records what the inference tiers wrote and how their programs ran, in ``config_dir``.
+
+    ``record`` appends model-written programs to the replay file; ``notice`` hears of
+    bookkeeping that could not be written (it never fails the caller's program).
+    """
+
+    def __init__(self, config_dir: Path, *, record: bool = False,
+                 notice: Callable[[str], None] = lambda message: None) -> None:
+        self.config_dir = config_dir
+        self.record = record
+        self._notice = notice
+
+    @property
+    def intent_log(self) -> Path:
+        """The file that keeps the last intents and the programs they produced."""
+        return self.config_dir / INTENT_LOG
+
+    def generated(self, intent: str, generated: GenerationResult, tool_names: Iterable[str]) -> None:
+        """Remember that ``intent`` produced ``generated``, and record a model's program."""
+        tools = sorted(set(tool_names))
+        entries = _read_log(self.intent_log)[-(INTENT_LOG_LIMIT - 1):]
+        entries.append({"intent": intent, "program": generated.program, "tools": tools,
+                        "tier": generated.provider_name})
+        try:
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.intent_log, "".join(json.dumps(e) + "\n" for e in entries))
+        except OSError as exc:
+            self._notice(f"could not save the intent log to {self.intent_log}: {exc}")
+        if self.record and generated.from_model:
+            record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
+                              generated.provider_name)
+
+    def ran(self, generated: GenerationResult, success: bool) -> None:
+        """Count a run of a template's program in that template's success or fail count."""
+        if generated.kind != KIND_TEMPLATE or not generated.source:
+            return
+        try:
+            update_counts(Path(generated.source), success)
+        except (OSError, TemplateError) as exc:
+            self._notice(f"could not count the run in {generated.source}: {exc}")
+
+    def intent_for(self, program: str) -> str | None:
+        """The intent that last produced ``program`` (compared by syntax tree), or None."""
+        wanted = _normalise(program)
+        for entry in reversed(_read_log(self.intent_log)):
+            if _normalise(entry.get("program", "")) == wanted:
+                intent = entry.get("intent")
+                return intent if isinstance(intent, str) else None
+        return None
+
+
+def _read_log(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    entries = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def _normalise(program: object) -> str:
+    if not isinstance(program, str):
+        return ""
+    try:
+        return ast.dump(ast.parse(program))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return program.strip()

@@ -1,0 +1,178 @@
+"""LackpySession: a notebook's lackpy session, the kernel's whole cell and delegate sequence.
+
+A session holds a kit, parameters and the variables kept from one program to the
+next. ``run`` validates and runs a cell's program; ``delegate`` has the inference
+tiers write one and, when asked, runs it in the session. It uses only the service's
+public API, so a second surface (the IPython extension, a plan) can do the same.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from lackpy_kernel.infer import GenerationResult
+from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.lang import Rule, ValidationResult
+from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
+from lackpy_kernel.service import (
+    Delegation,
+    Kit,
+    KitOrResolved,
+    LackpyService,
+    alias_map,
+    in_thread,
+    validate_for,
+)
+
+__all__ = ["Delegation", "LackpySession"]
+
+INTERRUPTED = "interrupted: the program was stopped before it finished"
+
+
+class LackpySession:
+    """A notebook's session: a kit, parameters, and variables kept from one program to the next.
+
+    Programs run in a sandbox worker that holds the variables, or in this
+    process where the sandbox is off or missing; a session keeps to the place
+    its first program ran, so its variables never split in two. A program that
+    fails, however it fails (an interrupt included), leaves the variables
+    exactly as they were.
+    """
+
+    def __init__(self, service: LackpyService, kit: Kit = None) -> None:
+        self.service = service
+        self.kit: Kit = service.config.kit_default if kit is None else kit
+        self.params: dict[str, Any] = {}
+        self.last_result: ExecutionResult | None = None
+        self.running_here = False  # True while a program runs in this process (see run)
+        self._sandboxed: bool | None = None  # where programs run, fixed by the first one
+        self._sandbox: Sandbox | None = None
+        self._variables: dict[str, Any] = {}  # in-process sessions only
+
+    def resolved_kit(self, kit: KitOrResolved = None) -> ResolvedKit:
+        """The session's kit (or ``kit``), resolved; raises KitError."""
+        return self.service.resolve_kit(self.kit if kit is None else kit)
+
+    def set_kit(self, kit: Kit) -> ResolvedKit:
+        """Use ``kit`` from now on; raises KitError (naming the kit or tool) if it does not resolve."""
+        resolved = self.service.resolve_kit(kit)
+        self.kit = kit
+        return resolved
+
+    @property
+    def variable_types(self) -> dict[str, str]:
+        """The session's variables: name -> type name."""
+        if self._sandbox is not None:
+            return dict(self._sandbox.variable_types)
+        return {name: type(value).__name__ for name, value in self._variables.items()}
+
+    def known_names(self) -> set[str]:
+        """Every name a program may use besides the builtins: tools, parameters, variables.
+
+        Raises KitError when the session's kit cannot be resolved.
+        """
+        return {*self.resolved_kit().callables, *self.params, *self.variable_types}
+
+    def validate(self, program: str, rules: list[Rule] | None = None,
+                 kit: KitOrResolved = None) -> ValidationResult:
+        """Validate against the kit, the parameters and the session's variables; raises KitError."""
+        return self._validate(program, self.resolved_kit(kit), rules)
+
+    async def run(self, program: str, rules: list[Rule] | None = None,
+                  kit: KitOrResolved = None) -> ExecutionResult:
+        """Validate and run ``program`` (with the session's kit, or ``kit``).
+
+        Returns the result, failed for an invalid program, a runtime error or a limit;
+        raises KitError when the kit cannot be resolved. In the sandbox, cancelling the
+        await stops the program. In this process the program runs on the caller's thread:
+        the caller stops it by raising KeyboardInterrupt there while ``running_here`` is
+        true (the kernel does).
+        """
+        resolved = self.resolved_kit(kit)
+        return await self._run_resolved(program, resolved, self._validate(program, resolved, rules))
+
+    async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
+                       params: dict[str, Any] | None = None, rules: list[Rule] | None = None
+                       ) -> Delegation:
+        """Have the inference tiers write a program for ``intent``; with ``run``, run it in
+        this session (its variables kept as for a cell). ``params`` join the session's
+        parameters for this call.
+
+        Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
+        """
+        resolved = self.resolved_kit(kit)
+        given = {**self.params, **(params or {})}
+
+        async def in_session(generated: GenerationResult) -> ExecutionResult:
+            check = validate_for(generated.program, resolved, {*given, *self.variable_types},
+                                 rules)
+            return await self._run_resolved(generated.program, resolved, check, given)
+
+        return await self.service.delegation(intent, resolved, given, run=run,
+                                             runner=in_session, rules=rules)
+
+    def reset(self) -> None:
+        """Forget the session's variables (the kit and parameters stay)."""
+        self._variables = {}
+        if self._sandbox is not None:
+            self._sandbox.reset()
+
+    def close(self) -> None:
+        """Stop the session's worker."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    # -- internals ------------------------------------------------------------
+
+    def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None
+                  ) -> ValidationResult:
+        return validate_for(program, resolved, {*self.params, *self.variable_types}, rules)
+
+    async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
+                            params: dict[str, Any] | None = None) -> ExecutionResult:
+        params = self.params if params is None else params
+        if not check.valid:
+            result = validation_failure(check.issues)
+        elif (mismatch := self._place_for(resolved)) is not None:
+            result = ExecutionResult(False, error=mismatch, error_type="KitError")
+        elif self._sandboxed:
+            box = self._session_sandbox()
+            result = await in_thread(box.run, box.interrupt, program, alias_map(resolved),
+                                     dict(params))
+        else:
+            result = self._run_here(program, check, resolved, params)
+        self.last_result = result
+        return result
+
+    def _place_for(self, resolved: ResolvedKit) -> str | None:
+        """Why this kit cannot run where the session runs programs, or None."""
+        sandboxed = self.service.sandbox_applies(resolved)
+        if self._sandboxed is None:
+            self._sandboxed = sandboxed
+        if sandboxed == self._sandboxed:
+            return None
+        where = "in the sandbox" if self._sandboxed else "in this process"
+        return (f"this session runs its programs {where}, and this kit's tools cannot run "
+                "there; use it in a new session (restart the kernel), or keep to built-in tools")
+
+    def _run_here(self, program: str, check: ValidationResult, resolved: ResolvedKit,
+                  params: dict[str, Any]) -> ExecutionResult:
+        scratch = copy.deepcopy(self._variables)  # a failed program must not change them
+        self.running_here = True
+        try:
+            result = RestrictedRunner().run_validated(program, check, resolved.callables,
+                                                      params, scratch)
+        except KeyboardInterrupt:
+            return ExecutionResult(False, error=INTERRUPTED, error_type="KeyboardInterrupt")
+        finally:
+            self.running_here = False
+        if result.success:
+            self._variables = result.variables
+        return result
+
+    def _session_sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = self.service.new_sandbox()
+        return self._sandbox
