@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import CONFIG_DIR, LackpyConfig, load_config
-from lackpy_kernel.errors import UsageError, error_text
+from lackpy_kernel.errors import TemplateError, UsageError, error_text
 from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
@@ -27,7 +27,6 @@ from lackpy_kernel.infer import (
 from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
 from lackpy_kernel.infer.factory import build_providers
 from lackpy_kernel.infer.templates import (
-    TemplateError,
     check_template_name,
     compile_pattern,
     fill_placeholders,
@@ -434,8 +433,10 @@ class LackpyService:
             if self._sandbox is None:
                 self._sandbox = self.new_sandbox()
             box = self._sandbox
-            return await in_thread(box.run, box.interrupt, program, alias_map(resolved), params,
-                                   keep=False, return_variables=True)
+            result: ExecutionResult = await in_thread(
+                box.run, box.interrupt, program, alias_map(resolved), params, keep=False,
+                return_variables=True)
+            return result
         return RestrictedRunner().run_validated(program, check, resolved.callables, params)
 
     def _notice(self, message: str) -> None:
