@@ -25,9 +25,16 @@
                 * ResultTooLargeError: its result or variables are over the reply limit.
             * ProgramInterrupted: stopped by the user (the stop button, Ctrl-C).
             * SandboxError: the sandbox worker itself failed.
+    * PlanCompileError (ValueError): a plan that cannot run as declared; raised at construction.
+        * PlanRegistryError (KeyError): a saved plan names a callable its registry lacks.
+    * PlanRuntimeError (RuntimeError): a plan went wrong in a way that is a bug in the plan
+      (a route predicate raised, a from_step whose step never ran).
+        * PlanResumeError: ``resume=True`` refused: the checkpoint does not fit this plan.
+    * ConcurrentPlanRunError (RuntimeError): another live run holds the plan's checkpoint key.
 
-Engine errors (``lackpy_kernel.engines``) join the tree under LackpyError too,
-except ``PlanPaused``, which is a ``BaseException`` as in the engines' contract.
+One exception stands outside the tree: ``PlanPaused`` derives from ``BaseException``
+(as ``KeyboardInterrupt`` does), so a step's ``except Exception`` cannot swallow a pause.
+The engines re-export the plan errors from ``lackpy_kernel.engines``.
 
 This module imports nothing of ours, so every layer can raise from it.
 """
@@ -37,6 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ConcurrentPlanRunError",
     "ConfigError",
     "GenerationError",
     "KitError",
@@ -44,6 +52,11 @@ __all__ = [
     "LackpyRuntimeError",
     "LackpyValidationError",
     "LimitError",
+    "PlanCompileError",
+    "PlanPaused",
+    "PlanRegistryError",
+    "PlanResumeError",
+    "PlanRuntimeError",
     "ProgramError",
     "ProgramInterrupted",
     "ProgramMemoryError",
@@ -202,6 +215,56 @@ class ProgramInterrupted(LackpyRuntimeError):
 
 class SandboxError(LackpyRuntimeError):
     """The sandbox worker failed (it is restarted with the session on the next program)."""
+
+
+class PlanCompileError(LackpyError, ValueError):
+    """A plan that cannot run as declared, raised when it is built, never later.
+
+    The message names the step, says what is wrong (for a program: line and column) and
+    what was probably meant.
+    """
+
+
+class PlanRegistryError(PlanCompileError, KeyError):
+    """``Plan.from_dict`` met a callable or type name that its ``registry`` does not have."""
+
+    def __str__(self) -> str:
+        # KeyError quotes its message with repr(); show it as written.
+        return str(self.args[0]) if self.args else ""
+
+
+class PlanRuntimeError(LackpyError, RuntimeError):
+    """A plan misbehaved while running in a way that is a bug in the plan, not a passing
+    failure: a route predicate raised, ``routes_by`` read a field the output lacks, a step's
+    output cannot be checkpointed. The message names the step and its target."""
+
+
+class PlanResumeError(PlanRuntimeError):
+    """``resume=True`` refused: a completed step's program or kit changed since the checkpoint,
+    or the checkpoint belongs to another task or plan. Revert the change, or restart the run."""
+
+
+class ConcurrentPlanRunError(LackpyError, RuntimeError):
+    """Another run that is still alive holds the plan's checkpoint key (``on_concurrent="fail"``).
+
+    Use a key per run, ``on_concurrent="fork"``, or wait; a run whose process died can be
+    taken over with ``resume=True``.
+    """
+
+
+class PlanPaused(BaseException):
+    """Raised by a step to halt its plan with a resumable checkpoint.
+
+    Not a LackpyError: a ``BaseException``, as ``KeyboardInterrupt`` is, so a step's
+    ``except Exception`` does not swallow it. The plan checkpoints with ``status="paused"``
+    and ``next_step`` at the paused step (at a parallel band, its first step: a band's writes
+    apply together), and returns an Envelope whose error is
+    ``ErrorInfo(type="PlanPaused", retryable=True)``; ``resume=True`` runs that step again.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
 
 
 def error_text(exc: BaseException) -> str:

@@ -27,11 +27,16 @@ EXPECTED_BUILTIN = {
     errors.LackpyRuntimeError: RuntimeError,
     errors.ProgramTimeoutError: TimeoutError,
     errors.ProgramMemoryError: MemoryError,
+    errors.PlanCompileError: ValueError,
+    errors.PlanRuntimeError: RuntimeError,
+    errors.ConcurrentPlanRunError: RuntimeError,
 }
 
 
 def public_classes() -> list[type]:
-    return [obj for name in errors.__all__ if inspect.isclass(obj := getattr(errors, name))]
+    """Every public class but PlanPaused, the one documented exception to the tree."""
+    return [obj for name in errors.__all__
+            if inspect.isclass(obj := getattr(errors, name)) and obj is not errors.PlanPaused]
 
 
 def test_every_public_error_is_a_lackpy_error():
@@ -48,6 +53,13 @@ def test_each_error_is_also_the_builtin_callers_expect(cls, builtin):
 def test_the_module_docstring_lists_every_class():
     for cls in public_classes():
         assert f"* {cls.__name__}" in errors.__doc__, cls.__name__
+
+
+def test_plan_paused_is_outside_the_tree_so_except_exception_cannot_swallow_it():
+    assert issubclass(errors.PlanPaused, BaseException)
+    assert not issubclass(errors.PlanPaused, Exception)
+    assert "``PlanPaused`` derives from ``BaseException``" in errors.__doc__
+    assert errors.PlanPaused("waiting for approval").message == "waiting for approval"
 
 
 def test_a_kit_error_reads_without_quotes():

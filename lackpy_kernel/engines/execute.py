@@ -1,0 +1,153 @@
+"""How a step runs on this machine: lackpy through the LackpyService, callables in Python."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from lackpy_kernel.errors import LackpyError
+from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
+
+from .compiler import kit_tools
+from .envelope import ErrorInfo, StepResult, error_info
+from .evaluate import type_problem
+from .step import Delegate, Kit, Program, Step, target_kind
+
+__all__ = ["ServiceExecutor", "StepExecutor"]
+
+
+class StepExecutor(Protocol):
+    """Runs one step with its inputs. A failure comes back as a StepResult with ``error``;
+    ``PlanPaused`` raised by the step propagates."""
+
+    async def execute(self, step: Step, task: Any, context: Any) -> StepResult: ...
+
+
+class ServiceExecutor:
+    """Runs steps here: a Program with ``run_program`` (validated again, under the sandbox's
+    limits), a Delegate with ``delegate`` (through the ratchet), a tool name as the one-line
+    program ``tool(task)``, a callable directly (a sync one in a worker thread).
+
+    ``service`` is called for the LackpyService the first time a step needs one; ``kit`` is
+    the plan's kit, for tool steps and for programs that name none.
+    """
+
+    def __init__(self, service: Callable[[], Any], kit: Kit = None) -> None:
+        self._service = service
+        self.kit = kit
+        self._kits: dict[str, dict[str, str]] = {}
+
+    async def execute(self, step: Step, task: Any, context: Any) -> StepResult:
+        """Run ``step`` with ``task`` and ``context``; see the class docstring."""
+        problem = type_problem(task, step.input)
+        if problem is not None:
+            return StepResult(step.name, error=ErrorInfo(
+                "TypeError", f"step {step.name!r} takes input={_type_name(step.input)}, and its "
+                             f"task is not one: {problem}"))
+        started = time.perf_counter()
+        kind = target_kind(step.target)
+        if kind == "callable":
+            result = await self._call(step, task, context)
+        else:
+            program, outcome = await self._run_lackpy(step, task, context)
+            result = _from_execution(step.name, program, outcome)
+        result.ms = round((time.perf_counter() - started) * 1000, 3)
+        problem = type_problem(result.output, step.output) if result.ok else None
+        if problem is not None:
+            result.error = ErrorInfo("TypeError", f"step {step.name!r} should output "
+                                                  f"{_type_name(step.output)}, and {problem}")
+        return result
+
+    def fingerprint(self, step: Step) -> str:
+        """A hash of what the step runs: its program text (or intent, tool, callable name) and
+        its kit's tools, so a resume can tell that a completed step changed."""
+        target = step.target
+        kind = target_kind(target)
+        if kind == "callable":
+            what: dict[str, Any] = {"callable": getattr(target, "__qualname__", step.name)}
+        else:
+            what = {"program": target.source} if kind == "program" else (
+                {"intent": target.intent} if kind == "delegate" else {"tool": target})
+            what["kit"] = self._kit_tools(self._kit_for(step))
+        text = json.dumps({"kind": kind, **what}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    # -- lackpy targets ---------------------------------------------------------
+
+    async def _run_lackpy(self, step: Step, task: Any, context: Any
+                          ) -> tuple[str | None, ExecutionResult | LackpyError]:
+        service = self._service()
+        params = {"task": task, "context": context}
+        kit = self._kit_for(step)
+        target = step.target
+        try:
+            if isinstance(target, Delegate):
+                answer = await service.delegate(target.intent, kit, params)
+                return answer["program"], _delegate_result(answer)
+            program = target.source if isinstance(target, Program) else f"{target}(task)"
+            if not isinstance(target, Program):
+                params = {"task": task}
+            return program, await service.run_program(program, kit, params)
+        except LackpyError as exc:  # a kit that went away, no tier could write a program
+            return None, exc
+
+    def _kit_for(self, step: Step) -> Kit:
+        own = getattr(step.target, "kit", None)
+        return own if own is not None else self.kit
+
+    def _kit_tools(self, kit: Kit) -> dict[str, str]:
+        key = json.dumps(kit, sort_keys=True)
+        if key not in self._kits:
+            try:
+                self._kits[key] = kit_tools(self._service(), kit)
+            except LackpyError:
+                self._kits[key] = {}
+        return self._kits[key]
+
+    # -- callables --------------------------------------------------------------
+
+    async def _call(self, step: Step, task: Any, context: Any) -> StepResult:
+        function = step.target
+        extra = {"context": context} if step.context is not None else {}
+        try:
+            if inspect.iscoroutinefunction(function):
+                output = await function(task, **extra)
+            else:
+                output = await asyncio.to_thread(function, task, **extra)
+            if inspect.isawaitable(output):
+                output = await output
+        except Exception as exc:  # the step's own failure: the run reports it as a value
+            return StepResult(step.name, error=error_info(exc))
+        return StepResult(step.name, output)
+
+
+def _from_execution(name: str, program: str | None,
+                    outcome: ExecutionResult | LackpyError) -> StepResult:
+    if isinstance(outcome, LackpyError):
+        return StepResult(name, program=program, error=error_info(outcome))
+    error = None
+    try:
+        outcome.raise_for_error()
+    except LackpyError as exc:
+        error = error_info(exc)
+    return StepResult(name, outcome.output if error is None else None, program,
+                      trace=list(outcome.trace.entries), error=error)
+
+
+def _delegate_result(answer: dict[str, Any]) -> ExecutionResult:
+    return ExecutionResult(
+        answer["success"], answer["output"], answer["error"],
+        trace=Trace([TraceEntry(**entry) for entry in answer["trace"]],
+                    answer["files_read"], answer["files_modified"]),
+        stdout=answer.get("stdout", ""), error_type=answer["error_type"],
+        error_line=answer["error_line"],
+    )
+
+
+def _type_name(kind: Any) -> str:
+    return getattr(kind, "__name__", None) or repr(kind)

@@ -1,0 +1,29 @@
+"""Plans run against a real LackpyService in a throwaway workspace."""
+
+from __future__ import annotations
+
+import pytest
+
+from lackpy_kernel.config import LackpyConfig
+from lackpy_kernel.service import LackpyService
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    (tmp_path / "todo.txt").write_text("write tests\n")
+    return tmp_path
+
+
+@pytest.fixture
+def service(workspace):
+    """Programs run in this process (fast); the sandbox has tests of its own below."""
+    with LackpyService(workspace, LackpyConfig(sandbox_enabled=False)) as running:
+        yield running
+
+
+@pytest.fixture
+def sandboxed(workspace):
+    """Programs run in the sandbox worker, with a short time limit."""
+    with LackpyService(workspace, LackpyConfig(sandbox_timeout=2)) as running:
+        yield running
