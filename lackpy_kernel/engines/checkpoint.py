@@ -114,10 +114,10 @@ class Checkpointer:
             self._swap(existing, self._snapshot(fresh, "running"), "restarting")
             return fresh, "running"
         if not resume:
-            where = f"at step {existing.get('next_step')!r}"
-            stopped = "whose process died" if status == "running" else status
+            run = "run whose process died" if status == "running" else f"{status} run"
             raise ConcurrentPlanRunError(
-                f"checkpoint {self.key!r} holds a {stopped} run {where}; pass resume=True to "
+                f"checkpoint {self.key!r} holds a {run} at step {existing.get('next_step')!r}; "
+                f"pass resume=True to "
                 f"continue it, or restart it (plan.restart(), `lackpy plan restart "
                 f"{self.key}`) to start over")
         state = self._check_fit(existing, fresh.task, task_given)
