@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import pprint
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import load_config
+from lackpy_kernel.engines.library import PlanLibrary
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("templates", "list the workspace's templates")
     add("providers", "list the inference tiers and whether each is available")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
+    _add_plan_commands(commands, common)
     return parser
 
 
@@ -238,10 +241,91 @@ def _print_json(data: Any) -> None:
     print(json.dumps(jsonable(data), indent=2))
 
 
+# -- lackpy plan: saved plans (.lackpy/plans/NAME.json), runs in .lackpy/plans.sqlite --------
+
+
+def _add_plan_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    plans = commands.add_parser("plan", parents=[common], help="run, resume and inspect plans",
+                                description="run, resume and inspect saved plans")
+    actions = plans.add_subparsers(dest="plan_command", required=True, metavar="ACTION")
+    registry = argparse.ArgumentParser(add_help=False)
+    registry.add_argument("--registry", metavar="MODULE:NAME",
+                          help="a dict of the plan's Python callables by name")
+    run = actions.add_parser("run", parents=[common, registry], help="run a saved plan on a task")
+    run.add_argument("name")
+    run.add_argument("task", help="the task; a Python literal where it parses as one")
+    run.add_argument("--key", help="checkpoint the run under this key, to resume it later")
+    for action, text in (("resume", "continue a paused, failed or killed run"),
+                         ("restart", "start a checkpointed run over from its first step")):
+        actions.add_parser(action, parents=[common, registry], help=text).add_argument("key")
+    actions.add_parser("status", parents=[common], help="list runs, or show one").add_argument(
+        "key", nargs="?")
+    actions.add_parser("list", parents=[common], help="list the saved plans")
+
+
+def cmd_plan(service: LackpyService, args: argparse.Namespace) -> int:
+    library = PlanLibrary(service.workspace)
+    try:
+        if args.plan_command == "list":
+            return _show(args, library.names(), "\n".join(library.names()) or "no saved plans")
+        if args.plan_command == "status":
+            return _plan_status(library, args)
+        registry = _plan_registry(args.registry)
+        if args.plan_command == "run":
+            plan = library.load(args.name, registry, service=service, checkpoint_key=args.key)
+            envelope = plan.run(parse_param(f"task={args.task}")[1])
+        else:
+            plan = library.plan_for(args.key, registry, service=service,
+                                    resume=args.plan_command == "resume")
+            envelope = plan.run() if args.plan_command == "resume" else plan.restart()
+    finally:
+        library.close()
+    if args.json:
+        _print_json(envelope.to_dict())
+    else:
+        _print_envelope(envelope, plan.checkpoint_key)
+    return EXIT_OK if envelope.ok else EXIT_FAILED
+
+
+def _plan_registry(spec: str | None) -> dict[str, Any]:
+    if spec is None:
+        return {}
+    module_name, _, attribute = spec.partition(":")
+    try:
+        registry = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise UsageError(f"--registry {spec}: {exc}; give MODULE:NAME of a dict") from None
+    if not isinstance(registry, dict):
+        raise UsageError(f"--registry {spec} is a {type(registry).__name__}, not a dict")
+    return registry
+
+
+def _plan_status(library: PlanLibrary, args: argparse.Namespace) -> int:
+    runs = [library.run(args.key)] if args.key else library.runs()
+    if args.key and runs[0] is None:
+        raise UsageError(f"no plan run under the key {args.key!r}")
+    rows = [f"{run.key:24} {run.status:8} {run.plan or '-':16} next: {run.next_step or '-':14} "
+            f"done: {', '.join(run.completed_steps) or '-'}"
+            + (f"\n{'':24} {run.error['type']}: {run.error['message']}" if run.error else "")
+            for run in runs]
+    return _show(args, [run.to_dict() for run in runs], "\n".join(rows) or "no plan runs yet")
+
+
+def _print_envelope(envelope: Any, key: str | None) -> None:
+    for result in envelope.history:
+        print(f"{result.name:24} done  {result.ms:9.1f} ms")
+    if envelope.error is not None:
+        hint = f"\n`lackpy plan resume {key}` continues there" if key else ""
+        print(f"lackpy: {envelope.error.type}: {envelope.error.message}{hint}", file=sys.stderr)
+        return
+    print("--- output")
+    _print_outcome("", True, envelope.payload, None)
+
+
 COMMANDS = {
     "delegate": cmd_delegate, "generate": cmd_generate, "run": cmd_run,
     "validate": cmd_validate, "create": cmd_create, "kit": cmd_kit, "toolbox": cmd_toolbox,
-    "templates": cmd_templates, "providers": cmd_providers,
+    "templates": cmd_templates, "providers": cmd_providers, "plan": cmd_plan,
 }
 
 

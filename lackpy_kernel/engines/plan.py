@@ -326,7 +326,7 @@ class _Paused(Exception):
         if len(self.band) > 1:
             where += f" (in the parallel band from {self.band[0].name!r}, which runs again whole)"
         reason = f": {self.pause.message}" if self.pause.message else ""
-        return f"paused at {where}{reason}; resume=True continues there"
+        return f"paused at {where}{reason}"
 
 
 @contextlib.asynccontextmanager
