@@ -28,8 +28,9 @@ class Store:
     """Keys to plain-data values (anything JSON can hold), in SQLite.
 
     ``Store(db=path)`` keeps them in a file (WAL journal, a busy timeout, so
-    several processes can share it); ``Store()`` keeps them in memory for this
-    process. Every method is safe to call from any thread. Values go in and
+    several processes can share it; a commit survives the process being killed, and a
+    power cut loses at most the last commits, each whole); ``Store()`` keeps them in
+    memory for this process. Every method is safe to call from any thread. Values go in and
     come out as JSON: tuples come back as lists; a value JSON cannot hold
     (a set, an object) raises ``TypeError``.
     """
@@ -47,6 +48,9 @@ class Store:
             self._connection.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             if self.path is not None:
                 self._connection.execute("PRAGMA journal_mode = WAL")
+                # A commit survives the process being killed; after a power cut the last
+                # commits may be gone, each whole (a checkpoint with its writes), never half.
+                self._connection.execute("PRAGMA synchronous = NORMAL")
             self._connection.execute(_SCHEMA)
 
     def read(self, key: str, default: Any = None) -> Any:
