@@ -1,9 +1,9 @@
 """Engines: seed 003's Plan, Step and Store, with lackpy as what a step runs.
 
-A ``Plan`` of ``Step``\\ s runs tool calls, Python callables, lackpy programs (``Program``)
-and intents (``Delegate``) in order, in parallel bands and along routes, and returns an
-``Envelope``; with a ``Store`` and a ``checkpoint_key`` it checkpoints after every step and
-resumes where it stopped.
+A ``Plan`` of ``Step``\\ s runs tool calls, Python callables, lackpy programs (``Program``),
+intents (``Delegate``) and approval gates (``Approval``) in order, in parallel bands and along
+routes, and returns an ``Envelope``; with a ``Store`` and a ``checkpoint_key`` it checkpoints
+after every step and resumes where it stopped.
 """
 
 from lackpy_kernel.errors import (
@@ -20,10 +20,11 @@ from .evaluate import Evaluator, PlanState
 from .execute import ServiceExecutor, StepExecutor
 from .plan import Plan
 from .sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
-from .step import Delegate, Program, Step
+from .step import Approval, Delegate, Program, Step
 from .store import Store
 
 __all__ = [
+    "Approval",
     "ConcurrentPlanRunError",
     "Delegate",
     "Envelope",

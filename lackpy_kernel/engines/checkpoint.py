@@ -3,7 +3,7 @@
 A checkpoint has the seed's v2 shape (``next_step``, ``kv``, ``completed_steps``, ``status``,
 ``run_uid``, ``history``) plus ``task``, ``plan``, ``iterations``, ``branch_return``,
 ``step_hashes`` (a fingerprint of each step's program and kit), ``owner`` (host, process and
-heartbeat of the run holding it) and ``error``. Status is ``running``, ``paused``, ``failed``
+heartbeat of the run holding it), ``error`` and ``paused_step``. Status is ``running``, ``paused``, ``failed``
 or ``done``; only a ``running`` checkpoint whose owner is alive holds its key.
 """
 
@@ -121,6 +121,8 @@ class Checkpointer:
                 f"continue it, or restart it (plan.restart(), `lackpy plan restart "
                 f"{self.key}`) to start over")
         state = self._check_fit(existing, fresh.task, task_given)
+        if status == "paused":
+            state.approved = existing.get("paused_step")  # resuming is the approval
         if status == "done":
             self.last = existing
             return state, "done"
@@ -128,12 +130,14 @@ class Checkpointer:
         return state, "running"
 
     def save(self, state: PlanState, status: str, *, writes: dict[str, Any] | None = None,
-             error: ErrorInfo | None = None) -> None:
-        """Checkpoint ``state`` and commit ``writes`` with it, in one transaction.
+             error: ErrorInfo | None = None, paused_step: str | None = None) -> None:
+        """Checkpoint ``state`` and commit ``writes`` with it, in one transaction;
+        ``paused_step`` names the step that paused the run.
 
         Raises ConcurrentPlanRunError when another run changed the checkpoint meanwhile.
         """
-        self._swap(self.last, self._snapshot(state, status, error), "saving", writes)
+        snapshot = {**self._snapshot(state, status, error), "paused_step": paused_step}
+        self._swap(self.last, snapshot, "saving", writes)
 
     def beat(self) -> bool:
         """Refresh the owner's heartbeat; False when another run has taken the key."""

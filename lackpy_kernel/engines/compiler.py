@@ -108,15 +108,18 @@ class _Checker:
         if kind == "unknown":
             self.found.append(
                 f"step {step.name!r}: its target {step.target!r} is not a tool name, a callable, a "
-                f"Program or a Delegate; did you mean Program({step.target!r})?")
+                f"Program, a Delegate or an Approval; did you mean Program({step.target!r})?")
         elif kind == "tool":
             self._check_tool(step)
         elif kind == "callable":
             self._check_callable(step)
         elif kind == "program":
             self._check_program(step)
-        else:
+        elif kind == "delegate":
             self._check_delegate(step)
+        elif not isinstance(step.target.prompt, str):
+            self.found.append(f"step {step.name!r}: Approval's prompt is {step.target.prompt!r}; "
+                              f"did you mean Approval('publish the report?')?")
 
     def _kit_of(self, step: Step, own: Kit = None) -> dict[str, str] | None:
         chosen = own if own is not None else self.kit

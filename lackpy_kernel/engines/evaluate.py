@@ -42,6 +42,7 @@ class PlanState:
     history: list[StepResult] = field(default_factory=list)
     iterations: int = 0
     branch_return: dict[str, str] = field(default_factory=dict)
+    approved: str | None = None  # the Approval step a resume let through (not checkpointed)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""

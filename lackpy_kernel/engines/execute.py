@@ -70,6 +70,8 @@ class ServiceExecutor:
         kind = target_kind(target)
         if kind == "callable":
             what: dict[str, Any] = {"callable": getattr(target, "__qualname__", step.name)}
+        elif kind == "approval":
+            what = {"prompt": target.prompt}
         else:
             what = {"program": target.source} if kind == "program" else (
                 {"intent": target.intent} if kind == "delegate" else {"tool": target})

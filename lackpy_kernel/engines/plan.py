@@ -25,7 +25,7 @@ from .evaluate import Evaluator, PlanState
 from .execute import ServiceExecutor, StepExecutor
 from .loop import run_sync
 from .serialise import PLAN_FORMAT, step_from_dict, step_to_dict
-from .step import Kit, Step, target_label
+from .step import Approval, Kit, Step, target_label
 from .store import Store
 
 __all__ = ["Plan", "ProgressCallback"]
@@ -256,7 +256,8 @@ class _Run:
                 writes = self.evaluator.advance(state, band, results)
             except _Paused as paused:
                 error = ErrorInfo("PlanPaused", paused.describe(), retryable=True)
-                self._save(state, "paused", error=error)
+                if self.checkpointer is not None:
+                    self.checkpointer.save(state, "paused", error=error, paused_step=paused.step)
                 return Envelope.from_steps(state.history, error)
             except BaseException as exc:
                 interrupted = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt))
@@ -270,7 +271,7 @@ class _Run:
         for step in band:
             self.on_step(step.name, "running", None)
         outcomes = await asyncio.gather(
-            *(self.executor.execute(step, *given) for step, given in zip(band, inputs, strict=True)),
+            *(self._execute(step, state, *given) for step, given in zip(band, inputs, strict=True)),
             return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException) and not isinstance(outcome, PlanPaused):
@@ -282,6 +283,15 @@ class _Run:
         for result in outcomes:
             self.on_step(result.name, "done" if result.ok else "failed", result.ms)
         return list(outcomes)
+
+    async def _execute(self, step: Step, state: PlanState, task: Any, context: Any
+                       ) -> StepResult:
+        if not isinstance(step.target, Approval):
+            return await self.executor.execute(step, task, context)
+        if state.approved != step.name:
+            raise PlanPaused(step.target.prompt)
+        state.approved = None
+        return StepResult(step.name, task)
 
     def _check_storable(self, band: list[Step], results: list[StepResult]) -> None:
         if self.checkpointer is None and self.plan.store is None:

@@ -8,7 +8,7 @@ from typing import Any
 from lackpy_kernel.errors import PlanCompileError, PlanRegistryError, UsageError
 
 from .sentinels import reference_from_data, reference_to_data
-from .step import Delegate, Program, Step, target_kind
+from .step import Approval, Delegate, Program, Step, target_kind
 
 __all__ = ["PLAN_FORMAT", "step_from_dict", "step_to_dict"]
 
@@ -74,6 +74,8 @@ def _target_to_dict(step: Step) -> dict[str, Any]:
         return {"kind": kind, "source": target.source, "kit": target.kit}
     if kind == "delegate":
         return {"kind": kind, "intent": target.intent, "kit": target.kit}
+    if kind == "approval":
+        return {"kind": kind, "prompt": target.prompt}
     if kind == "tool":
         return {"kind": kind, "tool": target}
     return {"kind": "callable", "name": _callable_name(target, step, "its target")}
@@ -85,6 +87,8 @@ def _target_from_dict(data: Mapping[str, Any], registry: Mapping[str, Any]) -> A
         return Program(data["source"], kit=data.get("kit"))
     if kind == "delegate":
         return Delegate(data["intent"], kit=data.get("kit"))
+    if kind == "approval":
+        return Approval(data["prompt"])
     if kind == "tool":
         return str(data["tool"])
     if kind == "callable":

@@ -8,7 +8,7 @@ from typing import Any
 
 from .sentinels import from_prev
 
-__all__ = ["Delegate", "Kit", "Program", "Step", "target_kind", "target_label"]
+__all__ = ["Approval", "Delegate", "Kit", "Program", "Step", "target_kind", "target_label"]
 
 Kit = str | list[str] | dict[str, Any] | None
 
@@ -31,13 +31,21 @@ class Delegate:
     kit: Kit = None
 
 
+@dataclass(frozen=True)
+class Approval:
+    """A gate as a step: the first time a run reaches it, the run pauses (``PlanPaused`` with
+    ``prompt``); resuming the run is the approval, and the gate passes its task on."""
+
+    prompt: str = "waiting for approval"
+
+
 @dataclass
 class Step:
     """One node of a Plan.
 
     ``target`` is what runs: the name of a tool in the plan's kit (called with the task), a
     Python callable (called with the task, and ``context=`` when the step has one), a
-    ``Program`` or a ``Delegate``. ``task`` and ``context`` say where the inputs come from
+    ``Program``, a ``Delegate`` or an ``Approval``. ``task`` and ``context`` say where the inputs come from
     (sentinels such as ``from_prev``, or literal values; a list of contexts is joined as text
     with blank lines). ``writes`` names the Store key the output is saved under. Consecutive
     ``parallel=True`` steps form one band that runs concurrently. ``routes`` (ordered
@@ -74,15 +82,19 @@ def default_step_name(target: Any) -> str:
         return "program"
     if isinstance(target, Delegate):
         return "delegate"
+    if isinstance(target, Approval):
+        return "approval"
     return getattr(target, "__name__", None) or type(target).__name__
 
 
 def target_kind(target: Any) -> str:
-    """``program``, ``delegate``, ``tool`` or ``callable`` (``unknown`` for anything else)."""
+    """``program``, ``delegate``, ``approval``, ``tool`` or ``callable`` (else ``unknown``)."""
     if isinstance(target, Program):
         return "program"
     if isinstance(target, Delegate):
         return "delegate"
+    if isinstance(target, Approval):
+        return "approval"
     if isinstance(target, str):
         return "tool"
     return "callable" if callable(target) else "unknown"
@@ -98,6 +110,8 @@ def target_label(target: Any) -> str:
         return f"Program({first[:40]!r}{more})"
     if kind == "delegate":
         return f"Delegate({target.intent!r})"
+    if kind == "approval":
+        return f"Approval({target.prompt!r})"
     if kind == "tool":
         return f"tool {target!r}"
     return f"callable {getattr(target, '__qualname__', None) or default_step_name(target)}"

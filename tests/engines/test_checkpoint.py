@@ -12,6 +12,7 @@ import time
 import pytest
 
 from lackpy_kernel.engines import (
+    Approval,
     ConcurrentPlanRunError,
     Plan,
     PlanPaused,
@@ -271,12 +272,12 @@ def _dead_pid() -> int:
     return finished.pid
 
 
-def _held_by(store: Store, **owner) -> None:
+def _held_by(store: Store, key: str = "run", **owner) -> None:
     """Make the paused checkpoint look as if a run that is 'running' under ``owner`` holds it."""
-    saved = store.read("run")
+    saved = store.read(key)
     base = {"host": socket.gethostname(), "pid": os.getpid(), "started": None,
             "heartbeat": time.time()}
-    store.write("run", {**saved, "status": "running", "owner": {**base, **owner}})
+    store.write(key, {**saved, "status": "running", "owner": {**base, **owner}})
 
 
 def test_a_run_whose_process_died_is_taken_over_with_resume():
@@ -339,3 +340,48 @@ def test_a_program_cannot_touch_the_plan_store(service, workspace):
     envelope = plan.run(None)
     assert envelope.error.type == "LackpyRuntimeError" and ".lackpy" in envelope.error.message
     assert store.read("k")["status"] == "failed"
+
+
+def test_an_approval_pauses_the_run_and_resuming_it_is_the_approval():
+    store, calls = Store(), Calls()
+
+    def plan(**options):
+        return Plan(Step(calls.fetch), Step(Approval("publish the report?"), name="review"),
+                    Step(calls.publish), store=store, checkpoint_key="k", **options)
+
+    paused = plan().run("report")
+    assert paused.error.type == "PlanPaused"
+    assert "paused at step 'review': publish the report?" in paused.error.message
+    assert store.read("k")["paused_step"] == "review"
+    finished = plan(resume=True).run()
+    assert finished.payload == "published fetched report"
+    assert [r.name for r in finished.history] == ["fetch", "review", "publish"]
+    assert calls.count == {"fetch": 1, "publish": 1}
+
+
+def test_an_approval_is_asked_again_in_a_new_run_and_after_a_crash():
+    store = Store()
+
+    def plan(**options):
+        return Plan(Step(Approval(), name="ok?"), store=store, checkpoint_key="k", **options)
+
+    plan().run(1)
+    plan(resume=True).run()
+    assert plan().run(2).error.type == "PlanPaused"  # a new run asks again
+    _held_by(store, key="k", pid=_dead_pid())  # the paused run's process died at the gate
+    assert plan(resume=True).run().error.type == "PlanPaused"  # not a pause: no approval
+
+
+def test_an_approval_in_a_band_lets_the_band_run_when_resumed():
+    store = Store()
+
+    def plan(**options):
+        return Plan(Step(shout_step, parallel=True), Step(Approval(), name="gate", parallel=True),
+                    store=store, checkpoint_key="k", **options)
+
+    assert plan().run("x").error.type == "PlanPaused"
+    assert [r.output for r in plan(resume=True).run().history] == ["X", "x"]
+
+
+def shout_step(task):
+    return task.upper()

@@ -172,7 +172,8 @@ def test_a_callable_given_a_context_must_take_it():
 
 def test_a_target_that_is_nothing_runnable_is_refused():
     message = compile_error(Step(42, name="n"))
-    assert "its target 42 is not a tool name, a callable, a Program or a Delegate" in message
+    assert "its target 42 is not a tool name, a callable, a Program, a Delegate or an Approval" \
+        in message
 
 
 def test_a_step_writing_the_checkpoint_key_is_refused():

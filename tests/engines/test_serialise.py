@@ -8,6 +8,7 @@ from typing import TypedDict
 import pytest
 
 from lackpy_kernel.engines import (
+    Approval,
     Delegate,
     Plan,
     PlanCompileError,
@@ -52,6 +53,7 @@ def rich_plan(service, **options) -> Plan:
         Step(triage, output=Verdict, routes_by="next", input=str),
         Step(Program("task", kit=["read_file"]), name="check",
              routes={"report": is_long, "size": is_long}, after_branches="report"),
+        Step(Approval("publish?"), name="gate"),
         Step(Program("task"), name="report", task={"literal": [1, 2]}),
         kit=["read_file", "find_files"], max_iterations=12, name="rich",
         service=service, **options)
