@@ -24,6 +24,9 @@ __all__ = [
     "ErrorReport",
     "generation_summary",
     "output_bundle",
+    "plan_bundle",
+    "progress_bundle",
+    "runs_bundle",
     "program_error",
     "table_bundle",
     "trace_bundle",
@@ -139,3 +142,37 @@ def generation_summary(generated: GenerationResult) -> str:
     if generated.correction_strategy:
         text += f" (corrected by {generated.correction_strategy})"
     return text
+
+
+# -- plans ---------------------------------------------------------------------------
+
+PLAN_COLUMNS = ["#", "step", "target", "task", "context", "writes", "band"]
+
+
+def plan_bundle(rows: list[list[str]], title: str = "") -> dict[str, str]:
+    """A plan's steps as a table (rows as ``PlanDraft.rows`` gives them), under ``title``."""
+    if not rows:
+        return {"text/plain": "the plan has no steps yet: declare one with a %%step NAME cell"}
+    return _titled(title, table_bundle(PLAN_COLUMNS, rows))
+
+
+def progress_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
+    """A run's steps so far (rows as ``StepLog.rows`` gives them): step, status, runs, ms."""
+    return _titled(title, table_bundle(["step", "status", "runs", "ms"], rows))
+
+
+def runs_bundle(runs: list[Any]) -> dict[str, str]:
+    """Checkpointed runs (``RunStatus``): key, plan, status, next step, steps done, error."""
+    if not runs:
+        return {"text/plain": "no plan runs yet"}
+    rows = [[run.key, run.plan or "", run.status, run.next_step or "",
+             str(len(run.completed_steps)),
+             f"{run.error['type']}: {run.error['message']}" if run.error else ""] for run in runs]
+    return table_bundle(["key", "plan", "status", "next step", "steps done", "error"], rows)
+
+
+def _titled(title: str, table: dict[str, str]) -> dict[str, str]:
+    if not title:
+        return table
+    return {"text/plain": f"{title}\n{table['text/plain']}",
+            "text/html": f"<div>{html.escape(title)}</div>{table['text/html']}"}

@@ -8,10 +8,11 @@ declaration. Options the two surfaces share (``%delegate``'s) are declared here,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from lackpy_kernel.magic_syntax import Kind, MagicLine, parse_magic_line
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.magic_syntax import Kind, MagicLine, parse_magic_line, shell_words, unquote
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,11 +21,19 @@ __all__ = [
     "DELEGATE_SUMMARY",
     "KIT",
     "PARAM",
+    "PLAN_OPTIONS",
+    "PLAN_REST",
+    "PLAN_SUMMARY",
     "RUN",
+    "STEP_OPTIONS",
+    "STEP_SUMMARY",
     "Magic",
     "Option",
+    "PlanCommand",
     "declared_magics",
     "magic",
+    "plan_command",
+    "step_line",
 ]
 
 
@@ -95,13 +104,13 @@ def magic(name: str, summary: str, *, options: tuple[Option, ...] = (), rest: st
 
 def declared_magics(owner: object) -> dict[str, tuple[Magic, Callable[..., Any]]]:
     """Name -> (declaration, handler) for each method of ``owner`` (an object or a class)
-    declared with :func:`magic`, in the order the class declares them."""
+    declared with :func:`magic`, in the order the class declares them, then its bases'."""
     found: dict[str, tuple[Magic, Callable[..., Any]]] = {}
     owner_class = owner if isinstance(owner, type) else type(owner)
-    for cls in reversed(owner_class.__mro__):
+    for cls in owner_class.__mro__:
         for attribute, value in vars(cls).items():
             declared = getattr(value, "lackpy_magic", None)
-            if isinstance(declared, Magic):
+            if isinstance(declared, Magic) and declared.name not in found:
                 found[declared.name] = (declared, getattr(owner, attribute))
     return found
 
@@ -114,3 +123,93 @@ PARAM = Option("--param", "multi", "a named input the program sees; Python liter
 RUN = Option("--run", "flag", "run the program too, not only insert it")
 DELEGATE_OPTIONS = (KIT, PARAM, RUN)
 DELEGATE_SUMMARY = "write a program for INTENT and insert it as the next cell"
+
+
+# -- what the kernel's and the extension's %%step and %plan share ----------------------
+
+WRITES = Option("--writes", "value", "save the step's output under KEY in the plan's Store", "KEY")
+PARALLEL = Option("--parallel", "flag", "run with the --parallel steps next to it, as one band")
+TASK = Option("--task", "value", "the program's task: from_prev (the default), from_start, "
+              "from_step(NAME), from_parallel_all(NAME), or a literal", "REF")
+CONTEXT = Option("--context", "multi", "the program's context, as --task; several are joined "
+                 "as text", "REF")
+STEP_OPTIONS = (WRITES, PARALLEL, TASK, CONTEXT, KIT)
+STEP_SUMMARY = ("declare the cell as step NAME of the plan: a lackpy program that sees task and "
+                "context; running the cell again replaces the step")
+
+KEY = Option("--key", "value", "checkpoint the run under K in .lackpy/plans.sqlite", "K")
+CONCURRENCY = Option("--concurrency", "value", "run-many: at most N runs at once", "N")
+PLAN_OPTIONS = (KEY, CONCURRENCY)
+PLAN_SUMMARY = ("show the plan the %%step cells declared; run it, fan it out, resume, restart, "
+                "save or load it; add an approval gate")
+PLAN_ACTIONS = {
+    "run": "TASK", "run-many": "VARIABLE", "resume": "K", "restart": "K", "status": "[K]",
+    "save": "NAME", "load": "NAME", "gate": "NAME [PROMPT]", "clear": "",
+}
+PLAN_REST = "[" + " | ".join(f"{a} {w}".strip() for a, w in PLAN_ACTIONS.items()) + "]"
+
+
+@dataclass
+class PlanCommand:
+    """What a ``%plan`` line asks: an action (``show`` for none), its words, and the options
+    (which may come anywhere on the line)."""
+
+    action: str
+    words: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def word(self) -> str:
+        """The action's first word ('' when there is none)."""
+        return self.words[0] if self.words else ""
+
+
+def plan_command(declared: Magic, line: MagicLine) -> PlanCommand:
+    """Read a parsed ``%plan`` line; raises UsageError for an unknown action or option, or a
+    missing or extra word."""
+    words, options = _words_and_options(declared, line)
+    if not words:
+        return PlanCommand("show", options=options)
+    action, *rest = words
+    if action not in PLAN_ACTIONS:
+        raise UsageError(f"unknown %plan action {action!r}; usage: {declared.usage}")
+    wanted = PLAN_ACTIONS[action]
+    if wanted and not wanted.startswith("[") and not rest:
+        raise UsageError(f"%plan {action} needs {wanted.split()[0]}; usage: {declared.usage}")
+    if action != "gate" and len(rest) > (1 if wanted else 0):
+        raise UsageError(f"%plan {action} takes {wanted or 'no words'}, not {' '.join(rest)!r}; "
+                         f"quote a value that holds spaces")
+    return PlanCommand(action, rest, options)
+
+
+def step_line(declared: Magic, line: MagicLine) -> tuple[str, dict[str, Any]]:
+    """The NAME and options of a ``%%step`` line (options may come before or after NAME)."""
+    words, options = _words_and_options(declared, line)
+    if len(words) != 1 or not words[0].isidentifier():
+        raise UsageError(f"name the step with one name such as fetch_notes, not "
+                         f"{' '.join(words)!r}; usage: {declared.usage}")
+    return words[0], options
+
+
+def _words_and_options(declared: Magic, line: MagicLine) -> tuple[list[str], dict[str, Any]]:
+    """The words of ``line.rest`` (unquoted) and every option, wherever it stands."""
+    kinds = {option.flag: option.kind for option in declared.options}
+    options, words = dict(line.options), []
+    tokens = iter(shell_words(line.rest))
+    for token in tokens:
+        name, eq, inline = token.partition("=")
+        if name not in kinds:
+            if token.startswith("--"):
+                raise UsageError(f"unknown option {name}; usage: {declared.usage}")
+            words.append(unquote(token))
+        elif kinds[name] == "flag":
+            options[name] = True
+        else:
+            value = inline if eq else next(tokens, None)
+            if value is None:
+                raise UsageError(f"{name} needs a value; usage: {declared.usage}")
+            if kinds[name] == "multi":
+                options.setdefault(name, []).append(unquote(value))
+            else:
+                options[name] = unquote(value)
+    return words, options

@@ -21,6 +21,7 @@ from lackpy_kernel.magics import (
 from lackpy_kernel.session import LackpySession
 
 from .output import CellError, CellOutput, show_result
+from .plans import PlanMagics
 
 REPLACE = Option("--replace", "flag", "put the program in this cell instead of the next one")
 CLEAR = Option("--clear", "flag", "forget every parameter first")
@@ -28,8 +29,9 @@ PATTERN = Option("--pattern", "value", "the intents it answers, with {placeholde
                  "the intent that last produced this program", "P")
 
 
-class KernelMagics:
-    """The magics of one kernel: they act on its session and write to its cell output."""
+class KernelMagics(PlanMagics):
+    """The magics of one kernel: they act on its session and write to its cell output
+    (the plan magics, ``%%step`` and ``%plan``, come from PlanMagics)."""
 
     def __init__(self, output: CellOutput, session: LackpySession, workspace: Path) -> None:
         self.output = output

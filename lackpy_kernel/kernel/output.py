@@ -46,10 +46,17 @@ class CellOutput:
         if text and not self.silent:
             self._send("stream", {"name": name, "text": text})
 
-    def display(self, data: dict[str, Any]) -> None:
-        """Show a display bundle under the cell."""
+    def display(self, data: dict[str, Any], display_id: str | None = None) -> None:
+        """Show a display bundle under the cell; one with ``display_id`` can be updated."""
         if not self.silent:
-            self._send("display_data", {"data": data, "metadata": {}})
+            transient = {"transient": {"display_id": display_id}} if display_id else {}
+            self._send("display_data", {"data": data, "metadata": {}, **transient})
+
+    def update_display(self, data: dict[str, Any], display_id: str) -> None:
+        """Replace what the display ``display_id`` shows."""
+        if not self.silent:
+            self._send("update_display_data", {"data": data, "metadata": {},
+                                               "transient": {"display_id": display_id}})
 
     def result(self, data: dict[str, Any]) -> None:
         """Show the cell's result (``Out[n]``)."""
