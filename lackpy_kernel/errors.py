@@ -31,6 +31,8 @@
       (a route predicate raised, a from_step whose step never ran).
         * PlanResumeError: ``resume=True`` refused: the checkpoint does not fit this plan.
     * ConcurrentPlanRunError (RuntimeError): another live run holds the plan's checkpoint key.
+    * PlanStepError (RuntimeError): a plan run ended with a step's error
+      (``Envelope.raise_for_error()``).
 
 One exception stands outside the tree: ``PlanPaused`` derives from ``BaseException``
 (as ``KeyboardInterrupt`` does), so a step's ``except Exception`` cannot swallow a pause.
@@ -57,6 +59,7 @@ __all__ = [
     "PlanRegistryError",
     "PlanResumeError",
     "PlanRuntimeError",
+    "PlanStepError",
     "ProgramError",
     "ProgramInterrupted",
     "ProgramMemoryError",
@@ -250,6 +253,16 @@ class ConcurrentPlanRunError(LackpyError, RuntimeError):
     Use a key per run, ``on_concurrent="fork"``, or wait; a run whose process died can be
     taken over with ``resume=True``.
     """
+
+
+class PlanStepError(LackpyError, RuntimeError):
+    """A plan run ended with an error: ``error`` is its ErrorInfo (the step's error type,
+    message and whether it may pass on a retry), ``envelope`` the run's Envelope."""
+
+    def __init__(self, message: str, *, error: Any = None, envelope: Any = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.envelope = envelope
 
 
 class PlanPaused(BaseException):

@@ -1,4 +1,5 @@
-"""The IPython extension: ``%%lackpy`` and ``%delegate`` in an ordinary Python kernel.
+"""The IPython extension: ``%%lackpy``, ``%delegate``, ``%%step`` and ``%plan`` in an ordinary
+Python kernel.
 
 Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``);
 ``%%lackpy?`` and ``%delegate?`` show each magic's options. Options come first;
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import keyword
 import os
 import shlex
@@ -30,7 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from IPython.core.magic import Magics, magics_class, no_var_expand
+from IPython.display import display
 
+from lackpy_kernel.display import plan_bundle, progress_bundle, runs_bundle, table_bundle
+from lackpy_kernel.engines import Approval, Plan, Step
+from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
 from lackpy_kernel.errors import (
     GenerationError,
     LackpyError,
@@ -44,10 +50,18 @@ from lackpy_kernel.magics import (
     DELEGATE_SUMMARY,
     KIT,
     PARAM,
+    PLAN_OPTIONS,
+    PLAN_REST,
+    PLAN_SUMMARY,
+    STEP_OPTIONS,
+    STEP_SUMMARY,
     Magic,
     Option,
+    PlanCommand,
     declared_magics,
     magic,
+    plan_command,
+    step_line,
 )
 from lackpy_kernel.service import LackpyService
 
@@ -259,6 +273,114 @@ class LackpyMagics(Magics):
         _show_notes(delegation.result.notes)
         return delegation.result.raise_for_error().output
 
+    # -- plans: %%step declares a lackpy cell as a step, %plan runs the plan ----------------
+
+    @functools.cached_property
+    def plans(self) -> PlanDraft:
+        """The plan this shell's %%step cells declared."""
+        return PlanDraft(self.service)
+
+    @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
+    @no_var_expand
+    def step(self, line: str, cell: str) -> None:
+        declared = _declared("step")
+        name, options = step_line(declared, declared.parse(line))
+        self._declare(step_from_cell(
+            name, cell, kit=options.get("--kit"), writes=options.get("--writes"),
+            parallel=bool(options.get("--parallel")), task=options.get("--task"),
+            context=options.get("--context")))
+
+    @magic("plan", PLAN_SUMMARY, options=PLAN_OPTIONS, rest=PLAN_REST)
+    @no_var_expand
+    def plan(self, line: str) -> Any:
+        __tracebackhide__ = True
+        declared = _declared("plan")
+        command = plan_command(declared, declared.parse(line))
+        key = command.options.get("--key")
+        if command.action == "show":
+            return _display(plan_bundle(self.plans.rows(), f"plan {self.plans.name or ''}"))
+        if command.action == "gate":
+            name, *prompt = command.words
+            if not name.isidentifier():
+                raise LackpyUsageError(f"name the gate with one name such as review, not {name!r}")
+            return self._declare(Step(Approval(" ".join(prompt) or "waiting for approval"),
+                                      name=name))
+        if command.action == "run":
+            plan = self.plans.plan(key=key)
+            task = parse_param(f"task={command.word}")[1]
+            return self._run_live(plan, key, lambda on_step: plan.arun(task, on_step=on_step))
+        if command.action in ("resume", "restart"):
+            resume = command.action == "resume"
+            plan = self.plans.for_key(command.word, resume=resume)
+            run = plan.arun if resume else plan.arestart
+            return self._run_live(plan, command.word, lambda on_step: run(on_step=on_step))
+        if command.action == "run-many":
+            return self._run_many(command, key)
+        if command.action == "status":
+            return _display(runs_bundle(self.plans.status(command.word or None)))
+        if command.action == "save":
+            print(f"saved {self.plans.save(command.word)}")
+        elif command.action == "load":
+            self.plans.load(command.word)
+            _display(plan_bundle(self.plans.rows(), f"plan {command.word}"))
+        else:
+            self.plans.clear()
+        return None
+
+    def _declare(self, step: Step) -> None:
+        self.plans.declare(step)
+        number = [s.name for s in self.plans.steps].index(step.name) + 1
+        _display(plan_bundle([self.plans.rows()[number - 1]],
+                             f"step {number} of {len(self.plans.steps)}"))
+
+    def _run_live(self, plan: Plan, key: str | None, run: Any) -> Any:
+        __tracebackhide__ = True
+        log = StepLog([step.name for step in plan.steps])
+        title = {"text/plain": f"plan run{f', key {key}' if key else ''}"}
+        handle = display(title, raw=True, display_id=True)
+
+        def on_step(name: str, status: str, ms: float | None) -> None:
+            log(name, status, ms)
+            handle.update(progress_bundle(title["text/plain"], log.rows()), raw=True)
+
+        def finish() -> None:  # as the kernel does: the live display ends as it began
+            handle.update(title, raw=True)
+            _display(progress_bundle("", log.rows()))
+
+        try:
+            envelope = self._call(run(on_step))
+        except KeyboardInterrupt:
+            log.interrupted()
+            finish()
+            print(f"lackpy: interrupted; the plan is paused with a checkpoint: %plan resume "
+                  f"{key} continues" if key else "lackpy: interrupted; the plan had no --key, so "
+                  "there is no checkpoint to resume", file=sys.stderr)
+            raise
+        finish()
+        if envelope.error is not None and envelope.error.type == "PlanPaused":
+            print(f"lackpy: {envelope.error.message}"
+                  + (f"; %plan resume {key} continues" if key else ""))
+            return None
+        return envelope.raise_for_error().payload
+
+    def _run_many(self, command: PlanCommand, key: str | None) -> list[Any]:
+        inputs = self.shell.user_ns.get(command.word)
+        if not isinstance(inputs, list | tuple):
+            raise LackpyUsageError(f"%plan run-many takes the name of a list variable; "
+                                   f"{command.word} is {type(inputs).__name__}")
+        text = command.options.get("--concurrency")
+        concurrency = int(text) if text and text.isdigit() and int(text) > 0 else None
+        if text is not None and concurrency is None:
+            raise LackpyUsageError(f"--concurrency takes a whole number of at least 1, not "
+                                   f"{text!r}")
+        plan = self.plans.plan(key=key, fork=key is not None)
+        envelopes = self._call(plan.arun_many(list(inputs), concurrency=concurrency))
+        rows = [[repr(task), "done" if e.ok else e.error.type,
+                 e.payload if e.ok else e.error.message] for task, e in zip(inputs, envelopes,
+                                                                             strict=True)]
+        _display(table_bundle(["task", "status", "output / error"], rows))
+        return envelopes
+
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()
@@ -290,6 +412,10 @@ def _show_stdout(text: str) -> None:
 def _show_notes(notes: list[str]) -> None:
     for note in notes:
         print(f"lackpy: {note}", file=sys.stderr)
+
+
+def _display(bundle: dict[str, str]) -> None:
+    display(bundle, raw=True)
 
 
 

@@ -30,6 +30,7 @@ EXPECTED_BUILTIN = {
     errors.PlanCompileError: ValueError,
     errors.PlanRuntimeError: RuntimeError,
     errors.ConcurrentPlanRunError: RuntimeError,
+    errors.PlanStepError: RuntimeError,
 }
 
 

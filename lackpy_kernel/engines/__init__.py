@@ -13,6 +13,7 @@ from lackpy_kernel.errors import (
     PlanRegistryError,
     PlanResumeError,
     PlanRuntimeError,
+    PlanStepError,
 )
 
 from .envelope import Envelope, ErrorInfo, StepResult
@@ -37,6 +38,7 @@ __all__ = [
     "PlanResumeError",
     "PlanRuntimeError",
     "PlanState",
+    "PlanStepError",
     "Program",
     "Sentinel",
     "ServiceExecutor",

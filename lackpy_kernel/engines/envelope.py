@@ -7,6 +7,7 @@ from typing import Any
 
 from lackpy_kernel.errors import (
     LackpyError,
+    PlanStepError,
     ProgramInterrupted,
     ProviderError,
     SandboxError,
@@ -98,6 +99,14 @@ class Envelope:
     def ok(self) -> bool:
         """Whether the run finished without an error."""
         return self.error is None
+
+    def raise_for_error(self) -> Envelope:
+        """This envelope when the run finished; otherwise raise PlanStepError, carrying the
+        ErrorInfo as ``error`` and this envelope as ``envelope``."""
+        if self.error is None:
+            return self
+        raise PlanStepError(f"{self.error.type}: {self.error.message}", error=self.error,
+                            envelope=self)
 
     @classmethod
     def from_steps(cls, history: list[StepResult], error: ErrorInfo | None = None,

@@ -13,6 +13,7 @@ from lackpy_kernel.engines import (
     Plan,
     PlanPaused,
     PlanRuntimeError,
+    PlanStepError,
     Program,
     Step,
     Store,
@@ -100,6 +101,18 @@ def test_a_callable_that_raises_is_an_error_value():
 
     envelope = Plan(Step(broken)).run("c-1")
     assert envelope.error.type == "ValueError" and envelope.error.message == "no such customer"
+
+
+def test_raise_for_error_turns_an_error_value_into_plan_step_error():
+    def broken(task):
+        raise ValueError("no such customer")
+
+    ok = Plan(Step(shout)).run("x")
+    assert ok.raise_for_error() is ok
+    failed = Plan(Step(broken)).run("c-1")
+    with pytest.raises(PlanStepError, match="ValueError: no such customer") as caught:
+        failed.raise_for_error()
+    assert caught.value.envelope is failed and caught.value.error.type == "ValueError"
 
 
 def test_an_async_callable_is_awaited():
