@@ -323,6 +323,8 @@ class LackpyMagics(Magics):
         elif command.action == "load":
             self.plans.load(command.word)
             _display(plan_bundle(self.plans.rows(), f"plan {command.word}"))
+        elif command.action == "drop":
+            self.plans.drop(command.word)
         else:
             self.plans.clear()
         return None

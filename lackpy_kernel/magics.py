@@ -141,10 +141,10 @@ KEY = Option("--key", "value", "checkpoint the run under K in .lackpy/plans.sqli
 CONCURRENCY = Option("--concurrency", "value", "run-many: at most N runs at once", "N")
 PLAN_OPTIONS = (KEY, CONCURRENCY)
 PLAN_SUMMARY = ("show the plan the %%step cells declared; run it, fan it out, resume, restart, "
-                "save or load it; add an approval gate")
+                "save or load it; add an approval gate, drop a step")
 PLAN_ACTIONS = {
     "run": "TASK", "run-many": "VARIABLE", "resume": "K", "restart": "K", "status": "[K]",
-    "save": "NAME", "load": "NAME", "gate": "NAME [PROMPT]", "clear": "",
+    "save": "NAME", "load": "NAME", "gate": "NAME [PROMPT]", "drop": "NAME", "clear": "",
 }
 PLAN_REST = "[" + " | ".join(f"{a} {w}".strip() for a, w in PLAN_ACTIONS.items()) + "]"
 

@@ -1,6 +1,6 @@
 """Write the example notebooks, then run them so that every stored output is real.
 
-    python notebooks/make_notebooks.py              # all four
+    python notebooks/make_notebooks.py              # all five
     python notebooks/make_notebooks.py ratchet      # one
 
 Each notebook lives in its own folder, which is its workspace (the kernel's
@@ -301,11 +301,91 @@ what each tier answered:
     code("%delegate --run summarise the notes in one sentence", error=True),
 ]
 
+PLANS = [
+    md("""
+# Plans: steps, a parallel band, an approval, a resume, a fan-out
+
+A **plan** runs lackpy programs one after another, each taking what the one
+before it gave. A `%%step NAME` cell declares a step: the cell is a lackpy
+program that sees two parameters, `task` (by default what the step before
+returned) and `context`; its last expression is what it gives the next step.
+The cell is validated at once and shows the step, not a result; running the
+cell again replaces the step.
+
+This plan counts a day's notes: it reads the file, counts its lines and its
+words at the same time (two `--parallel` steps form one band, whose results
+count only if both succeed), waits for someone to approve, then reports.
+"""),
+    code("""
+%%step fetch --writes text
+read_file(task)
+"""),
+    code("""
+%%step lines --parallel
+len(task.splitlines())
+"""),
+    code("""
+%%step words --parallel
+len(task.split())
+"""),
+    md("""
+`%plan gate NAME PROMPT` adds an approval: the first time a run reaches it, the
+run stops with a checkpoint; resuming the run is the approval. The last step
+reads both counts of the band at once (`from_parallel_all(lines)` gives
+`{'lines': ..., 'words': ...}`) and the run's task (`from_start`) as its context.
+"""),
+    code("%plan gate approve do these counts look right?"),
+    code("""
+%%step report --task from_parallel_all(lines) --context from_start --writes report
+{'file': context, 'lines': task['lines'], 'words': task['words']}
+"""),
+    md("`%plan` shows the plan as a table:"),
+    code("%plan"),
+    md("""
+## Run, pause, resume
+
+`%plan run TASK --key K` runs the plan on `TASK`, checkpointing under the key
+`K` after every step in `.lackpy/plans.sqlite` (a program can read `.lackpy/`
+but never write it, so a plan cannot change its own checkpoints). A table
+follows the run step by step; when it stops, the final one stays. This run
+stops at the approval:
+"""),
+    code("%plan run notes/monday.txt --key monday"),
+    code("%plan status monday"),
+    md("""
+Resuming runs the rest, and nothing twice: the steps done before the pause
+are not run again (the stop button pauses a run the same way, with a
+checkpoint, and `%plan resume` picks it up at the step it stopped in).
+"""),
+    code("%plan resume monday"),
+    md("""
+`%plan save NAME` writes the plan to `.lackpy/plans/NAME.json`, so a shell or
+cron job runs it too: `lackpy plan run daily-counts notes/monday.txt --key K`,
+and `lackpy plan resume K` after an approval.
+"""),
+    code("%plan save daily-counts"),
+    md("""
+## Fan out
+
+For a batch, drop the approval and run the plan over a list: `%plan run-many
+VARIABLE` runs it once per item, here two at a time, and lists every result in
+the order of the inputs. With `--key`, each run checkpoints under a key of its
+own (`week:` and a run id).
+"""),
+    code("%plan drop approve"),
+    code("""
+days = sorted(find_files('notes/*.txt'))
+days
+"""),
+    code("%plan run-many days --concurrency 2 --key week"),
+]
+
 NOTEBOOKS = {
     "tour": ("lackpy", TOUR),
     "ratchet": ("lackpy", RATCHET),
     "extension": ("python3", EXTENSION),
     "replay": ("lackpy", REPLAY),
+    "plans": ("lackpy", PLANS),
 }
 
 
@@ -331,6 +411,9 @@ def clean(folder: Path) -> None:
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
     if folder.name == "ratchet":
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
+    for store in (folder / ".lackpy").glob("plans.sqlite*"):
+        store.unlink()
+    shutil.rmtree(folder / ".lackpy" / "plans", ignore_errors=True)
     try:
         (folder / ".lackpy").rmdir()  # only when empty: the kernel made it, nothing else is in it
     except OSError:

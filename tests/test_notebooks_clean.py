@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-KERNELS = {"tour": "lackpy", "ratchet": "lackpy", "replay": "lackpy", "extension": "python3"}
+KERNELS = {"tour": "lackpy", "ratchet": "lackpy", "replay": "lackpy", "extension": "python3",
+           "plans": "lackpy"}
 
 
 def load(name: str) -> nbformat.NotebookNode:

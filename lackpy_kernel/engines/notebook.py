@@ -98,6 +98,17 @@ class PlanDraft:
         self.steps = steps
         return plan
 
+    def drop(self, name: str) -> None:
+        """Remove step ``name``; UsageError when there is none, PlanCompileError (the draft
+        unchanged) when another step needs it."""
+        names = [step.name for step in self.steps]
+        if name not in names:
+            raise UsageError(f"no step {name!r} in the plan; its steps: {', '.join(names)}")
+        steps = [step for step in self.steps if step.name != name]
+        if steps:
+            self._build(steps)
+        self.steps = steps
+
     def clear(self) -> None:
         """Forget every step (and the saved plan's name)."""
         self.steps = []

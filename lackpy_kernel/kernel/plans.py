@@ -79,6 +79,10 @@ class PlanMagics:
             raise UsageError(f"name the gate with one name such as review, not {name!r}")
         self._declare(Step(Approval(" ".join(prompt) or "waiting for approval"), name=name))
 
+    async def _plan_drop(self, command: PlanCommand) -> None:
+        self.plans.drop(command.word)
+        self.output.display(plan_bundle(self.plans.rows(), "plan"))
+
     async def _plan_clear(self, command: PlanCommand) -> None:
         self.plans.clear()
         self.output.display({"text/plain": "the plan has no steps now"})

@@ -175,6 +175,18 @@ def test_save_load_restart_and_the_shell_sees_the_saved_plan(fresh):
     assert fresh.execute("%plan restart again").result() == "17"
 
 
+def test_drop_removes_a_step_unless_another_needs_it(fresh):
+    fresh.execute("%%step fetch\nread_file(task)")
+    fresh.execute("%%step size\nlen(task)")
+    fresh.execute("%%step again --task from_step(size)\ntask")
+    refused = fresh.execute("%plan drop size")
+    assert "task=from_step('size') names no step" in refused.error["evalue"]
+    fresh.execute("%plan drop again")
+    (table,) = texts(fresh.execute("%plan drop size"))
+    assert "fetch" in table and "size" not in table
+    assert "no step 'nope' in the plan" in fresh.execute("%plan drop nope").error["evalue"]
+
+
 @pytest.mark.parametrize(("line", "said"), [
     ("%plan fly", "unknown %plan action 'fly'"),
     ("%plan run", "%plan run needs TASK"),
