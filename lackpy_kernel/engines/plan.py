@@ -7,7 +7,7 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import (
@@ -174,9 +174,9 @@ class Plan:
 
     # -- one run ----------------------------------------------------------------
 
-    async def _execute(self, task: Any, service: Any, on_step: ProgressCallback | None, *,
-                       restart: bool) -> Envelope:
-        executor = ServiceExecutor(lambda: service, self.kit)
+    async def _execute(self, task: Any, service: Callable[[], Any],
+                       on_step: ProgressCallback | None, *, restart: bool) -> Envelope:
+        executor = ServiceExecutor(service, self.kit)
         run_uid = uuid.uuid4().hex
         state = PlanState(task, next_step=self._evaluator.first_step())
         key = self._key_for(run_uid)
@@ -210,22 +210,23 @@ class Plan:
             return self._own_service
 
     @contextlib.contextmanager
-    def _using_service(self, service: Any) -> Any:
-        """The run's service: the one given, the plan's, or the plan's own, whose sandbox
-        worker stops when the last run using it ends."""
+    def _using_service(self, service: Any) -> Iterator[Callable[[], Any]]:
+        """What gives the run its service: the one given, the plan's, or the plan's own,
+        made only when a step needs it, whose sandbox worker stops when the last run using
+        it ends."""
         if service is not None or self._service is not None:
-            yield service if service is not None else self._service
+            chosen = service if service is not None else self._service
+            yield lambda: chosen
             return
-        own = self._construction_service()
         with self._own_lock:
             self._own_users += 1
         try:
-            yield own
+            yield self._construction_service
         finally:
             with self._own_lock:
                 self._own_users -= 1
-                if self._own_users == 0:
-                    own.close()
+                if self._own_users == 0 and self._own_service is not None:
+                    self._own_service.close()
 
 
 class _Run:

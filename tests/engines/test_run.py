@@ -466,3 +466,17 @@ def test_plan_paused_inside_a_band_applies_none_of_the_bands_writes():
     assert envelope.error.type == "PlanPaused"
     assert "in the parallel band from 'fine', which runs again whole" in envelope.error.message
     assert store.keys() == [] and envelope.history == []
+
+
+def test_a_plan_of_callables_needs_no_workspace(tmp_path, monkeypatch):
+    (tmp_path / ".lackpy").mkdir()
+    (tmp_path / ".lackpy" / "config.toml").write_text("this is not toml")
+    monkeypatch.chdir(tmp_path)  # a broken config here would stop any service from starting
+    assert Plan(Step(shout)).run("fine").payload == "FINE"
+
+
+def test_without_a_service_a_plan_works_in_the_current_directory(workspace, monkeypatch):
+    monkeypatch.chdir(workspace)
+    plan = Plan(Step("read_file"), Step(Program("len(task)"), name="n"))
+    assert plan.run("notes.txt").payload == 17
+    assert plan.run_many(["notes.txt", "todo.txt"])[1].payload == 12
