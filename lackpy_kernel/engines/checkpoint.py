@@ -176,7 +176,11 @@ class Checkpointer:
         self.last = new
 
     def _check_fit(self, existing: dict[str, Any], task: Any, task_given: bool) -> PlanState:
-        state = PlanState.from_dict(existing)
+        try:
+            state = PlanState.from_dict(existing)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanResumeError(f"cannot resume {self.key!r}: its checkpoint cannot be read "
+                                  f"({type(exc).__name__}: {exc}); restart the run") from None
         if state.next_step is not None and state.next_step not in self.step_hashes:
             raise PlanResumeError(
                 f"cannot resume {self.key!r}: its next step {state.next_step!r} is not in this "

@@ -43,6 +43,8 @@ def step_to_dict(step: Step) -> dict[str, Any]:
 def step_from_dict(data: Mapping[str, Any], registry: Mapping[str, Any]) -> Step:
     """The Step ``step_to_dict`` wrote; PlanRegistryError naming a callable or type the
     registry lacks, PlanCompileError for data that is not a step."""
+    if not isinstance(data, Mapping):
+        raise PlanCompileError(f"not a saved plan step: {data!r}")
     try:
         context = data.get("context")
         return Step(

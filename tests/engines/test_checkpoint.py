@@ -380,8 +380,19 @@ def test_an_approval_in_a_band_lets_the_band_run_when_resumed():
                     store=store, checkpoint_key="k", **options)
 
     assert plan().run("x").error.type == "PlanPaused"
+    saved = store.read("k")
+    assert (saved["next_step"], saved["paused_step"], saved["kv"]) == ("shout_step", "gate", {})
     assert [r.output for r in plan(resume=True).run().history] == ["X", "x"]
 
 
 def shout_step(task):
     return task.upper()
+
+
+def test_a_checkpoint_that_cannot_be_read_refuses_resume_and_restart_still_works():
+    store = Store()
+    three_steps(Calls(), store).run("report")
+    store.write("run", {**store.read("run"), "history": [{"no": "name"}]})
+    with pytest.raises(PlanResumeError, match="its checkpoint cannot be read .*restart the run"):
+        three_steps(approved(), store, resume=True).run()
+    assert three_steps(approved(), store).restart().ok

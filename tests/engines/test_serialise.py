@@ -119,6 +119,8 @@ def test_from_dict_checks_the_plan_again(service):
     {"steps": []}, {"format": 1, "steps": "x"}, [],
     {"format": 1, "steps": [{"target": {"kind": "module", "path": "os:system"}}]},
     {"format": 1, "steps": [{"name": "x"}]},
+    {"format": 1, "steps": ["x"]},
+    {"format": 1, "steps": [{"target": "read_file"}]},
 ])
 def test_data_that_is_not_a_plan_is_refused_and_nothing_is_imported(data):
     with pytest.raises(PlanCompileError):
