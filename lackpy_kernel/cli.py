@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import importlib
 import json
-import pprint
 import sys
 from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import load_config
+from lackpy_kernel.display import output_text
 from lackpy_kernel.engines.library import PlanLibrary
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
@@ -233,7 +233,7 @@ def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -
     if not success:
         print(f"lackpy: {error}", file=sys.stderr)
     elif output is not None:
-        text = output if isinstance(output, str) else pprint.pformat(output)
+        text = output_text(output)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

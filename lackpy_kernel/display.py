@@ -14,7 +14,7 @@ from typing import Any
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.lang import Issue
 from lackpy_kernel.run import ExecutionResult, Trace
-from lackpy_kernel.run.plain import jsonable
+from lackpy_kernel.run.plain import display_problem, jsonable
 from lackpy_kernel.run.runner import VALIDATION_ERROR
 
 TABLE_ROWS = 200
@@ -24,10 +24,12 @@ __all__ = [
     "ErrorReport",
     "generation_summary",
     "output_bundle",
+    "output_text",
     "plan_bundle",
     "progress_bundle",
     "runs_bundle",
     "program_error",
+    "too_large_to_show",
     "table_bundle",
     "trace_bundle",
     "validation_error",
@@ -72,9 +74,12 @@ def validation_error(issues: list[Issue], program: str) -> ErrorReport:
 
 
 def output_bundle(output: Any) -> dict[str, Any]:
-    """text/plain, plus application/json for lists and dicts and an HTML table for rows."""
-    text = output if isinstance(output, str) else pprint.pformat(output, width=100)
-    bundle: dict[str, Any] = {"text/plain": text}
+    """text/plain, plus application/json for lists and dicts and an HTML table for rows; for
+    an output too large to render, a short text saying so (never the expanded value)."""
+    problem = display_problem(output)
+    if problem is not None:
+        return {"text/plain": too_large_to_show(problem)}
+    bundle: dict[str, Any] = {"text/plain": _plain_text(output)}
     if isinstance(output, list | dict):
         bundle["application/json"] = jsonable(output)
     if _is_rows(output):
@@ -83,6 +88,23 @@ def output_bundle(output: Any) -> dict[str, Any]:
         bundle["text/html"] = table_bundle([str(c) for c in columns], rows,
                                            more=len(output) - TABLE_ROWS)["text/html"]
     return bundle
+
+
+def output_text(output: Any) -> str:
+    """An output as text: a string as it is, anything else pretty-printed, and an output too
+    large to render as a short text saying so."""
+    problem = display_problem(output)
+    return too_large_to_show(problem) if problem is not None else _plain_text(output)
+
+
+def _plain_text(output: Any) -> str:
+    return output if isinstance(output, str) else pprint.pformat(output, width=100)
+
+
+def too_large_to_show(problem: str) -> str:
+    """The text shown in place of an output that cannot be rendered, and what to do."""
+    return (f"[the output is {problem}; assign it to a variable and look at a part of it: "
+            "a slice, len(...), or its first items]")
 
 
 def _is_rows(output: Any) -> bool:

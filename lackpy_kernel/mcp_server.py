@@ -73,6 +73,8 @@ Params = Annotated[
 ]
 Program = Annotated[str, Field(description="The lackpy program source.")]
 Intent = Annotated[str, Field(description="What the program should do, in plain words.")]
+IncludeVariables = Annotated[bool, Field(description=(
+    "Also return the variables the program assigned (each bounded like the output)."))]
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
@@ -146,17 +148,21 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         return jsonable(dataclasses.asdict(result))
 
     @tool(_RUNS_PROGRAMS)
-    async def run_program(program: Program, kit: Kit = None, params: Params = None
-                          ) -> dict[str, Any]:
+    async def run_program(program: Program, kit: Kit = None, params: Params = None,
+                          include_variables: IncludeVariables = False) -> dict[str, Any]:
         """Validate, then run a lackpy program with the kit's tools (in the sandbox when enabled).
 
         Returns {success, output, error, error_type, error_line, stdout, trace, variables,
         issues, notes}: `output` is the last expression's value, `trace` has one entry per
         tool call plus the files read and modified. A program that fails validation or
         raises at run time is a normal result with success false and the error text.
-        Values that are not JSON (sets, objects) come back as their repr.
+        Values that are not JSON (sets, objects) come back as their repr; values too large
+        to send come back as a short text saying so. `variables` is empty unless
+        include_variables is true.
         """
         result = await _acall(service.run_program, program, kit, params)
+        if not include_variables:
+            result.variables = {}
         return jsonable(result.to_dict())
 
     @tool(_DELEGATES)

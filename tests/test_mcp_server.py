@@ -146,11 +146,14 @@ async def test_validate_with_a_tool_list_kit(session):
 
 async def test_run_program_output_and_trace(session):
     program = "text = read_file('notes.txt')\nprint('got it')\ntext.upper()"
-    result = await call(session, "run_program", program=program, kit="read_file")
+    result = await call(session, "run_program", program=program, kit="read_file",
+                        include_variables=True)
     assert result["success"] is True, result["error"]
     assert result["output"] == "REMEMBER THE MILK\n"
     assert result["stdout"] == "got it\n"
     assert result["variables"]["text"] == "remember the milk\n"
+    unasked = await call(session, "run_program", program=program, kit="read_file")
+    assert unasked["output"] == result["output"] and unasked["variables"] == {}
     entries = result["trace"]["entries"]
     assert [(e["tool"], e["args"], e["success"]) for e in entries] == [
         ("read_file", {"path": "notes.txt"}, True)]

@@ -41,14 +41,22 @@ def find_non_plain(value: Any) -> type | None:
 
 
 MAX_DISPLAY_DEPTH = 100
-MAX_DISPLAY_NODES = 100_000
+MAX_DISPLAY_NODES = 100_000  # containers, each shared one counted every time it would be shown
+MAX_DISPLAY_ITEMS = 1_000_000  # values of any kind, counted the same way
+MAX_DISPLAY_BYTES = 10_000_000  # characters of text the value would render to
 MAX_INT_BITS = 14_000  # about the 4,300 digits Python will turn into text
+_DIGITS_PER_BIT = 0.30103
 
 
 def display_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be shown in full (self-referencing, too deep, too many parts
-    once shared parts are counted each time, an int too long), or None when it can."""
-    visits = 0
+    """Why ``value`` cannot be shown in full, or None when it can.
+
+    It cannot when it references itself, is nested too deeply, holds an int too long to
+    turn into text, or would render to too much: parts and characters are counted each time
+    they would be shown, so shared references (``[s] * 60000``) count as often as they
+    appear. The walk stops at the first limit, so it costs at most ``MAX_DISPLAY_ITEMS`` steps.
+    """
+    items = containers = size = 0
     on_path: set[int] = set()
     stack: list[tuple[Any, int, bool]] = [(value, 0, False)]
     while stack:
@@ -56,14 +64,18 @@ def display_problem(value: Any) -> str | None:
         if leaving:
             on_path.discard(id(item))
             continue
+        items += 1
         kind = type(item)
         if kind is int and item.bit_length() > MAX_INT_BITS:
             return "an int too long to show"
+        size += _text_size(item, kind)
+        if size > MAX_DISPLAY_BYTES or items > MAX_DISPLAY_ITEMS:
+            return too_large(items, size)
         if kind not in CONTAINERS:
             continue
-        visits += 1
-        if visits > MAX_DISPLAY_NODES:
-            return "too large to show in full"
+        containers += 1
+        if containers > MAX_DISPLAY_NODES:
+            return too_large(items, size)
         if depth > MAX_DISPLAY_DEPTH:
             return "nested too deeply to show"
         if id(item) in on_path:
@@ -75,23 +87,52 @@ def display_problem(value: Any) -> str | None:
     return None
 
 
+def too_large(items: int, size: int) -> str:
+    """How a value over the display limits is described: the limit it passed."""
+    if size > MAX_DISPLAY_BYTES:
+        return f"too large to show in full (over {MAX_DISPLAY_BYTES:,} characters of text)"
+    return f"too large to show in full (over {min(items, MAX_DISPLAY_ITEMS):,} parts)"
+
+
+def _text_size(item: Any, kind: type) -> int:
+    """About how many characters ``item`` adds when shown (a container: its brackets and commas)."""
+    if kind is str:
+        return len(item) + 2 if item.isprintable() else 4 * len(item) + 2
+    if kind is int:
+        return int(item.bit_length() * _DIGITS_PER_BIT) + 2
+    if kind in CONTAINERS:
+        return 2 + 2 * len(item)
+    return 24  # float, complex, bool, None: short
+
+
 def jsonable(value: Any) -> Any:
     """``value`` as JSON data: containers become lists and dicts with string keys; parts that
-    cannot be shown (see ``display_problem``) and other objects become short text."""
-    budget = [MAX_DISPLAY_NODES]
+    cannot be shown (see ``display_problem``) and other objects become short text.
+
+    What it returns is bounded like ``display_problem``: once the parts converted so far
+    reach its limits (characters, parts, containers), the rest become short summaries, so
+    shared references cannot make the JSON explode.
+    """
+    budget = {"items": MAX_DISPLAY_ITEMS, "nodes": MAX_DISPLAY_NODES, "bytes": MAX_DISPLAY_BYTES}
     on_path: set[int] = set()
+
+    def spent() -> bool:
+        return budget["items"] < 0 or budget["bytes"] < 0 or budget["nodes"] < 0
 
     def convert(item: Any, depth: int) -> Any:
         kind = type(item)
-        if item is None or kind in (str, bool):
+        budget["items"] -= 1
+        if item is None or kind is bool:
             return item
-        if kind is int:
-            return item if item.bit_length() <= MAX_INT_BITS else summarize(item)
         if kind is float:
             return item if math.isfinite(item) else repr(item)
-        budget[0] -= 1
-        if kind not in CONTAINERS or budget[0] < 0 or depth >= MAX_DISPLAY_DEPTH \
-                or id(item) in on_path:
+        if spent() or (kind is int and item.bit_length() > MAX_INT_BITS):
+            return summarize(item) if kind in (str, int) else str(summarize(item))
+        budget["bytes"] -= _text_size(item, kind)
+        if kind in (str, int):
+            return item if not spent() else summarize(item)
+        budget["nodes"] -= 1
+        if kind not in CONTAINERS or spent() or depth >= MAX_DISPLAY_DEPTH or id(item) in on_path:
             return str(summarize(item))
         on_path.add(id(item))
         try:

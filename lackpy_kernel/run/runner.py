@@ -61,6 +61,12 @@ class ExecutionResult:
         data["issues"] = [asdict(issue) for issue in self.issues]
         return data
 
+    def __repr__(self) -> str:
+        # Bounded: the output and variables may be huge or shared many times over.
+        shown = f"output={summarize(self.output)!r}" if self.success else f"error={self.error!r}"
+        return (f"ExecutionResult(success={self.success}, {shown}, error_type={self.error_type!r}, "
+                f"variables={sorted(self.variables)[:20]!r}, tool_calls={len(self.trace.entries)})")
+
     def raise_for_error(self) -> ExecutionResult:
         """This result when it succeeded; otherwise raise the ProgramError that says why.
 
