@@ -2,7 +2,7 @@
 
 from .grade import Grade, compute_grade
 from .grammar import ALLOWED_BUILTINS, ALLOWED_NODES, FORBIDDEN_NAMES, FORBIDDEN_NODES
-from .rules import max_calls, max_depth, no_loops, no_nested_calls
+from .rules import max_calls, max_depth, no_loops, no_nested_calls, no_rebinding
 from .validator import Issue, Rule, ValidationResult, issue_at, validate
 
 __all__ = [
@@ -20,5 +20,6 @@ __all__ = [
     "max_depth",
     "no_loops",
     "no_nested_calls",
+    "no_rebinding",
     "validate",
 ]

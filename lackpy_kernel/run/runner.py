@@ -11,7 +11,8 @@ from typing import Any
 
 from lackpy_kernel import errors
 from lackpy_kernel.kit import effects
-from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, ValidationResult, issue_at, validate
+from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, ValidationResult, validate
+from lackpy_kernel.lang import no_rebinding as no_rebinding  # re-exported: lackpy_kernel.run
 from lackpy_kernel.lang.validator import source_lines
 
 from .plain import display_problem, find_non_plain
@@ -103,23 +104,6 @@ def validation_failure(issues: list[Issue]) -> ExecutionResult:
     )
 
 
-def no_rebinding(names: Iterable[str]) -> Rule:
-    """A rule refusing assignments to ``names`` (the kit's tools)."""
-    protected = frozenset(names)
-
-    def check(tree: ast.Module) -> list[str]:
-        return [
-            issue_at(node, f"cannot assign to the tool '{node.id}'; choose another name")
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Name)
-            and isinstance(node.ctx, ast.Store)
-            and node.id in protected
-        ]
-
-    check.__name__ = "no_rebinding"
-    return check
-
-
 class RestrictedRunner:
     """Validate, compile and run lackpy programs with empty ``__builtins__``."""
 
@@ -141,8 +125,8 @@ class RestrictedRunner:
         """
         params = dict(params or {})
         variables = dict(variables or {})
-        rules = [no_rebinding(namespace), *(extra_rules or [])]
-        check = validate(program, {*namespace, *params, *variables}, rules)
+        check = validate(program, {*namespace, *params, *variables}, extra_rules,
+                         protected_names=namespace)
         return self.run_validated(program, check, namespace, params, variables,
                                   on_file_modified=on_file_modified)
 
