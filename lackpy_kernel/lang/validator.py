@@ -10,7 +10,6 @@ so validation takes time linear in the program's size whatever the program.
 from __future__ import annotations
 
 import ast
-import bisect
 import difflib
 import gc
 import heapq
@@ -34,7 +33,6 @@ from .grammar import (
 
 _ISSUE_TEXT = re.compile(r"^line (\d+), col (\d+): (.*)$", re.DOTALL)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 MAX_ISSUES = 100
 # "Did you mean" costs a fuzzy match per candidate: only the first few unknown
 # functions get one, only for short names, against a bounded set of names.
@@ -230,8 +228,11 @@ def _parse(program: object) -> tuple[ast.Module | None, Issue | None]:
         return ast.parse(program, "<lackpy>"), None
     except SyntaxError as exc:
         return None, Issue(exc.lineno or 0, exc.offset or 0, f"syntax error: {exc.msg}")
-    except (RecursionError, MemoryError):
+    except RecursionError:
         return None, Issue(0, 0, "program is nested too deeply to parse; flatten it")
+    except MemoryError:  # the parser's own stack, or this process's memory, ran out
+        return None, Issue(0, 0, "program is nested too deeply or too large to parse; "
+                                 "flatten it or split it into smaller programs")
     except ValueError as exc:
         return None, Issue(0, 0, f"program cannot be parsed: {exc}")
 
@@ -248,59 +249,59 @@ def _apply_rules(rules: list[Rule], program: str, positions: _Positions,
         _check_time(deadline)
         name = getattr(rule, "__name__", repr(rule))
         try:
-            found = [_rule_issue(item, positions) for item in rule(view)]
+            found = [_as_issue(item) for item in rule(view)]
         except Exception as exc:  # a broken rule is a validation error, not a crash
             issues.append(Issue(0, 0, f"rule {name} failed: {type(exc).__name__}: {exc}"))
         else:
             issues.extend(found)
-    return issues
+    # A rule's columns are ast's, in UTF-8 bytes (issue_at's): report them in characters.
+    columns = positions.columns([(issue.line, issue.col - 1) for issue in issues])
+    return [Issue(issue.line, column if issue.col > 0 else 0, issue.message)
+            for issue, column in zip(issues, columns, strict=True)]
 
 
-def _rule_issue(item: Issue | str, positions: _Positions) -> Issue:
-    if isinstance(item, str):
-        item = Issue.from_text(item)
-    elif not isinstance(item, Issue):
-        raise TypeError(f"a rule returns Issue objects or strings, not {type(item).__name__}")
-    if item.line <= 0 or item.col <= 0:
+def _as_issue(item: Issue | str) -> Issue:
+    if isinstance(item, Issue):
         return item
-    return Issue(item.line, positions.column(item.line, item.col - 1), item.message)
+    if isinstance(item, str):
+        return Issue.from_text(item)
+    raise TypeError(f"a rule returns Issue objects or strings, not {type(item).__name__}")
 
 
 class _Positions:
-    """Turns ``ast``'s (line, UTF-8 byte offset) into 1-based character columns, as editors count.
-
-    The lines are split on first use, and each line's byte-to-character map is
-    built once, so any number of issues on one long line cost linear time.
-    """
+    """Turns ``ast``'s (line, UTF-8 byte offset) positions into 1-based character columns,
+    as editors count them: each line with an issue is encoded once and decoded piecewise
+    between its issues, so any number of issues on one long line cost linear time."""
 
     def __init__(self, program: str) -> None:
         self.program = program
-        self.lines: list[str] | None = None
-        self.maps: dict[int, tuple[list[int], list[int]] | None] = {}
+        self.lines: list[str] | None = None  # split on first use
 
-    def column(self, line: int, byte_offset: int) -> int:
-        if line not in self.maps:
-            self.maps[line] = self._multibyte(line)
-        found = self.maps[line]
-        if found is None:
-            return byte_offset + 1
-        starts, extra = found
-        before = bisect.bisect_left(starts, byte_offset)  # multibyte characters before the offset
-        return byte_offset - (extra[before - 1] if before else 0) + 1
+    def columns(self, positions: list[tuple[int, int]]) -> list[int]:
+        """The character column of each (line, byte offset); 0 where the line is 0."""
+        wanted: dict[int, set[int]] = {}
+        for line, offset in positions:
+            if line > 0:
+                wanted.setdefault(line, set()).add(max(offset, 0))
+        found: dict[tuple[int, int], int] = {}
+        for line, offsets in wanted.items():
+            found.update(((line, offset), column) for offset, column in self._line_columns(line, offsets))
+        return [found[line, max(offset, 0)] if line > 0 else 0 for line, offset in positions]
 
-    def _multibyte(self, line: int) -> tuple[list[int], list[int]] | None:
-        """Byte offsets of the line's non-ASCII characters and the extra bytes up to each."""
+    def _line_columns(self, line: int, offsets: set[int]) -> Iterable[tuple[int, int]]:
         if self.lines is None:
             self.lines = source_lines(self.program)
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        text = self.lines[line - 1] if line <= len(self.lines) else ""
         if text.isascii():
-            return None
-        starts, extra, total = [], [], 0
-        for match in _NON_ASCII.finditer(text):
-            starts.append(match.start() + total)
-            total += len(match[0].encode("utf-8", "surrogatepass")) - 1
-            extra.append(total)
-        return starts, extra
+            return ((offset, offset + 1) for offset in offsets)
+        encoded = text.encode("utf-8", "surrogatepass")
+        columns, column, previous = [], 1, 0
+        for offset in sorted(offsets):
+            piece = encoded[previous:offset]
+            column += len(piece.decode("utf-8", "replace")) + max(0, offset - max(previous, len(encoded)))
+            previous = offset
+            columns.append((offset, column))
+        return columns
 
 
 def _rebinding_message(name: str) -> str:
@@ -364,9 +365,9 @@ class _Checker:
         return None
 
     def issues(self) -> list[Issue]:
-        column = self.positions.column
-        return [Issue(line, column(line, offset) if line else 0, message)
-                for line, offset, message in self.found]
+        columns = self.positions.columns([(line, offset) for line, offset, _ in self.found])
+        return [Issue(line, column, message)
+                for (line, _, message), column in zip(self.found, columns, strict=True)]
 
     def _visit(self, nodes: list, out: list, muted_out: list) -> None:
         """Check ``nodes`` (one level of the tree) and add their children to ``out``."""
@@ -398,7 +399,7 @@ class _Checker:
     def _too_deep(self, level: list) -> Issue:
         starts = [(node.lineno, node.col_offset) for node in level if hasattr(node, "lineno")]
         line, offset = min(starts, default=(0, 0))
-        return Issue(line, self.positions.column(line, offset) if line else 0,
+        return Issue(line, self.positions.columns([(line, offset)])[0],
                      f"expression nested more than {MAX_NESTING} levels deep; "
                      "split it into steps with variables")
 
