@@ -634,7 +634,9 @@ _CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {
     ast.arg: ("annotation",),
     ast.keyword: ("value",),
 }
-_CHILD_FIELDS.update({kind: () for kind in ALLOWED_NODES - _CHILD_FIELDS.keys()})
+# Contexts and operators have no fields. A new allowed node type with fields and no
+# entry above fails here, at import, rather than going unchecked.
+_CHILD_FIELDS.update({kind: () for kind in ALLOWED_NODES - _CHILD_FIELDS.keys() if not kind._fields})
 
 # Each allowed node type's check (or None) and child fields, in one lookup.
 _NODE_TABLE: dict[type[ast.AST], tuple[Callable[[_Checker, ast.AST], None] | None, tuple[str, ...]]] = {

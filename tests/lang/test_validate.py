@@ -310,3 +310,28 @@ def test_rules_see_a_copy_of_the_tree():
 def test_columns_after_unusual_line_breaks():
     (issue,) = validate("s = '\u2028'; import os").issues
     assert (issue.line, issue.col) == (1, 10)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "open", "x = open", "open = 1", "open += 1", "x += open", "open: int = 1", "x: open = 1",
+        "x: int = open", "for open in x:\n    y = 1", "for a in open:\n    y = 1",
+        "for a in x:\n    open", "for a in x:\n    y = 1\nelse:\n    open", "if open:\n    y = 1",
+        "if x:\n    open", "if x:\n    y = 1\nelse:\n    open", "with open as f:\n    y = 1",
+        "with x as open:\n    y = 1", "with x as f:\n    open", "open()", "len(open)", "len(k=open)",
+        "open.x", "open[0]", "x[open]", "[open]", "(open,)", "{open}", "{open: 1}", "{1: open}",
+        "{**open}", "[open for a in x]", "[1 for open in x]", "[1 for a in open]",
+        "[1 for a in x if open]", "{open for a in x}", "{open: 1 for a in x}", "{1: open for a in x}",
+        "{1: 2 for a in open}", "open < 1", "1 < open", "x and open", "-open", "open + 1", "1 + open",
+        "1 if open else 2", "open if x else 2", "1 if x else open", "f'{open}'", "f'{x:{open}}'",
+        "[*open]", "x[open:]", "x[:open]", "x[::open]", "sorted(x, key=lambda a: open)",
+        "sorted(x, key=lambda open: 1)", "sorted(x, key=lambda a=open: a)",
+        "sorted(x, key=lambda *, a=open: a)", "sorted(x, key=lambda *open: 1)",
+        "sorted(x, key=lambda **open: 1)", "sorted(x, key=lambda open, /: 1)",
+        "while open:\n    y = 1", "def f(a=open):\n    return 1", "try:\n    open\nexcept E:\n    y = 1",
+        "x = (y := open)", "x = list(open for a in x)",
+    ],
+)
+def test_a_forbidden_name_is_found_in_every_part_of_every_node(program):
+    assert any("'open' is forbidden" in error for error in errors_of(program, names={"x", "E"})), program
