@@ -3,24 +3,32 @@
     python benchmarks/bench_core.py [--quick]
 
 1. validate() throughput on a corpus of programs, against the published
-   lackpy-lang validator (``pip install lackpy-lang``).
-2. A traced tool call (tracing + plain-data checks) against a direct call.
-3. The per-program cost of the in-process runner and of the sandbox worker,
+   lackpy-lang validator (``pip install lackpy-lang``), with and without the
+   kit's tools as protected names.
+2. validate() on hostile programs of about 1 MB (the size limit), against
+   ``ast.parse`` of the same text: the worst is what a caller can be made to
+   spend validating one program.
+3. A traced tool call (tracing + plain-data checks) against a direct call.
+4. The per-program cost of the in-process runner and of the sandbox worker,
    against a bare ``exec`` of the same compiled program.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import gc
+import math
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 from lackpy_kernel.lang import validate
+from lackpy_kernel.lang.grammar import MAX_PROGRAM_CHARS
 from lackpy_kernel.run import RestrictedRunner, Sandbox, Trace, sandbox_supported
 from lackpy_kernel.run.runner import plain_tool
 
@@ -54,7 +62,25 @@ def best_of(fn: Callable[[], None], repeat: int) -> float:
     return statistics.median(times)
 
 
-def bench_validate(repeat: int) -> None:
+def fastest(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Fewest seconds of each of ``fns``, run in turn ``rounds`` times (a busy machine
+    slows some runs; the fastest is the code's own cost)."""
+    return fastest_and_last(fns, rounds)[0]
+
+
+def fastest_and_last(fns: dict[str, Callable[[], object]], rounds: int
+                     ) -> tuple[dict[str, float], dict[str, object]]:
+    """``fastest``, and what each function returned the last time."""
+    best, last = dict.fromkeys(fns, math.inf), {}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            started = time.perf_counter()
+            last[name] = fn()
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best, last
+
+
+def bench_validate(rounds: int) -> None:
     try:
         from lackpy.lang import validate as peer_validate
     except ImportError:
@@ -62,18 +88,108 @@ def bench_validate(repeat: int) -> None:
         return
     names = {"read_file", "find_files", "find_definitions", "find_callers"}
 
-    def ours() -> None:
-        for program in CORPUS:
-            validate(program, names)
+    def corpus(check: Callable[[str], object]) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(10):
+                for program in CORPUS:
+                    check(program)
+        return run
 
-    def peer() -> None:
-        for program in CORPUS:
-            peer_validate(program, names)
+    best = fastest({
+        "plain": corpus(lambda program: validate(program, names)),
+        "protected": corpus(lambda program: validate(program, names, protected_names=names)),
+        "peer": corpus(lambda program: peer_validate(program, names)),
+    }, rounds)
+    n = 10 * len(CORPUS)
+    per = {name: seconds / n * 1e6 for name, seconds in best.items()}
+    print(f"validate ({len(CORPUS)} programs)   ours {per['plain']:6.1f} us   with protected names "
+          f"{per['protected']:6.1f} us   lackpy-lang {per['peer']:6.1f} us")
+    print(f"  protected names / none       {best['protected'] / best['plain']:5.2f}x time   "
+          "(at most 1.1x)")
+    print(f"  ours (protected) / lackpy-lang {best['protected'] / best['peer']:5.2f}x time   "
+          f"= {best['peer'] / best['protected']:.1f}x faster (at least 3x)")
 
-    mine, theirs = best_of(ours, repeat), best_of(peer, repeat)
-    n = len(CORPUS)
-    print(f"validate ({n} programs)   ours {n / mine:9.0f} prog/s   lackpy-lang {n / theirs:9.0f} "
-          f"prog/s   ours/peer time {mine / theirs:5.2f}x")
+
+def _lines(line_of: Callable[[int], str], size: int) -> str:
+    lines, total = [], 0
+    for index in range(size):
+        line = line_of(index)
+        if total + len(line) + 1 > size:
+            break
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)
+
+
+def _items(prefix: str, item_of: Callable[[int], str], suffix: str, size: int) -> str:
+    items, total = [], len(prefix) + len(suffix)
+    for index in range(size):
+        item = item_of(index)
+        if total + len(item) + 2 > size:
+            break
+        items.append(item)
+        total += len(item) + 2
+    return prefix + ", ".join(items) + suffix
+
+
+def hostile_programs(size: int = MAX_PROGRAM_CHARS - 1000) -> list[tuple[str, str, set[str]]]:
+    """(what, program, allowed names): programs of about ``size`` characters, each aimed at
+    a cost the validator once had (issue 9) or could have."""
+    letters = "".join(chr(0x4E00 + i) for i in range(6000))  # 6,000 distinct identifier letters
+    whiles = "".join(" " * depth + "while x:\n" for depth in range(98))
+    return [
+        ("100k names unpacked", _items("", lambda i: f"v{i}", " = x", size), {"x"}),
+        ("assignments", _lines(lambda i: f"v{i} = {i}", size), set()),
+        ("errors on one long line", _items("é = 1; x = [", lambda i: f"q.__a{i}", "]", size), {"q"}),
+        ("long line, late errors",
+         "x = ['" + "é" * (size // 2) + "', " + _items("", lambda i: f"x.__a{i}", "]", size // 2),
+         {"x"}),
+        ("6,000-letter names", _lines(lambda i: letters[i + 1:] + letters[:i + 1] + "()", size),
+         {letters}),
+        ("unknown functions", _lines(lambda i: f"read_fil{i}('a')", size), {"read_file"}),
+        ("unknown names", _items("y = [", lambda i: f"w{i}", "]", size), set()),
+        ("nesting at the limit", _lines(lambda i: "x = " + "[" * 190 + "]" * 190, size), set()),
+        ("nesting over the limit", _lines(lambda i: "x = " + "-" * 300 + "1", size), set()),
+        ("dunder strings", _items("x = [", lambda i: "'__'", "]", size), set()),
+        ("wide dict", _items("d = {", lambda i: f"{i}: {i}", "}", size), set()),
+        ("forbidden in forbidden",
+         whiles + _lines(lambda i: " " * 98 + "pass", size - len(whiles)), {"x"}),
+        ("binary chains", _lines(lambda i: "x = " + " + ".join(["x"] * 180), size), {"x"}),
+        ("key lambdas", _lines(lambda i: "sorted(x, key=lambda r: r)", size), {"x"}),
+        ("tool rebinding", _lines(lambda i: f"read_file = {i}", size), {"read_file"}),
+    ]
+
+
+def bench_hostile(rounds: int, only: Iterable[str] | None = None) -> None:
+    """Each hostile program's validation, as the runner does it (the kit's tools protected),
+    beside ``ast.parse`` alone with the garbage collector paused, as validate parses."""
+    wanted = set(only or ())
+    worst = ("", 0.0)
+    print(f"hostile programs (about {MAX_PROGRAM_CHARS:,} characters; best of {rounds})")
+    for label, program, names in hostile_programs():
+        if wanted and label not in wanted:
+            continue
+        best, last = fastest_and_last({
+            "parse": lambda program=program: _parse_paused(program),
+            "validate": lambda program=program, names=names: validate(
+                program, names, protected_names=names & {"read_file"}),
+        }, rounds)
+        verdict = last["validate"]
+        outcome = "valid" if verdict.valid else f"{len(verdict.issues)} issues"
+        print(f"  {label:26} {len(program):9,} chars   validate {best['validate']:6.2f} s   "
+              f"ast.parse alone {best['parse']:6.2f} s   {outcome}")
+        worst = max(worst, (label, best["validate"]), key=lambda pair: pair[1])
+    print(f"  worst: {worst[0]}, {worst[1]:.2f} s")
+
+
+def _parse_paused(program: str) -> None:
+    gc.disable()
+    try:
+        ast.parse(program)
+    except (SyntaxError, RecursionError, MemoryError):
+        pass
+    finally:
+        gc.enable()
 
 
 def bench_traced_call(label: str, tool: Callable[[str], object], calls: int, repeat: int) -> None:
@@ -126,10 +242,16 @@ def bench_programs(workspace: Path, runs: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--hostile", nargs="*", metavar="WHAT",
+                        help="only the hostile programs (those named, or all)")
     args = parser.parse_args()
     scale = 1 if args.quick else 5
     print(f"python {sys.version.split()[0]} on {sys.platform}")
-    bench_validate(repeat=5 * scale)
+    if args.hostile is not None:
+        bench_hostile(rounds=scale, only=args.hostile)
+        return
+    bench_validate(rounds=10 * scale)
+    bench_hostile(rounds=1 if args.quick else 3)
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
         (workspace / "a.txt").write_text("alpha beta gamma\n" * 20)

@@ -455,7 +455,7 @@ class _Checker:
             self._report(node, f"names starting with '__' are reserved: rename {_quoted(name)}")
 
     def _operator_issue(self, node: ast.AST, operator: ast.AST) -> None:
-        if operator.__class__ not in ALLOWED_NODES and not self.muted:
+        if not self.muted:
             self._report(node, _forbidden_node_message(operator))
 
     def _collect_variables(self, target: ast.AST) -> None:
@@ -554,7 +554,8 @@ class _Checker:
 
     def _check_AugAssign(self, node: ast.AugAssign) -> None:
         self._collect_variables(node.target)
-        self._operator_issue(node, node.op)
+        if node.op.__class__ not in ALLOWED_NODES:
+            self._operator_issue(node, node.op)
 
     def _check_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._collect_variables(node.target)
@@ -575,18 +576,24 @@ class _Checker:
         elif isinstance(value, bytes):
             self._report(node, "bytes literals are not part of lackpy; use a str")
 
+    # Operators are checked by the node that holds them (the common case is one set lookup).
+
     def _check_BinOp(self, node: ast.BinOp) -> None:
-        self._operator_issue(node, node.op)
+        if node.op.__class__ not in ALLOWED_NODES:
+            self._operator_issue(node, node.op)
 
     def _check_UnaryOp(self, node: ast.UnaryOp) -> None:
-        self._operator_issue(node, node.op)
+        if node.op.__class__ not in ALLOWED_NODES:
+            self._operator_issue(node, node.op)
 
     def _check_BoolOp(self, node: ast.BoolOp) -> None:
-        self._operator_issue(node, node.op)
+        if node.op.__class__ not in ALLOWED_NODES:
+            self._operator_issue(node, node.op)
 
     def _check_Compare(self, node: ast.Compare) -> None:
         for operator in node.ops:
-            self._operator_issue(node, operator)
+            if operator.__class__ not in ALLOWED_NODES:
+                self._operator_issue(node, operator)
 
 
 _CHECKS: dict[type[ast.AST], Callable[[_Checker, ast.AST], None]] = {

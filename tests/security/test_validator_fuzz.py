@@ -140,7 +140,7 @@ def errors_on_one_long_line(n):
 
 
 def long_unknown_names(n):
-    """Calls of 6,000-letter names, each one letter off a tool's name."""
+    """Calls of 6,000-letter names, each a rotation of a tool's name (close, for difflib)."""
     return "\n".join(f"{LONG_NAME[i + 1:] + LONG_NAME[:i + 1]}()" for i in range(n))
 
 
