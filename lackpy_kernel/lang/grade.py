@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_GRADE_W = 3
 DEFAULT_EFFECTS_CEILING = 3
@@ -16,7 +18,7 @@ class Grade:
     d: int
 
 
-def compute_grade(tools: dict[str, dict]) -> Grade:
+def compute_grade(tools: Mapping[str, Mapping[str, Any]]) -> Grade:
     """The maximum ``grade_w`` and ``effects_ceiling`` over ``tools`` (3 where a tool omits one)."""
     if not tools:
         return Grade(0, 0)

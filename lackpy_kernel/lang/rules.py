@@ -55,7 +55,7 @@ def max_calls(limit: int) -> Rule:
 
 def no_nested_calls(tree: ast.Module) -> list[Issue]:
     """Reject a call used directly as an argument of another call."""
-    errors = []
+    errors: list[Issue] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue

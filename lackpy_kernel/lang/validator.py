@@ -175,13 +175,14 @@ def _check_time(deadline: float | None) -> None:
         raise _OutOfTime
 
 
-def _validate(program, allowed_names, extra_rules, protected_names, deadline) -> ValidationResult:
-    tree, problem = _parse(program)
-    if tree is None:
-        return _invalid([problem])
+def _validate(program: str, allowed_names: Iterable[str] | None, extra_rules: Iterable[Rule] | None,
+              protected_names: Iterable[str], deadline: float | None) -> ValidationResult:
+    tree = _parse(program)
+    if isinstance(tree, Issue):
+        return _invalid([tree])
     _check_time(deadline)
     protected = set(protected_names)
-    rules = []
+    rules: list[Rule] = []
     for rule in extra_rules or ():
         if isinstance(rule, NoRebinding):
             protected |= rule.names
@@ -193,8 +194,10 @@ def _validate(program, allowed_names, extra_rules, protected_names, deadline) ->
     if too_deep is not None:
         return _invalid([too_deep])
     issues = checker.issues()
-    issues.extend(_apply_rules(rules, program, positions, deadline))
-    issues.sort(key=lambda issue: (issue.line, issue.col))
+    if rules:
+        issues.extend(_apply_rules(rules, program, positions, deadline))
+    if len(issues) > 1:
+        issues.sort(key=lambda issue: (issue.line, issue.col))
     if len(issues) > MAX_ISSUES:
         hidden = len(issues) - MAX_ISSUES
         issues = [*issues[:MAX_ISSUES], Issue(0, 0, f"... and {hidden} more errors")]
@@ -212,35 +215,32 @@ def _invalid(issues: list[Issue]) -> ValidationResult:
     return ValidationResult(False, [str(i) for i in issues], issues=issues)
 
 
-def _parse(program: object) -> tuple[ast.Module | None, Issue | None]:
+def _parse(program: object) -> ast.Module | Issue:
+    """The program's tree, or the Issue that says why there is none."""
     if not isinstance(program, str):
-        return None, Issue(0, 0, f"a program must be text (str), not {type(program).__name__}")
+        return Issue(0, 0, f"a program must be text (str), not {type(program).__name__}")
     if len(program) > MAX_PROGRAM_CHARS:
-        return None, Issue(
-            0, 0, f"program is {len(program):,} characters; the limit is {MAX_PROGRAM_CHARS:,}"
-        )
+        return Issue(0, 0, f"program is {len(program):,} characters; the limit is {MAX_PROGRAM_CHARS:,}")
     if "\0" in program:
         offset = program.index("\0")
         line_start = program.rfind("\n", 0, offset) + 1
         line = program.count("\n", 0, offset) + 1
-        return None, Issue(line, offset - line_start + 1, "program contains a NUL byte; remove it")
+        return Issue(line, offset - line_start + 1, "program contains a NUL byte; remove it")
     try:
-        return ast.parse(program, "<lackpy>"), None
+        return ast.parse(program, "<lackpy>")
     except SyntaxError as exc:
-        return None, Issue(exc.lineno or 0, exc.offset or 0, f"syntax error: {exc.msg}")
+        return Issue(exc.lineno or 0, exc.offset or 0, f"syntax error: {exc.msg}")
     except RecursionError:
-        return None, Issue(0, 0, "program is nested too deeply to parse; flatten it")
+        return Issue(0, 0, "program is nested too deeply to parse; flatten it")
     except MemoryError:  # the parser's own stack, or this process's memory, ran out
-        return None, Issue(0, 0, "program is nested too deeply or too large to parse; "
-                                 "flatten it or split it into smaller programs")
+        return Issue(0, 0, "program is nested too deeply or too large to parse; "
+                           "flatten it or split it into smaller programs")
     except ValueError as exc:
-        return None, Issue(0, 0, f"program cannot be parsed: {exc}")
+        return Issue(0, 0, f"program cannot be parsed: {exc}")
 
 
 def _apply_rules(rules: list[Rule], program: str, positions: _Positions,
                  deadline: float | None) -> list[Issue]:
-    if not rules:
-        return []
     # The rules get a tree of their own: a rule must not change the one that will be compiled.
     # Parsing again is linear, in C; copy.deepcopy recurses and is slower.
     view = ast.parse(program, "<lackpy>")
@@ -327,6 +327,10 @@ def _forbidden_node_message(node: ast.AST) -> str:
     return f"{name} is not allowed: {hint}"
 
 
+# The nodes at one depth of a tree (None: the missing key of a dict's ** entry).
+_Level = list[ast.AST | None]
+
+
 class _Checker:
     """Every per-node check over one parsed program, in one breadth-first pass."""
 
@@ -349,11 +353,14 @@ class _Checker:
 
     def check(self, tree: ast.Module) -> Issue | None:
         """Check every node; return the nesting error if the tree is too deep (then nothing else)."""
-        depth, level, muted_level = 0, [tree], []
+        depth = 0
+        level: _Level = [tree]
+        muted_level: _Level = []
         while level or muted_level:
             if depth > MAX_NESTING:
                 return self._too_deep(level + muted_level)
-            next_level, next_muted = [], []
+            next_level: _Level = []
+            next_muted: _Level = []
             if level:
                 self._visit(level, next_level, next_muted)
             if muted_level:
@@ -365,13 +372,16 @@ class _Checker:
         return None
 
     def issues(self) -> list[Issue]:
+        if not self.found:
+            return []
         columns = self.positions.columns([(line, offset) for line, offset, _ in self.found])
         return [Issue(line, column, message)
                 for (line, _, message), column in zip(self.found, columns, strict=True)]
 
-    def _visit(self, nodes: list, out: list, muted_out: list) -> None:
+    def _visit(self, nodes: _Level, out: _Level, muted_out: _Level) -> None:
         """Check ``nodes`` (one level of the tree) and add their children to ``out``."""
-        _check_time(self.deadline)
+        if self.deadline is not None:
+            _check_time(self.deadline)
         if len(nodes) > _CHUNK:
             for start in range(0, len(nodes), _CHUNK):
                 self._visit(nodes[start:start + _CHUNK], out, muted_out)
@@ -396,9 +406,9 @@ class _Checker:
                 elif child is not None:
                     push(child)
 
-    def _too_deep(self, level: list) -> Issue:
-        starts = [(node.lineno, node.col_offset) for node in level if hasattr(node, "lineno")]
-        line, offset = min(starts, default=(0, 0))
+    def _too_deep(self, level: _Level) -> Issue:
+        starts = [(getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) for node in level]
+        line, offset = min((start for start in starts if start[0]), default=(0, 0))
         return Issue(line, self.positions.columns([(line, offset)])[0],
                      f"expression nested more than {MAX_NESTING} levels deep; "
                      "split it into steps with variables")
