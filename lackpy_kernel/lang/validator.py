@@ -193,13 +193,13 @@ def _validate(program: str, allowed_names: Iterable[str] | None, extra_rules: It
     too_deep = checker.check(tree)
     if too_deep is not None:
         return _invalid([too_deep])
-    issues = checker.issues()
+    issues, hidden = checker.first_issues(MAX_ISSUES)
     if rules:
         issues.extend(_apply_rules(rules, program, positions, deadline))
     if len(issues) > 1:
         issues.sort(key=lambda issue: (issue.line, issue.col))
-    if len(issues) > MAX_ISSUES:
-        hidden = len(issues) - MAX_ISSUES
+    hidden += max(0, len(issues) - MAX_ISSUES)
+    if hidden:
         issues = [*issues[:MAX_ISSUES], Issue(0, 0, f"... and {hidden} more errors")]
     return ValidationResult(
         valid=not issues,
@@ -371,12 +371,19 @@ class _Checker:
         self._report_unknown_names()
         return None
 
-    def issues(self) -> list[Issue]:
-        if not self.found:
-            return []
-        columns = self.positions.columns([(line, offset) for line, offset, _ in self.found])
-        return [Issue(line, column, message)
-                for (line, _, message), column in zip(self.found, columns, strict=True)]
+    def first_issues(self, limit: int) -> tuple[list[Issue], int]:
+        """The first ``limit`` issues in the program's order, and how many more there are.
+
+        Byte offsets order a line's issues as its characters do, so only the issues shown
+        get a column and an Issue (a program can have hundreds of thousands).
+        """
+        found = self.found
+        if len(found) > limit:
+            found = heapq.nsmallest(limit, found, key=lambda issue: (issue[0], issue[1]))
+        columns = self.positions.columns([(line, offset) for line, offset, _ in found])
+        issues = [Issue(line, column, message)
+                  for (line, _, message), column in zip(found, columns, strict=True)]
+        return issues, len(self.found) - len(found)
 
     def _visit(self, nodes: _Level, out: _Level, muted_out: _Level) -> None:
         """Check ``nodes`` (one level of the tree) and add their children to ``out``."""
