@@ -12,7 +12,7 @@ import textwrap
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.lang import ValidationResult, validate
@@ -73,6 +73,11 @@ def check_result(program: str, result: ValidationResult) -> None:
 
 @settings(settings.get_profile("validator"), max_examples=150)
 @given(st.one_of(statements(), wide_programs()))
+@example("x = " + "[" * 172 + "]" * 172)
+@example("y = " + "str(" * 199 + "x" + ")" * 199)
+@example("y = " + "(1 and " * 199 + "x" + ")" * 199)
+@example("y = " + "{1: " * 199 + "x" + "}" * 199)
+@example("".join(" " * depth + "if x:\n" for depth in range(99)) + " " * 99 + "y = x")
 def test_no_exception_escapes_the_validator_or_the_runner(program):
     result = validate(program, NAMES, protected_names={"read_file"})
     check_result(program, result)
