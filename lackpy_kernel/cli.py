@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     new_kit.add_argument("name")
     new_kit.add_argument("--tools", required=True, help="comma-separated tool names")
     new_kit.add_argument("--description")
-    add("toolbox", "list every registered tool")
+    add("toolbox", "list every registered tool").add_argument(
+        "--check", action="store_true",
+        help="load each tool source of [tools.providers] now and say which load and why not")
     add("templates", "list the workspace's templates")
     add("providers", "list the inference tiers and whether each is available")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
@@ -199,10 +201,27 @@ def cmd_kit(service: LackpyService, args: argparse.Namespace) -> int:
 
 
 def cmd_toolbox(service: LackpyService, args: argparse.Namespace) -> int:
+    if args.check:
+        return _check_tool_sources(service, args)
     tools = service.toolbox_list()
-    rows = [f"{t['name']:18} w={t['grade_w']} d={t['effects_ceiling']}  {t['description']}"
-            for t in tools]
+    rows = [f"{t['name']:18} w={t['grade_w']} d={t['effects_ceiling']}  {t['provider']:10} "
+            f"{t['description']}" for t in tools]
     return _show(args, tools, "\n".join(rows))
+
+
+def _check_tool_sources(service: LackpyService, args: argparse.Namespace) -> int:
+    sources = service.check_tool_sources()
+    rows = []
+    for source in sources:
+        state = "ok" if source["ok"] else source["state"]
+        tools = ", ".join(source["tools"]) or "no tools"
+        rows.append(f"{source['name']:14} {source['plugin']:7} {state:7} {source['origin']}")
+        rows.append(f"    {source['error']}" if source["error"] else f"    tools: {tools}")
+        rows += [f"    problem: {problem}" for problem in source["problems"]]
+        rows += [f"    warning: {warning}" for warning in source["warnings"]]
+    _show(args, sources, "\n".join(rows) or "no tool sources: add [tools.providers.NAME] "
+          "tables to .lackpy/config.toml")
+    return EXIT_OK if all(source["ok"] for source in sources) else EXIT_FAILED
 
 
 def cmd_templates(service: LackpyService, args: argparse.Namespace) -> int:

@@ -1,4 +1,5 @@
-"""``.lackpy/config.toml``: inference order and providers, default kit, sandbox limits."""
+"""``.lackpy/config.toml``: inference order and providers, default kit, sandbox limits, tool
+sources."""
 
 from __future__ import annotations
 
@@ -25,6 +26,35 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "tools": {"providers": (dict,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb")}
+
+# [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
+TOOL_PLUGINS = ("python", "mcp")
+TOOL_SOURCE_KEYS: dict[str, tuple[tuple[type, ...], tuple[str, ...]]] = {
+    "plugin": ((str,), TOOL_PLUGINS),
+    "grade": ((str,), TOOL_PLUGINS),
+    "overrides": ((dict,), TOOL_PLUGINS),
+    "module": ((str,), ("python",)),
+    "path": ((str,), ("python",)),
+    "functions": ((list,), ("python",)),
+    "where": ((str,), ("python",)),
+    "command": ((list,), ("mcp",)),
+    "env": ((dict,), ("mcp",)),
+    "cwd": ((str,), ("mcp",)),
+    "url": ((str,), ("mcp",)),
+    "headers": ((dict,), ("mcp",)),
+    "tools": ((list,), ("mcp",)),
+    "prefix": ((str,), ("mcp",)),
+    "timeout": ((int, float), ("mcp",)),
+    "startup_timeout": ((int, float), ("mcp",)),
+}
+# [tools.providers.NAME.overrides.TOOL]: the settings one tool may change
+TOOL_OVERRIDE_KEYS = ("grade", "where", "timeout")
+TOOL_CHOICES = {"grade": ("read", "write"), "where": ("child", "kernel")}
+TOOL_ONE_OF = {"python": ("module", "path"), "mcp": ("command", "url")}
+TOOL_NAME_LISTS = {"functions", "tools"}
+TOOL_STRING_TABLES = {"env", "headers"}
+BUILTIN_TOOL_PROVIDER = "builtin"
+_PREFIX = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -86,6 +116,8 @@ def _check(data: dict[str, Any], path: Path, text: str) -> None:
                 raise _error(path, text, key, f"unknown key '{key}' in [{section}]", expected)
             _check_value(path, text, section, key, value, expected[key])
     _check_order(path, text, data.get("inference", {}))
+    for name, table in data.get("tools", {}).get("providers", {}).items():
+        _check_tool_source(_Where(path, text, f"tools.providers.{name}"), name, table)
 
 
 def _check_value(path, text, section, key, value, types) -> None:
@@ -112,6 +144,78 @@ def _check_order(path: Path, text: str, inference: dict[str, Any]) -> None:
             raise _error(path, text, "order", f"[inference] order must list names, not {name!r}")
 
 
+class _Where:
+    """A table of the file, for error messages that name the file, the line and the key."""
+
+    def __init__(self, path: Path, text: str, table: str) -> None:
+        self.path, self.text, self.table = path, text, table
+
+    def error(self, key: str, problem: str, known: Any = None) -> ConfigError:
+        return _error(self.path, self.text, key, f"[{self.table}] {problem}", known, self.table)
+
+    def inner(self, table: str) -> _Where:
+        return _Where(self.path, self.text, f"{self.table}.{table}")
+
+
+def _check_tool_source(where: _Where, name: str, table: Any) -> None:
+    if not isinstance(table, dict):
+        raise where.error(name, "must be a table with plugin = \"python\" or \"mcp\"")
+    if name == BUILTIN_TOOL_PROVIDER:
+        raise where.error(name, f"'{name}' is the built-in tools' name; call the source otherwise")
+    plugin = table.get("plugin")
+    if plugin not in TOOL_PLUGINS:
+        raise where.error("plugin" if "plugin" in table else name,
+                          f"plugin must be \"python\" or \"mcp\", not {plugin!r}")
+    for key, value in table.items():
+        if key not in TOOL_SOURCE_KEYS:
+            known = [k for k, (_, plugins) in TOOL_SOURCE_KEYS.items() if plugin in plugins]
+            raise where.error(key, f"unknown key '{key}' for a {plugin} source", known)
+        types, plugins = TOOL_SOURCE_KEYS[key]
+        if plugin not in plugins:
+            raise where.error(key, f"{key} is a setting of {plugins[0]} sources, not {plugin} ones")
+        _check_tool_value(where, key, value, types)
+    present = [key for key in TOOL_ONE_OF[plugin] if key in table]
+    if len(present) != 1:
+        first, second = TOOL_ONE_OF[plugin]
+        raise where.error(present[-1] if present else name,
+                          f"a {plugin} source needs exactly one of {first} and {second}")
+    for tool, override in table.get("overrides", {}).items():
+        _check_override(where.inner(f"overrides.{tool}"), plugin, tool, override)
+
+
+def _check_tool_value(where: _Where, key: str, value: Any, types: tuple[type, ...]) -> None:
+    if isinstance(value, bool) or not isinstance(value, types):
+        wanted = " or ".join(_TYPE_NAMES[t] for t in types)
+        raise where.error(key, f"{key} must be {wanted}, not {value!r}")
+    if key in TOOL_CHOICES and value not in TOOL_CHOICES[key]:
+        choices = " or ".join(f'"{choice}"' for choice in TOOL_CHOICES[key])
+        raise where.error(key, f"{key} must be {choices}, not {value!r}")
+    if types == (int, float) and value <= 0:
+        raise where.error(key, f"{key} must be greater than 0, not {value!r}")
+    if key in TOOL_NAME_LISTS | {"command"} and not all(isinstance(v, str) and v for v in value):
+        raise where.error(key, f"{key} must list names (non-empty strings), not {value!r}")
+    if key == "command" and not value:
+        raise where.error(key, "command must name the server's program, e.g. [\"server\", \"stdio\"]")
+    if key in TOOL_STRING_TABLES and not all(isinstance(v, str) for v in value.values()):
+        raise where.error(key, f"{key} values must be strings (use ${{VAR}} for the environment's)")
+    if key == "url" and not value.startswith(("http://", "https://")):
+        raise where.error(key, f"url must start with http:// or https://, not {value!r}")
+    if key == "prefix" and not _PREFIX.fullmatch(value):
+        raise where.error(key, f"prefix must start a tool name: letters, digits and '_', not {value!r}")
+
+
+def _check_override(where: _Where, plugin: str, tool: str, override: Any) -> None:
+    if not isinstance(override, dict):
+        raise where.error(tool, f"must be a table of {', '.join(TOOL_OVERRIDE_KEYS)}")
+    for key, value in override.items():
+        types, plugins = TOOL_SOURCE_KEYS.get(key, ((), ()))
+        if key not in TOOL_OVERRIDE_KEYS:
+            raise where.error(key, f"unknown key '{key}' for one tool", TOOL_OVERRIDE_KEYS)
+        if plugin not in plugins:
+            raise where.error(key, f"{key} is a setting of {plugins[0]} tools, not {plugin} ones")
+        _check_tool_value(where, key, value, types)
+
+
 def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     inference = data.get("inference", {})
     order = [name for name in inference.get("order", []) if name not in BUILTIN_TIERS]
@@ -124,16 +228,18 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_timeout = float(sandbox.get("timeout", config.sandbox_timeout))
     config.sandbox_memory_mb = sandbox.get("memory_mb", config.sandbox_memory_mb)
     config.sandbox_max_result_mb = sandbox.get("max_result_mb", config.sandbox_max_result_mb)
-    config.tool_providers = data.get("tools", {}).get("providers", {})
+    config.tool_providers = {name: dict(table) for name, table in
+                             data.get("tools", {}).get("providers", {}).items()}
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",
                int: "an integer", float: "a number"}
 
 
-def _error(path: Path, text: str, key: str, problem: str, known: Any = None) -> ConfigError:
+def _error(path: Path, text: str, key: str, problem: str, known: Any = None,
+           table: str | None = None) -> ConfigError:
     message = f"{path}"
-    line = _line_of(text, key)
+    line = _line_of(text, key, table)
     if line:
         message += f", line {line}"
     message += f": {problem}"
@@ -143,7 +249,12 @@ def _error(path: Path, text: str, key: str, problem: str, known: Any = None) -> 
     return ConfigError(message)
 
 
-def _line_of(text: str, key: str) -> int | None:
+def _line_of(text: str, key: str, table: str | None = None) -> int | None:
+    """The line of ``key`` (a key or a table name), after the header of ``table`` if given."""
+    start = 0
+    if table is not None:
+        header = re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\]", re.M).search(text)
+        start = header.start() if header else 0
     pattern = re.compile(rf"^[ \t]*(\[.*\b{re.escape(key)}\b.*\]|{re.escape(key)}\s*=)", re.M)
-    match = pattern.search(text)
+    match = pattern.search(text, start) or pattern.search(text)
     return text.count("\n", 0, match.start()) + 1 if match else None

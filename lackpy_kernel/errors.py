@@ -6,11 +6,15 @@
     * KitError (LookupError): a kit or tool that cannot be resolved or used.
         * UnknownToolError (KeyError): no tool of that name.
         * UnknownKitError: no kit of that name.
+        * ToolSourceError: a configured tool source (a Python module, an MCP server) cannot be loaded.
     * ToolError: a tool refused its call inside a program.
         * WorkspaceError (PermissionError): a path outside the workspace, or not allowed there.
             * WorkspacePathTypeError (TypeError): a path that is not a ``str``.
         * WriteBudgetError (OSError): a program wrote more than its budget.
         * TooManyMatchesError (ValueError): a pattern matched more files than allowed.
+        * ToolCallError: a tool from a tool source failed to answer (its server died, it answered
+          what is not plain data).
+            * ToolCallTimeoutError (TimeoutError): it took longer than its ``timeout``.
     * TemplateError (ValueError): a template file or pattern that cannot be used.
     * GenerationError (RuntimeError): no inference provider could write a valid program.
     * ProviderError (RuntimeError): one inference provider failed (HTTP, timeout, stall).
@@ -70,7 +74,10 @@ __all__ = [
     "SandboxError",
     "StreamStallError",
     "TemplateError",
+    "ToolCallError",
+    "ToolCallTimeoutError",
     "ToolError",
+    "ToolSourceError",
     "TooManyMatchesError",
     "UnknownKitError",
     "UnknownToolError",
@@ -114,6 +121,12 @@ class UnknownKitError(KitError):
     """A kit name with no ``.kit`` file in the workspace or the package."""
 
 
+class ToolSourceError(KitError):
+    """A tool source from ``[tools.providers.NAME]`` cannot be loaded: its module does not import,
+    a function cannot be described, its MCP server does not start or does not speak MCP. The
+    message names the source and what to do; the other sources keep working."""
+
+
 class ToolError(LackpyError):
     """A tool refused a call made by a program; the program sees it as a runtime error."""
 
@@ -132,6 +145,16 @@ class WriteBudgetError(ToolError, OSError):
 
 class TooManyMatchesError(ToolError, ValueError):
     """A file pattern matched more files than a tool returns."""
+
+
+class ToolCallError(ToolError):
+    """A call of a tool from a tool source failed: its MCP server died or answered what cannot
+    be read, or the tool returned something that is not plain data. The message names the
+    source; the server, if it died, is restarted on the next call."""
+
+
+class ToolCallTimeoutError(ToolCallError, TimeoutError):
+    """A tool from a tool source took longer than its ``timeout`` (a setting of the source)."""
 
 
 class TemplateError(LackpyError, ValueError):

@@ -35,6 +35,7 @@ from lackpy_kernel.infer.templates import (
 )
 from lackpy_kernel.kit import (
     ResolvedKit,
+    ToolSources,
     Workspace,
     WorkspaceError,
     available_kits,
@@ -138,6 +139,8 @@ class LackpyService:
         self.config_dir = self.workspace / CONFIG_DIR
         self.kits_dir = self.config_dir / "kits"
         self.toolbox = builtin_toolbox(self.workspace)
+        self.tool_sources = ToolSources(self.config.tool_providers, self.workspace)
+        self.tool_sources.attach(self.toolbox)  # each loads when a kit first needs its tools
         self.inference_providers: list[Any] = build_providers(
             self.config.inference_order, self.config.inference_providers, self.config_dir
         )
@@ -192,12 +195,19 @@ class LackpyService:
         return {"name": stem, "path": str(path), "tools": list(tools)}
 
     def toolbox_list(self) -> list[dict[str, Any]]:
-        """Every registered tool: name, provider, description and grades."""
+        """Every registered tool: name, provider, source, description and grades (loading the
+        configured tool sources, which may start their MCP servers)."""
         return [
-            {"name": spec.name, "provider": spec.provider, "description": spec.description,
-             "grade_w": spec.grade_w, "effects_ceiling": spec.effects_ceiling}
+            {"name": spec.name, "provider": spec.provider, "source": spec.source,
+             "description": spec.description, "grade_w": spec.grade_w,
+             "effects_ceiling": spec.effects_ceiling}
             for spec in self.toolbox.list_tools()
         ]
+
+    def check_tool_sources(self) -> list[dict[str, Any]]:
+        """Load every tool source of ``[tools.providers]`` now: for each, whether it loads, its
+        tools, why it fails, and the tools it had to refuse."""
+        return [status.to_dict() for status in self.tool_sources.check()]
 
     def docs_index(self, kit: KitOrResolved = None, extra_tools: list[str] | None = None
                    ) -> dict[str, Any]:
@@ -411,10 +421,11 @@ class LackpyService:
     # -- lifecycle ------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the sandbox worker, if one was started."""
+        """Stop the sandbox worker, if one was started, and the tool sources' MCP servers."""
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+        self.tool_sources.close()
 
     def __enter__(self) -> LackpyService:
         return self

@@ -1,4 +1,5 @@
-"""Tools and kits: tool specs, the toolbox, kit resolution, the workspace and the file tools."""
+"""Tools and kits: tool specs, the toolbox, kit resolution, the workspace, the file tools and
+the configured tool sources (Python modules, MCP servers)."""
 
 from .builtin_tools import FileToolsProvider, builtin_toolbox
 from .effects import FileEffects, record_read, record_write, recording
@@ -14,6 +15,7 @@ from .registry import (
     resolve_kit,
     write_kit_file,
 )
+from .sources import SourceStatus, ToolSources
 from .spec import ArgSpec, ToolSpec
 from .toolbox import Toolbox, ToolProvider
 from .workspace import Workspace
@@ -24,8 +26,10 @@ __all__ = [
     "FileToolsProvider",
     "KitFile",
     "ResolvedKit",
+    "SourceStatus",
     "TooManyMatchesError",
     "ToolProvider",
+    "ToolSources",
     "ToolSpec",
     "Toolbox",
     "UnknownToolError",

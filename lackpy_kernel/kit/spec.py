@@ -5,14 +5,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+POSITIONAL_ONLY_MARK = "/"
+KEYWORD_ONLY_MARK = "*"
+
 
 @dataclass
 class ArgSpec:
-    """One argument of a tool: its name, a type annotation string and a description."""
+    """One argument of a tool: its name, a type annotation string and a description.
+
+    ``default`` is an optional argument's default as Python source (``None`` when the argument
+    is required). An ArgSpec named ``/`` or ``*`` is the marker of a Python signature: the
+    arguments before ``/`` are positional only, those after ``*`` keyword only.
+    """
 
     name: str
     type: str = "Any"
     description: str = ""
+    default: str | None = None
+
+    def render(self) -> str:
+        """``name: type``, with `` = default`` for an optional argument; a marker as itself."""
+        if self.name in (POSITIONAL_ONLY_MARK, KEYWORD_ONLY_MARK):
+            return self.name
+        text = f"{self.name}: {self.type}"
+        return text if self.default is None else f"{text} = {self.default}"
 
 
 @dataclass
@@ -37,8 +53,17 @@ class ToolSpec:
 
     def signature(self, name: str | None = None) -> str:
         """``name(arg: type, ...) -> returns``, optionally under another name (an alias)."""
-        args = ", ".join(f"{arg.name}: {arg.type}" for arg in self.args)
+        args = ", ".join(arg.render() for arg in self.args)
         return f"{name or self.name}({args}) -> {self.returns}"
+
+    @property
+    def source(self) -> str:
+        """Where the tool comes from, as people read it: the provider's name, and for a
+        configured tool source its plugin and origin (``mine (python: tools/mine.py)``)."""
+        plugin, origin = self.provider_config.get("plugin"), self.provider_config.get("origin")
+        if not plugin:
+            return self.provider
+        return f"{self.provider} ({plugin}: {origin})" if origin else f"{self.provider} ({plugin})"
 
     def describe(self, name: str | None = None) -> str:
         """The signature followed by the description: one line for an inference prompt."""

@@ -7,15 +7,21 @@ import difflib
 import keyword
 import os
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from lackpy_kernel.errors import ToolSourceError
+from lackpy_kernel.lang import ALLOWED_BUILTINS, FORBIDDEN_NAMES
+
 from .errors import UnknownToolError
 from .spec import ToolSpec
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+SOURCE_RETRY_SECONDS = 10.0
 
 
 @runtime_checkable
@@ -30,12 +36,23 @@ class ToolProvider(Protocol):
 
 
 class Toolbox:
-    """Registry of tool providers and their tool specs."""
+    """Registry of tool providers and their tool specs.
+
+    Tool sources (``add_source``) load lazily: the first time the toolbox is asked for a
+    tool it does not hold, or for the list of all tools, it loads the sources not loaded
+    yet, in the order they were added. A source that failed is tried again on a later
+    miss, at most every ``source_retry_seconds``.
+    """
 
     def __init__(self) -> None:
         self._specs: dict[str, ToolSpec] = {}
         self._direct: dict[str, Callable[..., Any]] = {}
         self._providers: dict[str, Any] = {}
+        self._sources: list[Any] = []
+        self._pending: list[Any] = []
+        self._retry_at: dict[int, float] = {}
+        self._loading = threading.RLock()
+        self.source_retry_seconds = SOURCE_RETRY_SECONDS
 
     def register_provider(self, provider: Any) -> None:
         """Register a provider (``name``, ``tool_specs()``, ``resolve(spec)``) and its tools."""
@@ -59,18 +76,87 @@ class Toolbox:
         _check_tool_name(spec.name)
         if fn is not None and not callable(fn):
             raise TypeError(f"fn for tool {spec.name!r} must be callable, not {type(fn).__name__}")
-        _warn_if_masking(spec.name)
+        masking = masking_warning(spec.name)
+        if masking is not None:
+            warnings.warn(masking, UserWarning, stacklevel=2)
         self._specs[spec.name] = spec
         if fn is None:
             self._direct.pop(spec.name, None)
         else:
             self._direct[spec.name] = fn
 
+    def add_source(self, source: Any) -> None:
+        """Add a tool source (see ``lackpy_kernel.kit.sources``), to load when first needed.
+
+        Its tools are refused, with the reason in ``source.status.problems``, when their
+        name is taken (a built-in tool, an earlier source's), is one of lackpy's builtins,
+        or is a name programs may not use; a name that masks a Python builtin or a standard
+        library module registers with a warning, as ``register_tool`` gives.
+        """
+        self._sources.append(source)
+        self._pending.append(source)
+
+    def load_sources(self, *, retry_failed: bool = False) -> None:
+        """Load every source not loaded yet now (with ``retry_failed``, also those that
+        failed a moment ago)."""
+        self._load_sources(None, retry_failed)
+
+    def _load_sources(self, wanted: str | None, retry_failed: bool = False) -> None:
+        if not self._pending:
+            return
+        with self._loading:
+            for source in list(self._pending):
+                if wanted is not None and wanted in self._specs:
+                    return
+                if retry_failed or time.monotonic() >= self._retry_at.get(id(source), 0.0):
+                    self._load_source(source)
+
+    def _load_source(self, source: Any) -> None:
+        try:
+            specs = source.load()
+        except ToolSourceError:
+            self._retry_at[id(source)] = time.monotonic() + self.source_retry_seconds
+            return
+        self._pending.remove(source)
+        self._providers[source.name] = source
+        source.status.tools.clear()
+        for spec in specs:
+            refusal = self._refusal(spec.name)
+            if refusal is not None:
+                source.status.problems.append(f"tool {spec.name!r} is refused: {refusal}")
+                continue
+            masking = masking_warning(spec.name)
+            if masking is not None:
+                warning = f"{source.label}: {masking}"
+                warnings.warn(warning, UserWarning, stacklevel=4)
+                source.status.warnings.append(warning)
+            self._specs[spec.name] = spec
+            source.status.tools.append(spec.name)
+
+    def _refusal(self, name: str) -> str | None:
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            return "it is not a name programs can call"
+        if name in self._specs:
+            return (f"the name is taken by {self._specs[name].source}; rename one of them "
+                    "(an MCP source can set prefix)")
+        if name in ALLOWED_BUILTINS:
+            return f"programs could not tell it from lackpy's builtin {name!r}; rename it"
+        if name in FORBIDDEN_NAMES or name.startswith("__"):
+            return f"lackpy forbids the name {name!r} in programs; rename it"
+        return None
+
     def __contains__(self, name: object) -> bool:
+        if name not in self._specs and isinstance(name, str):
+            self._load_sources(name)
         return name in self._specs
 
     def get(self, name: str) -> ToolSpec:
-        """The spec of a registered tool; ``KeyError`` naming close matches when unknown."""
+        """The spec of a registered tool; ``KeyError`` naming close matches when unknown.
+
+        Loads the tool sources not loaded yet when ``name`` is not among the tools held.
+        """
+        if name not in self._specs and isinstance(name, str):
+            self._load_sources(name)
         try:
             return self._specs[name]
         except (KeyError, TypeError):
@@ -110,7 +196,8 @@ class Toolbox:
         return {name: spec.docs for name, spec in self._specs.items() if spec.docs}
 
     def list_tools(self) -> list[ToolSpec]:
-        """All tool specs, in registration order."""
+        """All tool specs, in registration order (loading the tool sources not loaded yet)."""
+        self._load_sources(None)
         return list(self._specs.values())
 
     def format_description(self, tool_names: Iterable[str]) -> str:
@@ -122,6 +209,9 @@ class Toolbox:
         matches = difflib.get_close_matches(str(name), list(self._specs), n=3)
         hint = f"; did you mean {', '.join(map(repr, matches))}?" if matches else ""
         known = ", ".join(sorted(self._specs)) or "none"
+        failed = [source.status.error for source in self._sources if source.status.error]
+        if failed:
+            known += "; tool sources that failed to load: " + "; ".join(failed)
         return UnknownToolError(f"unknown tool {name!r}{hint} (registered tools: {known})")
 
 
@@ -133,19 +223,17 @@ def _check_tool_name(name: object) -> None:
         )
 
 
-def _warn_if_masking(name: str) -> None:
+def masking_warning(name: str) -> str | None:
+    """The warning for a tool name that masks a standard library module or a Python builtin
+    (small models then write code for the wrong thing), or None."""
     if name in sys.stdlib_module_names:
         masked = "the standard library module"
     elif name in _BUILTIN_NAMES:
         masked = "the Python builtin"
     else:
-        return
-    warnings.warn(
-        f"tool name {name!r} masks {masked} {name!r}; small models then write code for the "
-        f"wrong thing. Consider a more specific name.",
-        UserWarning,
-        stacklevel=3,
-    )
+        return None
+    return (f"tool name {name!r} masks {masked} {name!r}; small models then write code for the "
+            f"wrong thing. Consider a more specific name.")
 
 
 def _docs_under(docs_root: Path, relative: str) -> Path | None:

@@ -1,44 +1,15 @@
-"""Plain data: the only values that cross the tool boundary."""
+"""Plain data as the run layer shows it: display limits and JSON; the check is ``kit.plain``'s."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+from lackpy_kernel.kit.plain import CONTAINERS, SCALARS, find_non_plain
+
 from .trace import summarize
 
-SCALARS = frozenset({str, int, float, bool, complex, type(None)})
-CONTAINERS = frozenset({list, tuple, set, frozenset, dict})
-
-
-def find_non_plain(value: Any) -> type | None:
-    """The type of the first value inside ``value`` that is not plain data, or None.
-
-    Plain data is str, int, float, bool, complex, None, and lists, tuples, sets
-    and dicts of them. Exact types only: a subclass could carry methods. Walks
-    iteratively, so deep or self-referencing values are fine.
-    """
-    if type(value) in SCALARS:
-        return None
-    seen: set[int] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind in SCALARS:
-            continue
-        if kind not in CONTAINERS:
-            return kind
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if kind is dict:
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        else:
-            stack.extend(item)
-    return None
-
+__all__ = ["CONTAINERS", "SCALARS", "display_problem", "find_non_plain", "jsonable"]
 
 MAX_DISPLAY_DEPTH = 100
 MAX_DISPLAY_NODES = 100_000  # containers, each shared one counted every time it would be shown

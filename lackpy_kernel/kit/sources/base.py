@@ -1,0 +1,130 @@
+"""What every tool source shares: its status, grades, and the plain-data check on results."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from lackpy_kernel.errors import ToolCallError, ToolSourceError
+
+from ..builtin_specs import READ_GRADE, WRITE_GRADE
+from ..plain import find_non_plain
+
+GRADES: dict[str, dict[str, int]] = {"read": READ_GRADE, "write": WRITE_GRADE}
+NOT_LOADED, LOADED, FAILED = "not loaded", "loaded", "failed"
+
+
+@dataclass
+class SourceStatus:
+    """Where a tool source stands: ``state`` is "not loaded", "loaded" or "failed".
+
+    ``tools`` are the names it registered, ``error`` why it failed, ``problems`` the tools
+    it could not offer (a function that cannot be described, a name that is taken) and
+    ``warnings`` names that mask a Python builtin or a standard library module.
+    """
+
+    name: str
+    plugin: str
+    origin: str
+    state: str = NOT_LOADED
+    tools: list[str] = field(default_factory=list)
+    error: str | None = None
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether it loaded (possibly with problems in some of its tools)."""
+        return self.state == LOADED
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for JSON."""
+        return {**asdict(self), "ok": self.ok}
+
+
+class ToolSource:
+    """The base of the configured sources: a name, settings, a status; ``load`` lists the
+    tools (raising ToolSourceError when the source cannot be used) and ``resolve`` gives a
+    tool's callable. Subclasses set ``plugin`` and implement ``origin``, ``_load`` and
+    ``resolve``."""
+
+    plugin = ""
+
+    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+        self.name = name
+        self.settings = dict(settings)
+        self.status = SourceStatus(name, self.plugin, self.origin)
+
+    @property
+    def origin(self) -> str:
+        """What the source loads from, as people read it (a path, a module, a command)."""
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        """``tool source 'NAME' (plugin: origin)``, for messages."""
+        return f"tool source {self.name!r} ({self.plugin}: {self.origin})"
+
+    def load(self) -> list:
+        """The source's tool specs; records the outcome in ``status``.
+
+        Raises ToolSourceError, naming the source and what to do, when it cannot be used.
+        """
+        self.status.problems.clear()
+        try:
+            specs = self._load()
+        except ToolSourceError as exc:
+            self.status.state, self.status.error = FAILED, str(exc)
+            raise
+        self.status.state, self.status.error = LOADED, None
+        return specs
+
+    def _load(self) -> list:
+        raise NotImplementedError
+
+    def resolve(self, spec: Any) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the source holds (a server); it may load again afterwards."""
+
+    def error(self, problem: str) -> ToolSourceError:
+        """A ToolSourceError saying ``problem`` about this source."""
+        return ToolSourceError(f"{self.label}: {problem}")
+
+    def grade_of(self, tool: str, default: str) -> dict[str, int]:
+        """The grade fields of ``tool``: its override, else the source's ``grade``, else
+        ``default``."""
+        override = self.overrides.get(tool, {}).get("grade")
+        return dict(GRADES[override or self.settings.get("grade") or default])
+
+    @property
+    def overrides(self) -> dict[str, dict[str, Any]]:
+        """Per-tool settings: tool -> {grade, where, timeout}."""
+        return dict(self.settings.get("overrides") or {})
+
+    def unused_overrides(self, offered: set[str]) -> list[str]:
+        """A problem for each override that names a tool the source does not offer."""
+        return [f"overrides names {tool!r}, which this source does not offer "
+                f"(it offers: {', '.join(sorted(offered)) or 'nothing'})"
+                for tool in self.overrides if tool not in offered]
+
+
+def plain_results(fn: Callable[..., Any], tool: str, source: str) -> Callable[..., Any]:
+    """``fn``, refusing any result that is not plain data with a ToolCallError naming the
+    tool and its source."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        bad = find_non_plain(result)
+        if bad is not None:
+            raise ToolCallError(
+                f"tool {tool!r} from {source} returned a {bad.__name__}, which is not plain data; "
+                "make it return str, int, float, bool, None, or lists, tuples, sets and dicts of "
+                "them (a generator or iterator: return list(...))")
+        return result
+
+    return checked

@@ -1,0 +1,164 @@
+"""``plugin = "python"``: the functions of a Python module as tools.
+
+The module is ``module = "pkg.mod"`` (importable) or ``path = "tools/mytools.py"``
+(a file inside the workspace, outside ``.lackpy/``). Its tools are the functions
+named in ``functions``, or by default its public functions that have a docstring
+and are defined in it (not imported into it). Each becomes a ToolSpec described
+from its signature, annotations and docstring; its results must be plain data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from lackpy_kernel.errors import ToolSourceError
+
+from ..spec import ToolSpec
+from ..workspace import CONFIG_DIR
+from .base import ToolSource, plain_results
+from .describe import describe_function
+
+PLUGIN = "python"
+DEFAULT_GRADE = "write"  # a function may do anything, unless the config says it only reads
+DEFAULT_WHERE = "child"
+MODULE_PREFIX = "lackpy_tools_"
+
+
+class PythonToolSource(ToolSource):
+    """Tools from a Python module (settings ``module`` or ``path``, ``functions``, ``grade``,
+    ``where`` and ``overrides``)."""
+
+    plugin = PLUGIN
+
+    def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str]
+                 ) -> None:
+        self.workspace = Path(os.path.realpath(workspace))
+        super().__init__(name, settings)
+        self._functions: dict[str, Callable[..., Any]] = {}
+
+    @property
+    def origin(self) -> str:
+        return str(self.settings.get("path") or self.settings.get("module") or "?")
+
+    def _load(self) -> list[ToolSpec]:
+        self._functions = {}
+        module = self._import()
+        chosen = self._chosen_functions(module)
+        specs = []
+        for function_name, fn in chosen.items():
+            try:
+                described = describe_function(fn)
+            except ToolSourceError as exc:
+                self.status.problems.append(f"function {function_name!r} cannot be a tool: {exc}")
+                continue
+            specs.append(ToolSpec(
+                name=function_name, provider=self.name, provider_config=self._config_of(
+                    function_name), description=described.description, args=described.args,
+                returns=described.returns, **self.grade_of(function_name, DEFAULT_GRADE)))
+            self._functions[function_name] = fn
+        self.status.problems.extend(self.unused_overrides(set(chosen)))
+        return specs
+
+    def resolve(self, spec: ToolSpec) -> Callable[..., Any]:
+        """The function behind ``spec``, refusing results that are not plain data."""
+        fn = self._functions.get(spec.provider_config.get("function", spec.name))
+        if fn is None:
+            raise self.error(f"has no tool {spec.name!r}")
+        return plain_results(fn, spec.name, self.label)
+
+    def _config_of(self, function_name: str) -> dict[str, Any]:
+        where = self.overrides.get(function_name, {}).get("where") or \
+            self.settings.get("where") or DEFAULT_WHERE
+        return {"plugin": PLUGIN, "origin": self.origin, "function": function_name,
+                "module": self.settings.get("module"), "path": self._real_path_text(),
+                "where": where}
+
+    # -- importing ----------------------------------------------------------------
+
+    def _import(self) -> ModuleType:
+        if self.settings.get("path"):
+            return self._import_path(self._checked_path())
+        module_name = self.settings.get("module")
+        if not module_name:
+            raise self.error("set either module = \"pkg.mod\" or path = \"tools/file.py\"")
+        try:
+            return importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                raise self.error(f"there is no module {module_name!r} to import; install its "
+                                 "package, or use path = \"...\" for a file in the workspace"
+                                 ) from None
+            raise self._import_error(exc) from None
+        except (Exception, SystemExit) as exc:  # the module's own code failed, in any way
+            raise self._import_error(exc) from None
+
+    def _checked_path(self) -> Path:
+        text = str(self.settings["path"])
+        real = Path(os.path.realpath(self.workspace / text))
+        if not real.is_relative_to(self.workspace):
+            raise self.error(f"path {text!r} is outside the workspace {self.workspace}; put the "
+                             "module inside the workspace, or install it and use module = ...")
+        if real.relative_to(self.workspace).parts[:1] == (CONFIG_DIR,) or \
+                real.is_relative_to(Path(os.path.realpath(self.workspace / CONFIG_DIR))):
+            raise self.error(f"path {text!r} is inside {CONFIG_DIR}/, which holds lackpy's own "
+                             "files; put tool modules elsewhere in the workspace (tools/...)")
+        if real.suffix != ".py" or not real.is_file():
+            raise self.error(f"path {text!r} is not a Python file (.py) in the workspace")
+        return real
+
+    def _real_path_text(self) -> str | None:
+        if not self.settings.get("path"):
+            return None
+        return os.path.realpath(self.workspace / str(self.settings["path"]))
+
+    def _import_path(self, path: Path) -> ModuleType:
+        module_name = MODULE_PREFIX + re.sub(r"\W", "_", self.name)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise self.error(f"{path} cannot be loaded as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # dataclasses and typing look modules up by name
+        try:
+            spec.loader.exec_module(module)
+        except (Exception, SystemExit) as exc:  # the module's own code failed, in any way
+            sys.modules.pop(module_name, None)
+            raise self._import_error(exc) from None
+        return module
+
+    def _import_error(self, exc: BaseException) -> ToolSourceError:
+        where = ""
+        if isinstance(exc, SyntaxError) and exc.lineno:
+            where = f" (line {exc.lineno})"
+        return self.error(f"the module failed to import: {type(exc).__name__}: {exc}{where}; "
+                          "fix it, then run `lackpy toolbox --check`")
+
+    # -- choosing functions -----------------------------------------------------------
+
+    def _chosen_functions(self, module: ModuleType) -> dict[str, Callable[..., Any]]:
+        listed = self.settings.get("functions")
+        if listed is None:
+            return {name: fn for name, fn in vars(module).items() if _is_default_tool(name, fn,
+                                                                                   module)}
+        chosen = {}
+        for name in listed:
+            fn = getattr(module, name, None) if isinstance(name, str) else None
+            if fn is None:
+                self.status.problems.append(f"functions names {name!r}, which the module "
+                                            "does not define")
+            else:
+                chosen[name] = fn
+        return chosen
+
+
+def _is_default_tool(name: str, value: Any, module: ModuleType) -> bool:
+    return (inspect.isfunction(value) and not name.startswith("_")
+            and value.__module__ == module.__name__ and bool(inspect.getdoc(value)))

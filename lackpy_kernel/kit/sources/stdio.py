@@ -1,0 +1,158 @@
+"""An MCP stdio transport with bounds: the server's process, its messages, its stderr.
+
+The SDK's ``stdio_client`` holds any line the server writes, however long,
+and joins a long line's pieces in quadratic time. This transport, which the
+SDK's ``Client`` accepts as any ``Transport``, reads bytes and ends the
+connection when one message passes ``max_message_bytes`` or is broken MCP
+(a line that starts like JSON but does not parse, e.g. nested too deeply); it
+skips lines that are not JSON at all (a server printing on stdout) and keeps a
+few of them, and the tail of the server's stderr, for error messages.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+import anyio
+import mcp_types
+from anyio.abc import Process
+from mcp.shared.message import SessionMessage
+
+READ_CHUNK = 1 << 16
+STDERR_TAIL = 2000
+STRAY_LINES_KEPT = 3
+STRAY_LINE_CHARS = 200
+EXIT_WAIT = 2.0  # seconds to exit after stdin closes, then again after SIGTERM
+
+
+@dataclass
+class StdioState:
+    """What the transport saw: why it ended the connection, stray stdout lines, stderr's tail."""
+
+    closed: bool = False
+    reason: str | None = None
+    stray_lines: deque[str] = field(default_factory=lambda: deque(maxlen=STRAY_LINES_KEPT))
+    stderr_tail: bytearray = field(default_factory=bytearray)
+    returncode: int | None = None
+
+    def stderr_text(self) -> str:
+        """The last part of what the server wrote on stderr."""
+        return self.stderr_tail.decode("utf-8", errors="replace").strip()
+
+
+@asynccontextmanager
+async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
+                        max_message_bytes: int, state: StdioState
+                        ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream,
+                                                 anyio.abc.ObjectSendStream]]:
+    """Start ``command`` and exchange newline-delimited JSON-RPC with it.
+
+    Raises OSError when the command cannot be started.
+    """
+    process = await anyio.open_process(command, env=env, cwd=cwd, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       start_new_session=True)
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_messages() -> None:
+        async with to_session:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await _read_lines(process, to_session, max_message_bytes, state)
+        state.closed = True
+
+    async def write_messages() -> None:
+        async with from_session:
+            with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                async for message in from_session:
+                    text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((text + "\n").encode())  # type: ignore[union-attr]
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(read_messages)
+        tasks.start_soon(write_messages)
+        tasks.start_soon(_keep_stderr_tail, process, state)
+        try:
+            yield from_server, to_server
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, state)
+            tasks.cancel_scope.cancel()
+
+
+async def _read_lines(process: Process, to_session: anyio.abc.ObjectSendStream,
+                      max_message_bytes: int, state: StdioState) -> None:
+    buffer = bytearray()
+    async for chunk in process.stdout:  # type: ignore[union-attr]
+        searched = len(buffer)
+        buffer += chunk
+        while (end := buffer.find(b"\n", searched)) >= 0:
+            line = bytes(buffer[:end])
+            del buffer[:end + 1]
+            searched = 0
+            message = _parse(line, state)
+            if isinstance(message, SessionMessage):
+                await to_session.send(message)
+            elif message is not None:
+                state.reason = message
+                return
+        if len(buffer) > max_message_bytes:
+            state.reason = (f"it sent a message of more than {max_message_bytes:,} bytes, over "
+                            "the limit for one answer")
+            return
+    state.reason = "it closed its stdout"
+    if await _exited(process, EXIT_WAIT):
+        state.reason = f"the process exited with status {process.returncode}"
+
+
+def _parse(line: bytes, state: StdioState) -> SessionMessage | str | None:
+    """A message; None for a line to skip; a reason to stop for broken MCP."""
+    text = line.strip()
+    if not text:
+        return None
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except ValueError as exc:
+        if text.startswith(b"{"):
+            first = str(exc).splitlines()[1:2] or [str(exc)]
+            return f"it sent a message that is not valid MCP ({first[0].strip()[:200]})"
+        state.stray_lines.append(text[:STRAY_LINE_CHARS].decode("utf-8", errors="replace"))
+        return None
+
+
+async def _keep_stderr_tail(process: Process, state: StdioState) -> None:
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream,
+                  OSError):
+        async for chunk in process.stderr:  # type: ignore[union-attr]
+            state.stderr_tail += chunk
+            del state.stderr_tail[:-STDERR_TAIL]
+
+
+async def _stop(process: Process, state: StdioState) -> None:
+    """Close stdin, give the server time to exit, then end its whole process group."""
+    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        await process.stdin.aclose()  # type: ignore[union-attr]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if await _exited(process, EXIT_WAIT):
+            break
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+    await _exited(process, EXIT_WAIT)
+    state.returncode = process.returncode
+    for stream in (process.stdout, process.stderr):
+        with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.aclose()  # type: ignore[union-attr]
+
+
+async def _exited(process: Process, wait: float) -> bool:
+    # Polled, not process.wait(): that also waits for the pipes, which a child may hold open.
+    with anyio.move_on_after(wait):
+        while process.returncode is None:
+            await anyio.sleep(0.01)
+    return process.returncode is not None
