@@ -174,7 +174,7 @@ def _check_tool_source(where: _Where, name: str, table: Any) -> None:
         if plugin not in plugins:
             raise where.error(key, f"{key} is a setting of {plugins[0]} sources, not {plugin} ones")
         _check_tool_value(where, key, value, types)
-    present = [key for key in TOOL_ONE_OF[plugin] if key in table]
+    present = [key for key in table if key in TOOL_ONE_OF[plugin]]
     if len(present) != 1:
         first, second = TOOL_ONE_OF[plugin]
         raise where.error(present[-1] if present else name,
@@ -251,10 +251,12 @@ def _error(path: Path, text: str, key: str, problem: str, known: Any = None,
 
 def _line_of(text: str, key: str, table: str | None = None) -> int | None:
     """The line of ``key`` (a key or a table name), after the header of ``table`` if given."""
-    start = 0
+    pattern = re.compile(rf"^[ \t]*(\[.*\b{re.escape(key)}\b.*\]|{re.escape(key)}\s*=)", re.M)
+    match = None
     if table is not None:
         header = re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\]", re.M).search(text)
-        start = header.start() if header else 0
-    pattern = re.compile(rf"^[ \t]*(\[.*\b{re.escape(key)}\b.*\]|{re.escape(key)}\s*=)", re.M)
-    match = pattern.search(text, start) or pattern.search(text)
+        if header is not None:
+            assignment = re.compile(rf"^[ \t]*{re.escape(key)}\s*=", re.M)
+            match = assignment.search(text, header.end()) or header
+    match = match or pattern.search(text)
     return text.count("\n", 0, match.start()) + 1 if match else None

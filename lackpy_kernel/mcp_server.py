@@ -229,8 +229,10 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
 
     @tool(_READ_ONLY)
     def toolbox_list() -> dict[str, Any]:
-        """List every registered tool: {tools: [{name, provider, description, grade_w,
-        effects_ceiling}]}. Kits choose among these."""
+        """List every registered tool: {tools: [{name, provider, source, description, grade_w,
+        effects_ceiling}]}; source says where a tool comes from ("builtin", or a tool source
+        of the workspace's config such as "mine (python: tools/mine.py)"). Kits choose among
+        these."""
         return {"tools": jsonable(_call(service.toolbox_list))}
 
     @tool(_READ_ONLY)

@@ -246,8 +246,8 @@ def _check_callable_kind(fn: Any) -> None:
 def _signature(fn: Callable[..., Any]) -> inspect.Signature:
     try:
         return inspect.signature(fn, eval_str=True)
-    except (NameError, SyntaxError, TypeError, AttributeError):
-        pass  # an annotation that does not evaluate: fall back to its text
+    except (NameError, SyntaxError, TypeError, AttributeError, ValueError):
+        pass  # an annotation that does not evaluate (or no signature): try without evaluating
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError) as exc:

@@ -156,7 +156,7 @@ class _Connection:
 
     def _dead(self) -> bool:
         return (self._held is not None and self._held.done()) or \
-            (self.stdio is not None and self.stdio.closed)
+            (self.stdio is not None and (self.stdio.closed or self.stdio.exited()))
 
     def _start_locked(self) -> Any:
         ready: concurrent.futures.Future = concurrent.futures.Future()
@@ -193,13 +193,14 @@ class _Connection:
                 raise
 
     def _drop_locked(self) -> None:
-        held, stop, self._held, self._stop, self._client = self._held, self._stop, None, None, None
+        held, stop, client = self._held, self._stop, self._client
+        self._held, self._stop, self._client = None, None, None
         if held is None:
             return
-        if stop is not None:
-            self.loop.call_soon(stop.set)
+        if client is not None and stop is not None:
+            self.loop.call_soon(stop.set)  # a clean goodbye
         else:
-            held.cancel()
+            held.cancel()  # still starting: stop where it is
         try:
             held.result(STOP_WAIT)
         except (concurrent.futures.CancelledError, concurrent.futures.TimeoutError, Exception):

@@ -128,7 +128,9 @@ class PythonToolSource(ToolSource):
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # dataclasses and typing look modules up by name
         try:
-            spec.loader.exec_module(module)
+            # Compiled here rather than by the loader: no __pycache__ is written into the
+            # workspace, and a file fixed a moment ago is never read from a stale one.
+            exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)
         except (Exception, SystemExit) as exc:  # the module's own code failed, in any way
             sys.modules.pop(module_name, None)
             raise self._import_error(exc) from None

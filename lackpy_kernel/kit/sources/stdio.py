@@ -40,6 +40,16 @@ class StdioState:
     stray_lines: deque[str] = field(default_factory=lambda: deque(maxlen=STRAY_LINES_KEPT))
     stderr_tail: bytearray = field(default_factory=bytearray)
     returncode: int | None = None
+    pid: int | None = None
+
+    def exited(self) -> bool:
+        """Whether the server's process has ended (checked now, without reaping it)."""
+        if self.pid is None:
+            return False
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True  # already reaped
 
     def stderr_text(self) -> str:
         """The last part of what the server wrote on stderr."""
@@ -58,6 +68,7 @@ async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
     process = await anyio.open_process(command, env=env, cwd=cwd, stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True)
+    state.pid = process.pid
     to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -148,6 +159,12 @@ async def _stop(process: Process, state: StdioState) -> None:
     for stream in (process.stdout, process.stderr):
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stream.aclose()  # type: ignore[union-attr]
+    # asyncio's transport would otherwise be closed by the garbage collector, maybe after its
+    # loop (and warn); nothing public reaches it, hence the attribute walk.
+    close = getattr(getattr(getattr(process, "_process", None), "_transport", None), "close", None)
+    if callable(close):
+        with suppress(PermissionError):
+            close()
 
 
 async def _exited(process: Process, wait: float) -> bool:
