@@ -35,7 +35,6 @@ from lackpy_kernel.infer.templates import (
 )
 from lackpy_kernel.kit import (
     ResolvedKit,
-    ToolSources,
     Workspace,
     WorkspaceError,
     available_kits,
@@ -46,6 +45,7 @@ from lackpy_kernel.kit import (
 )
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
+from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.lang import Grade, Rule, ValidationResult, validate
 from lackpy_kernel.ratchet import Ratchet
 from lackpy_kernel.run import (

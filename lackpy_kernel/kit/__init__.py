@@ -1,5 +1,7 @@
-"""Tools and kits: tool specs, the toolbox, kit resolution, the workspace, the file tools and
-the configured tool sources (Python modules, MCP servers)."""
+"""Tools and kits: tool specs, the toolbox, kit resolution, the workspace and the file tools.
+
+The configured tool sources (Python modules, MCP servers) are ``lackpy_kernel.kit.sources``.
+"""
 
 from .builtin_tools import FileToolsProvider, builtin_toolbox
 from .effects import FileEffects, record_read, record_write, recording
@@ -15,7 +17,6 @@ from .registry import (
     resolve_kit,
     write_kit_file,
 )
-from .sources import SourceStatus, ToolSources
 from .spec import ArgSpec, ToolSpec
 from .toolbox import Toolbox, ToolProvider
 from .workspace import Workspace
@@ -26,10 +27,8 @@ __all__ = [
     "FileToolsProvider",
     "KitFile",
     "ResolvedKit",
-    "SourceStatus",
     "TooManyMatchesError",
     "ToolProvider",
-    "ToolSources",
     "ToolSpec",
     "Toolbox",
     "UnknownToolError",

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from lackpy_kernel.kit import Toolbox, ToolSources, builtin_toolbox
+from lackpy_kernel.kit import Toolbox, builtin_toolbox
+from lackpy_kernel.kit.sources import ToolSources
 
 MakeSources = Callable[..., tuple[Toolbox, ToolSources]]
 

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError, UnknownToolError
-from lackpy_kernel.kit import ToolSources, builtin_toolbox, resolve_kit
+from lackpy_kernel.kit import builtin_toolbox, resolve_kit
+from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.kit.sources.mcp import DEFAULT_CALL_TIMEOUT, EventLoopThread, McpToolSource
 from lackpy_kernel.run import RestrictedRunner
 from tests.support.mcp_servers import (

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.errors import ToolCallError, WorkspaceError
-from lackpy_kernel.kit import ToolSources, builtin_toolbox, resolve_kit
+from lackpy_kernel.kit import builtin_toolbox, resolve_kit
+from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.kit.sources.mcp import MAX_MESSAGE_BYTES
 from lackpy_kernel.run import RestrictedRunner
 from tests.support.mcp_servers import hostile_settings

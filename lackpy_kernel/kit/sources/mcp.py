@@ -16,7 +16,6 @@ content that is not text.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import functools
 import inspect
@@ -39,7 +38,12 @@ from .base import ToolSource
 from .describe import MAX_DEFAULT_CHARS
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .stdio import StdioState
+
+# asyncio is imported where it is used: the sandbox's children import this package, and
+# never start an event loop.
 
 PLUGIN = "mcp"
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -85,6 +89,8 @@ class EventLoopThread:
 
     def submit(self, coroutine: Awaitable[Any]) -> concurrent.futures.Future:
         """Schedule ``coroutine`` on the loop; its future, to wait on from any thread."""
+        import asyncio  # noqa: PLC0415 - see the note at the top
+
         return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop())  # type: ignore[arg-type]
 
     def call_soon(self, callback: Callable[[], Any]) -> None:
@@ -103,6 +109,8 @@ class EventLoopThread:
             loop.close()
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio  # noqa: PLC0415 - see the note at the top
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -180,6 +188,8 @@ class _Connection:
         return self._client
 
     async def _hold(self, ready: concurrent.futures.Future) -> None:
+        import asyncio  # noqa: PLC0415 - see the note at the top
+
         self._stop = asyncio.Event()
         try:
             async with self.source.open_client(self) as client:
