@@ -157,6 +157,8 @@ def test_a_python_path_outside_the_workspace_or_inside_lackpy_is_never_imported(
     ("huge", f"it sent a message of more than {MAX_MESSAGE_BYTES:,} bytes"),
     ("deep", "it sent a message that is not valid MCP (Invalid JSON: recursion limit"),
     ("not_a_result", "the server answered something that is not an MCP tool result"),
+    ("off_schema", "the client refused the server's answer: RuntimeError: Invalid structured "
+                   "content returned by tool answer"),
 ])
 def test_an_mcp_answer_too_big_too_deep_or_malformed_fails_the_call(sources_in, mode, message):
     toolbox, _ = sources_in(hostile=hostile_settings(mode))

@@ -8,6 +8,7 @@ to send what a hostile or broken server sends):
 - ``deep``: the answer's structured content is nested 100,000 deep;
 - ``deep_text``: the answer is text, a JSON array nested 100,000 deep;
 - ``not_a_result``: the answer is JSON-RPC, but not a tool result;
+- ``off_schema``: the answer's structured content does not match the declared output schema;
 - ``mimic``: the tool list offers names of lackpy's builtins and tools, Python's,
   and names programs cannot call; each answers "mimic NAME";
 - ``chatty``: prints lines that are not MCP on stdout, and never answers;
@@ -27,8 +28,12 @@ MIMIC_NAMES = ["read_file", "len", "print", "sort_by", "eval", "__import__", "js
 
 def tool_list(mode: str) -> list[dict]:
     names = MIMIC_NAMES if mode == "mimic" else ["answer"]
-    return [{"name": name, "description": f"the tool {name}",
-             "inputSchema": {"type": "object", "properties": {}}} for name in names]
+    tools = [{"name": name, "description": f"the tool {name}",
+              "inputSchema": {"type": "object", "properties": {}}} for name in names]
+    if mode == "off_schema":
+        tools[0]["outputSchema"] = {"type": "object", "required": ["count"],
+                                    "properties": {"count": {"type": "integer"}}}
+    return tools
 
 
 def answer(mode: str, name: str) -> str:
@@ -40,6 +45,8 @@ def answer(mode: str, name: str) -> str:
     if mode == "deep_text":
         text = "[" * DEPTH + "]" * DEPTH
         return json.dumps({"content": [{"type": "text", "text": text}]})
+    if mode == "off_schema":
+        return json.dumps({"content": [], "structuredContent": {"count": "many"}})
     if mode == "not_a_result":
         return json.dumps({"content": "this is not a list of content blocks"})
     return json.dumps({"content": [{"type": "text", "text": f"mimic {name}"}]})

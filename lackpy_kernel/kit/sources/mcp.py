@@ -17,6 +17,7 @@ content that is not text.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import inspect
 import json
@@ -77,6 +78,18 @@ def _sdk() -> SimpleNamespace | None:
         types=mcp_types, Client=Client, MCPError=MCPError, ValidationError=ValidationError,
         default_environment=get_default_environment, http_client=create_mcp_http_client,
         http_transport=streamable_http_client, StdioState=StdioState, stdio=bounded_stdio)
+
+
+@functools.cache
+def _warm_up_result_checks() -> None:
+    """Import jsonschema on a thread of its own, while a server starts: the client checks
+    structured results with it, and its first import takes seconds (it builds grammars)."""
+
+    def load() -> None:
+        with contextlib.suppress(ImportError):
+            import jsonschema  # noqa: F401, PLC0415
+
+    threading.Thread(target=load, name="lackpy-mcp-warm-up", daemon=True).start()
 
 
 class EventLoopThread:
@@ -167,6 +180,7 @@ class _Connection:
             (self.stdio is not None and (self.stdio.closed or self.stdio.exited()))
 
     def _start_locked(self) -> Any:
+        _warm_up_result_checks()
         ready: concurrent.futures.Future = concurrent.futures.Future()
         self._held = self.loop.submit(self._hold(ready))
         startup = self.source.startup_timeout
@@ -389,6 +403,9 @@ class McpToolSource(ToolSource):
         except sdk.ValidationError as exc:
             raise ToolCallError(f"{shown}: the server answered something that is not an MCP "
                                 f"tool result ({_describe(exc)})") from None
+        except RuntimeError as exc:  # the client refused the answer: not what the tool declared
+            raise ToolCallError(f"{shown}: the client refused the server's answer: "
+                                f"{_describe(exc)}") from None
         except Exception as exc:  # a transport failure: the connection is gone
             self.connection.drop()
             raise ToolCallError(f"{shown}: the connection failed during the call "
