@@ -206,6 +206,9 @@ def cmd_toolbox(service: LackpyService, args: argparse.Namespace) -> int:
     tools = service.toolbox_list()
     rows = [f"{t['name']:18} w={t['grade_w']} d={t['effects_ceiling']}  {t['provider']:10} "
             f"{t['description']}" for t in tools]
+    for status in service.tool_sources.statuses():
+        if status.error:
+            print(f"lackpy: {status.error} (lackpy toolbox --check)", file=sys.stderr)
     return _show(args, tools, "\n".join(rows))
 
 

@@ -131,6 +131,14 @@ def test_lackpy_toolbox_shows_each_tools_source(workspace):
     assert rows["read_file"][3] == "builtin"
 
 
+def test_lackpy_toolbox_says_which_sources_it_could_not_list(tmp_path):
+    configure(tmp_path, broken=True)
+    done = lackpy("toolbox", cwd=tmp_path)
+    assert done.returncode == 0 and "count_words" in done.stdout
+    assert "tool source 'gone' (mcp: no-such-mcp-server): the command 'no-such-mcp-server' " \
+           "was not found" in done.stderr
+
+
 def test_lackpy_toolbox_check_without_sources_says_how_to_add_one(tmp_path):
     done = lackpy("toolbox", "--check", cwd=tmp_path)
     assert done.returncode == 0

@@ -212,6 +212,11 @@ class Toolbox:
         failed = [source.status.error for source in self._sources if source.status.error]
         if failed:
             known += "; tool sources that failed to load: " + "; ".join(failed)
+        refused = [f"{source.label} offers one, but {problem.split(' is refused: ', 1)[1]}"
+                   for source in self._sources for problem in source.status.problems
+                   if problem.startswith(f"tool {name!r} is refused: ")]
+        if refused:
+            known += "; " + "; ".join(refused)
         return UnknownToolError(f"unknown tool {name!r}{hint} (registered tools: {known})")
 
 

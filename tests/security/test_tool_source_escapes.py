@@ -194,6 +194,9 @@ def test_mcp_tool_names_that_mimic_builtins_are_refused_or_warned(arena, sources
         assert f"tool {name!r} is refused: {reason}" in problems
     assert "the server's tool 'get issue!' has no name programs can call" in problems
     assert "the server's tool '1st' has no name programs can call" in problems
+    with pytest.raises(KeyError, match="unknown tool 'len' .*tool source 'hostile' .* offers one, "
+                                       "but programs could not tell it from lackpy's builtin"):
+        toolbox.get("len")
     # read_file is still the confined built-in one
     assert toolbox.get("read_file").provider == "builtin"
     with pytest.raises(WorkspaceError):
