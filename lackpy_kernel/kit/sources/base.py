@@ -82,9 +82,11 @@ class ToolSource:
         return specs
 
     def _load(self) -> list:
+        """The specs, recording per-tool problems in ``status``; raises ToolSourceError."""
         raise NotImplementedError
 
     def resolve(self, spec: Any) -> Callable[..., Any]:
+        """The callable behind one of this source's specs."""
         raise NotImplementedError
 
     def close(self) -> None:
