@@ -66,6 +66,8 @@ KitOrResolved = Kit | ResolvedKit
 # Runs a generated program somewhere else than a one-shot run (a session passes its own).
 ProgramRunner = Callable[[GenerationResult], Awaitable[ExecutionResult]]
 MODES = ("1-shot",)
+# The most time validating one program may take in the caller (a 1 MB program takes ~3 s).
+VALIDATION_SECONDS = 30.0
 
 
 @dataclass
@@ -458,9 +460,11 @@ class LackpyService:
 
 def validate_for(program: str, resolved: ResolvedKit, names: set[str],
                  rules: list[Rule] | None) -> ValidationResult:
-    """Validate against a kit's tools plus ``names``, refusing assignments to the tools."""
-    return validate(program, {*resolved.callables, *names},
-                    [no_rebinding(resolved.callables), *(rules or [])])
+    """Validate against a kit's tools plus ``names``, refusing assignments to the tools,
+    within ``VALIDATION_SECONDS`` (a program too large to check in time is invalid)."""
+    return validate(program, {*resolved.callables, *names}, rules,
+                    protected_names=resolved.callables,
+                    deadline=time.monotonic() + VALIDATION_SECONDS)
 
 
 def tool_names(resolved: ResolvedKit) -> list[str]:

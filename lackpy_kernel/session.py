@@ -45,7 +45,7 @@ class LackpySession:
         self.kit: Kit = service.config.kit_default if kit is None else kit
         self.params: dict[str, Any] = {}
         self.last_result: ExecutionResult | None = None
-        self.running_here = False  # True while a program runs in this process (see run)
+        self.running_here = False  # True while this thread validates or runs a program (see run)
         self._sandboxed: bool | None = None  # where programs run, fixed by the first one
         self._sandbox: Sandbox | None = None
         self._variables: dict[str, Any] = {}  # in-process sessions only
@@ -87,10 +87,14 @@ class LackpySession:
         raises KitError when the kit cannot be resolved. In the sandbox, cancelling the
         await stops the program. In this process the program runs on the caller's thread:
         the caller stops it by raising KeyboardInterrupt there while ``running_here`` is
-        true (the kernel does).
+        true (the kernel does); validation, which always runs here, stops the same way.
         """
         resolved = self.resolved_kit(kit)
-        return await self._run_resolved(program, resolved, self._validate(program, resolved, rules))
+        try:
+            check = self._validate(program, resolved, rules)
+        except KeyboardInterrupt:
+            return self._finish(_interrupted())
+        return await self._run_resolved(program, resolved, check)
 
     async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None
@@ -105,8 +109,10 @@ class LackpySession:
         given = {**self.params, **(params or {})}
 
         async def in_session(generated: GenerationResult) -> ExecutionResult:
-            check = validate_for(generated.program, resolved, {*given, *self.variable_types},
-                                 rules)
+            try:
+                check = self._validate(generated.program, resolved, rules, given)
+            except KeyboardInterrupt:
+                return self._finish(_interrupted())
             return await self._run_resolved(generated.program, resolved, check, given)
 
         return await self.service.delegation(intent, resolved, given, run=run,
@@ -126,9 +132,14 @@ class LackpySession:
 
     # -- internals ------------------------------------------------------------
 
-    def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None
-                  ) -> ValidationResult:
-        return validate_for(program, resolved, {*self.params, *self.variable_types}, rules)
+    def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
+                  params: dict[str, Any] | None = None) -> ValidationResult:
+        names = {*(self.params if params is None else params), *self.variable_types}
+        self.running_here = True  # a long validation can be interrupted like a program
+        try:
+            return validate_for(program, resolved, names, rules)
+        finally:
+            self.running_here = False
 
     async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
                             params: dict[str, Any] | None = None) -> ExecutionResult:
@@ -143,6 +154,9 @@ class LackpySession:
                                      dict(params))
         else:
             result = self._run_here(program, check, resolved, params)
+        return self._finish(result)
+
+    def _finish(self, result: ExecutionResult) -> ExecutionResult:
         self.last_result = result
         return result
 
@@ -165,7 +179,7 @@ class LackpySession:
             result = RestrictedRunner().run_validated(program, check, resolved.callables,
                                                       params, scratch)
         except KeyboardInterrupt:
-            return ExecutionResult(False, error=INTERRUPTED, error_type="KeyboardInterrupt")
+            return _interrupted()
         finally:
             self.running_here = False
         if result.success:
@@ -176,3 +190,7 @@ class LackpySession:
         if self._sandbox is None:
             self._sandbox = self.service.new_sandbox()
         return self._sandbox
+
+
+def _interrupted() -> ExecutionResult:
+    return ExecutionResult(False, error=INTERRUPTED, error_type="KeyboardInterrupt")

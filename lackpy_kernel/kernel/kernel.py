@@ -108,7 +108,7 @@ class LackpyKernel(Kernel):
                      "payload": self.output.payload, "user_expressions": {}}
         except CellError as error:
             reply = self._error_reply(error)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt):
             reply = self._error_reply(CellError(
                 "KeyboardInterrupt", "interrupted: the cell was stopped; the session's "
                 "variables are as they were before it"))
@@ -146,7 +146,7 @@ class LackpyKernel(Kernel):
         loop = asyncio.get_running_loop()
 
         def handle_sigint(*_args: Any) -> None:
-            if self.lackpy.running_here:  # a program on this thread: only an exception stops it
+            if self.lackpy.running_here:  # validating or running here: only an exception stops it
                 raise KeyboardInterrupt
             loop.call_soon_threadsafe(task.cancel)
 
