@@ -1,28 +1,69 @@
-"""Tier 0: saved templates, ``.lackpy/templates/*.tmpl``, matched against the whole intent."""
+"""Tier 0: saved templates, ``.lackpy/templates/*.tmpl``, matched against the whole intent.
+
+The provider keeps an index of the folder (see ``TemplateIndex``), so a call costs one
+``stat`` of the folder and a look-up by the intent's first words, however many templates
+there are.
+"""
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import fcntl
-import json
+import gc
 import os
 import re
 import stat
+import threading
+import time
+import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.kit.atomic import atomic_write_text
+from lackpy_kernel.kit.frontmatter import FrontmatterFormat
 
 from .provider import KIND_TEMPLATE, ProgramText
+from .template_text import (
+    IntentPattern,
+    compile_pattern,
+    fill_placeholders,
+    fold,
+    original_text,
+    squeeze,
+)
+
+__all__ = [
+    "SUFFIX",
+    "TEMPLATE_FRONTMATTER",
+    "Template",
+    "TemplateError",
+    "TemplateIndex",
+    "TemplatesProvider",
+    "check_template_name",
+    "compile_pattern",
+    "fill_placeholders",
+    "format_template",
+    "parse_template",
+    "template_index",
+    "update_counts",
+]
 
 SUFFIX = ".tmpl"
-FENCE = "---"
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+TEMPLATE_FRONTMATTER = FrontmatterFormat(
+    "template", TemplateError, keys=("name", "pattern", "success_count", "fail_count"),
+    required=("pattern",),
+)
+LOCK_FILE = ".templates.lock"
 _TEMPLATE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# A folder listed less than this long after its last change may have changed again within
+# the same tick of the file system's clock, unseen by its modification time: list it again.
+_RACY_NS = 50_000_000
+_COARSE_RACY_NS = 2_000_000_000  # file systems that keep whole seconds (FAT keeps two)
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_MAX_TEMPLATE_BYTES = 1 << 20
 
 
 @dataclass
@@ -35,206 +76,58 @@ class Template:
     path: Path
     success_count: int = 0
     fail_count: int = 0
+    body_line: int = field(default=1, repr=False, compare=False)
+    compiled: IntentPattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.regex, self.placeholders, self.literal = compile_pattern(self.pattern)
+        self.compiled = compile_pattern(self.pattern)
 
-    def match(self, intent: str, squeezed: str | None = None) -> dict[str, str] | None:
-        """The captured values when the pattern matches all of ``intent``.
+    @property
+    def placeholders(self) -> list[str]:
+        """The names of the pattern's placeholders, in order."""
+        return self.compiled.placeholders
 
-        ``squeezed`` is ``intent`` lower-cased with its whitespace collapsed, when
-        the caller has it already.
-        """
-        if self.literal not in (squeezed if squeezed is not None else _squeeze(intent)):
-            return None  # cheap filter before the regex, for thousands of templates
-        found = self.regex.fullmatch(intent.strip())
-        return found.groupdict() if found else None
+    def match(self, intent: str) -> dict[str, str] | None:
+        """The captured values when the pattern matches all of ``intent``, else None."""
+        return self.compiled.match(intent)
 
     def render(self, values: dict[str, str]) -> str:
-        """The body with each placeholder replaced by its value, through the AST."""
-        return (fill_placeholders(self.body, values) if values else self.body).strip("\n")
+        """The body with each placeholder replaced by its value, as data (see ``fill_placeholders``).
 
-
-def compile_pattern(pattern: str) -> tuple[re.Pattern[str], list[str], str]:
-    """The regex for a pattern, its placeholder names, and its longest literal piece.
-
-    ``{name}`` becomes a named group; ``{{`` and ``}}`` are literal braces;
-    runs of spaces match any whitespace; matching ignores case.
-    """
-    parts, names, literals, last = [], [], [], 0
-    for match in _PLACEHOLDER.finditer(pattern):
-        literals.append(pattern[last:match.start()])
-        parts.append(_literal_regex(pattern[last:match.start()]))
-        if match.group(1):
-            name = match.group(1)
-            if name in names:
-                raise TemplateError(f"placeholder {{{name}}} appears twice in {pattern!r}")
-            names.append(name)
-            parts.append(f"(?P<{name}>.+?)")
-        else:
-            literals.append(match.group(0)[0])
-            parts.append(re.escape(match.group(0)[0]))
-        last = match.end()
-    literals.append(pattern[last:])
-    parts.append(_literal_regex(pattern[last:]))
-    longest = max((_squeeze(piece) for piece in literals), key=len, default="")
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL), names, longest
-
-
-def _literal_regex(text: str) -> str:
-    return "".join(r"\s+" if piece.isspace() else re.escape(piece)
-                   for piece in re.split(r"(\s+)", text) if piece)
-
-
-def _squeeze(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def fill_placeholders(body: str, values: dict[str, str]) -> str:
-    """Place captured values into ``body`` as data, never as code.
-
-    Inside a string literal a ``{name}`` becomes part of that literal; a bare
-    ``{name}`` (which Python reads as a one-element set) becomes a string
-    literal. Only the affected literals are rewritten (with exact quoting);
-    the rest of the body, comments included, stays as written.
-    """
-    tree = ast.parse(body)
-    edits = []
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        replacement = _replacement(node, values)
-        if replacement is None:
-            stack.extend(ast.iter_child_nodes(node))
-        elif replacement != ast.get_source_segment(body, node):
-            edits.append((_offset(body, node.lineno, node.col_offset),
-                          _offset(body, node.end_lineno, node.end_col_offset), replacement))
-    for start, end, text in sorted(edits, reverse=True):
-        body = body[:start] + text + body[end:]
-    return body
-
-
-def _replacement(node: ast.AST, values: dict[str, str]) -> str | None:
-    """The new source for a literal holding placeholders; None to look inside ``node``."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return repr(_substitute(node.value, values))
-    if isinstance(node, ast.Set) and len(node.elts) == 1 and isinstance(node.elts[0], ast.Name):
-        if node.elts[0].id in values:
-            return repr(values[node.elts[0].id])
-    if isinstance(node, ast.JoinedStr):
-        filled = _FStringFiller(values).visit(node)
-        return ast.unparse(ast.fix_missing_locations(filled))
-    return None
-
-
-def _substitute(text: str, values: dict[str, str]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        return values[name] if name and name in values else match.group(0)
-
-    return _PLACEHOLDER.sub(replace, text)
-
-
-def _offset(text: str, line: int, byte_col: int) -> int:
-    """The character offset of a (1-based line, UTF-8 byte column) position."""
-    lines = text.splitlines(keepends=True)
-    before = sum(len(chunk) for chunk in lines[:line - 1])
-    return before + len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-
-class _FStringFiller(ast.NodeTransformer):
-    """Inside an f-string: literal parts and bare ``{name}`` fields take the captured text."""
-
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-
-    def visit_Constant(self, node: ast.Constant) -> ast.AST:
-        if isinstance(node.value, str):
-            return ast.Constant(_substitute(node.value, self.values))
-        return node
-
-    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.AST:
-        value = node.value
-        plain = node.conversion == -1 and node.format_spec is None
-        if plain and isinstance(value, ast.Name) and value.id in self.values:
-            return ast.Constant(self.values[value.id])
-        return self.generic_visit(node)
+        Raises TemplateError when a value cannot be written into this body as data.
+        """
+        return fill_placeholders(self.body, values).strip("\n")
 
 
 def parse_template(path: Path) -> Template:
-    """Read a ``.tmpl`` file: ``---`` frontmatter (name, pattern, counts), then the body."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TemplateError(f"{path}: cannot be read: {exc}") from None
-    meta, body = _split_frontmatter(path, text)
-    for key in ("pattern",):
-        if not meta.get(key):
-            raise TemplateError(f"{path}: the frontmatter needs a '{key}:' line")
-    try:
-        template = Template(
-            name=meta.get("name") or path.stem,
-            pattern=meta["pattern"],
-            body=body,
-            path=path,
-            success_count=_count(path, meta, "success_count"),
-            fail_count=_count(path, meta, "fail_count"),
-        )
-    except (TemplateError, re.error) as exc:
-        raise TemplateError(f"{path}: bad pattern: {exc}") from None
-    _check_body(path, template)
+    """Read a ``.tmpl`` file: ``---`` frontmatter (name, pattern, counts), then the program body.
+
+    Raises TemplateError, naming the file and line, when the file cannot be read, breaks
+    the frontmatter rules, has a bad pattern, or its body is not Python.
+    """
+    template = _read_template(path)
+    check_body(template)
     return template
 
 
-def _split_frontmatter(path: Path, text: str) -> tuple[dict[str, str], str]:
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != FENCE:
-        raise TemplateError(f"{path}, line 1: a template starts with a '---' frontmatter line")
-    meta: dict[str, str] = {}
-    for number, line in enumerate(lines[1:], start=2):
-        if line.strip() == FENCE:
-            return meta, "\n".join(lines[number:]).strip("\n") + "\n"
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            raise TemplateError(f"{path}, line {number}: expected 'key: value', got {line!r}")
-        meta[key.strip()] = _unquote(path, number, value.strip())
-    raise TemplateError(f"{path}: the frontmatter has no closing '---' line")
-
-
-def _unquote(path: Path, number: int, value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        if value[0] == '"':
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise TemplateError(f"{path}, line {number}: bad quoted value: {exc}") from None
-        return value[1:-1]
-    return value
-
-
-def _count(path: Path, meta: dict[str, str], key: str) -> int:
-    raw = meta.get(key, "0")
-    if not raw.isdigit():
-        raise TemplateError(f"{path}: '{key}' must be a whole number, not {raw!r}")
-    return int(raw)
-
-
-def _check_body(path: Path, template: Template) -> None:
+def check_body(template: Template) -> None:
+    """Raise TemplateError unless the template's body, filled with sample values, is Python."""
     probe = {name: "x" for name in template.placeholders}
     try:
         ast.parse(template.render(probe))
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        raise TemplateError(f"{path}: the program body is not Python: {exc}") from None
+    except SyntaxError as exc:
+        line = template.body_line + (exc.lineno or 1) - 1
+        raise TEMPLATE_FRONTMATTER.fail(
+            template.path, line, f"the program body is not Python: {exc.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise TEMPLATE_FRONTMATTER.fail(
+            template.path, template.body_line, f"the program body is not Python: {exc}") from None
 
 
 def format_template(name: str, pattern: str, body: str, success: int = 0, failed: int = 0) -> str:
     """The text of a template file."""
-    return (
-        f"{FENCE}\nname: {name}\npattern: {json.dumps(pattern)}\n"
-        f"success_count: {success}\nfail_count: {failed}\n{FENCE}\n{body.strip()}\n"
-    )
+    values = {"name": name, "pattern": pattern, "success_count": success, "fail_count": failed}
+    return TEMPLATE_FRONTMATTER.format(values, body.strip() + "\n")
 
 
 def check_template_name(name: object) -> str:
@@ -246,13 +139,373 @@ def check_template_name(name: object) -> str:
     return name
 
 
+def _read_template(path: Path) -> Template:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TemplateError(f"template {path} cannot be read: {exc}") from None
+    return _template_from_text(text, path)
+
+
+def _template_from_text(text: str, path: Path) -> Template:
+    """The template in ``text`` (the content of ``path``), its body not yet checked."""
+    front = TEMPLATE_FRONTMATTER.parse(text, path)
+    meta, lines = front.meta, front.lines
+    blank = next((i for i, line in enumerate(front.body) if line), 0)
+    counts = _count(path, lines, meta, "success_count"), _count(path, lines, meta, "fail_count")
+    try:
+        return Template(
+            name=meta.get("name") or path.stem,
+            pattern=meta["pattern"],
+            body="\n".join(front.body).strip("\n") + "\n",
+            path=path,
+            success_count=counts[0],
+            fail_count=counts[1],
+            body_line=front.body_line + blank,
+        )
+    except TemplateError as exc:
+        raise TEMPLATE_FRONTMATTER.fail(path, lines["pattern"], f"bad pattern: {exc}") from None
+
+
+def _count(path: Path, lines: dict[str, int], meta: dict[str, str], key: str) -> int:
+    raw = meta.get(key, "0")
+    if not (raw.isascii() and raw.isdigit()):
+        raise TEMPLATE_FRONTMATTER.fail(path, lines[key], f"'{key}' must be a whole number, not {raw!r}")
+    return int(raw)
+
+
+@dataclass(slots=True)
+class _File:
+    """What the index knows of one ``.tmpl`` file: its ``stat`` then, and its template."""
+
+    stamp: tuple[int, int, int, int]
+    template: Template | None
+    settled: bool = True  # read safely after its last change, so its stat can be trusted
+    body_checked: bool = False
+
+
+class TemplateIndex:
+    """The templates of one folder, indexed by the whole words their patterns start with.
+
+    ``find`` costs one ``stat`` of the folder, a dictionary look-up per distinct number
+    of leading words, and a linear-time match of each candidate: not a pass over every
+    template. When the folder's modification time changes, the folder is listed again
+    and only the files whose own ``stat`` changed are read again; a count update made by
+    ``update_counts`` in this process is applied directly, without a listing. Two blind
+    spots of modification times are covered: a change made within the same tick of the
+    file system's clock as the last one seen (the folder is listed again once that tick
+    is safely past), and a file rewritten in place, which leaves its folder's time alone
+    (a matching template's file is checked before its program is used). One index is
+    shared by every provider of a folder in this process (see ``template_index``).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.problems: dict[Path, str] = {}
+        self._lock = threading.RLock()
+        self._folder_stamp: tuple[int, int, int] | None = None
+        self._relist_after: int | None = None  # a time.time_ns() after which to list again
+        self._files: dict[str, _File] = {}
+        self._order: list[Template] = []  # usable templates, in file-name order
+        self._position: dict[str, int] = {}  # file name -> place in _order
+        self._buckets: dict[tuple[str, ...], list[int]] = {}
+        self._word_counts: list[int] = []  # the lengths of the bucket keys, ascending
+        self._stale = False  # _order lists a template found unusable since the last rebuild
+
+    def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
+        """The first template (in file-name order) whose pattern matches all of ``intent``,
+        with its captured values; None when none does."""
+        with self._lock:
+            self._refresh()
+            found = self._first_match(intent)
+            for _ in range(2):  # a matching template changed meanwhile is read again
+                if found is None or self._still_current(found[0]):
+                    break
+                found = self._first_match(intent)
+            return found
+
+    def templates(self) -> list[Template]:
+        """Every usable template in file-name order, each file's ``stat`` checked now."""
+        with self._lock:
+            self._folder_stamp = None  # compare every file, not only the folder
+            self._refresh()
+            usable = [template for template in self._order if self._body_usable(template)]
+            self._tidy()
+            return usable
+
+    def rewritten(self, name: str, folder_before: tuple[int, int, int] | None) -> None:
+        """Take note that this process has just rewritten the file ``name``, atomically.
+
+        ``folder_before`` is the folder's stamp from just before. When the index had seen
+        the folder as it was then, only that file is read again: no listing is needed.
+        """
+        with self._lock:
+            if folder_before is None or folder_before != self._folder_stamp:
+                return  # the index is behind anyway: the next call lists the folder
+            started = time.time_ns()
+            info = _stat(self.folder)
+            if info is None:
+                return
+            self._folder_stamp = _folder_stamp(info)
+            self._relist_after = _relist_time(info, started, self._relist_after)
+            self._load(name)
+            self._tidy()
+
+    # -- keeping up with the folder ------------------------------------------
+
+    def _refresh(self) -> None:
+        started = time.time_ns()
+        info = _stat(self.folder)
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            self._forget_all()
+            return
+        stamp = _folder_stamp(info)
+        if stamp != self._folder_stamp:
+            self._relist(compare_stats=True)
+        elif self._relist_after is not None and started >= self._relist_after:
+            self._relist(compare_stats=False)
+        else:
+            return
+        self._folder_stamp = stamp
+        self._relist_after = _relist_time(info, started, None)
+        self._tidy()
+
+    def _relist(self, *, compare_stats: bool) -> None:
+        """List the folder and read the files that are new or changed.
+
+        With ``compare_stats`` each file's ``stat`` is compared; without, only its inode
+        (which the listing gives without a ``stat``), enough to see files added or replaced.
+        """
+        started = time.time_ns()
+        try:
+            with os.scandir(self.folder) as entries:
+                listed = [entry for entry in entries if entry.name.endswith(SUFFIX)]
+        except OSError:
+            listed = []
+        with _collector_paused():
+            for entry in listed:
+                known = self._files.get(entry.name)
+                if known is None or not _same_file(entry, known, compare_stats=compare_stats):
+                    self._load(entry.name, started)
+        for name in set(self._files) - {entry.name for entry in listed}:
+            self._forget(name)
+
+    def _load(self, name: str, started: int | None = None) -> None:
+        """Read the file ``name`` (again), noting a problem when it is not a usable template.
+
+        ``started`` is when the reading began (now when not given), to tell whether the
+        file's stat can be trusted later on.
+        """
+        path = self.folder / name
+        started = time.time_ns() if started is None else started
+        try:
+            stamp, text = _read_regular(os.path.join(self.folder, name))
+        except FileNotFoundError:
+            self._forget(name)
+            return
+        except (OSError, UnicodeDecodeError, TemplateError) as exc:
+            problem = str(exc) if isinstance(exc, TemplateError) else f"template {path} cannot be read: {exc}"
+            self._store(name, _File(_NO_STAMP, None), path, problem)
+            return
+        settled = started >= _settle_time(stamp[1])
+        if text is None:  # a folder or a FIFO with a template's name: not a template
+            self._store(name, _File(stamp, None, settled), path)
+            return
+        try:
+            self._store(name, _File(stamp, _template_from_text(text, path), settled), path)
+        except TemplateError as exc:
+            self._store(name, _File(stamp, None, settled), path, str(exc))
+
+    def _store(self, name: str, file: _File, path: Path, problem: str | None = None) -> None:
+        old = self._files.get(name)
+        self._files[name] = file
+        if problem is not None:
+            self.problems[path] = problem
+        elif self.problems:
+            self.problems.pop(path, None)
+        old_template = old.template if old is not None else None
+        if old_template is None and file.template is None:
+            return
+        if old_template == file.template:  # read again, unchanged: keep what is known of it
+            file.template, file.body_checked = old_template, old.body_checked  # type: ignore[union-attr]
+            return
+        if old_template is not None and file.template is not None \
+                and old_template.pattern == file.template.pattern and name in self._position:
+            self._order[self._position[name]] = file.template  # same place, same key
+        else:
+            self._stale = True
+
+    def _forget(self, name: str) -> None:
+        old = self._files.pop(name, None)
+        self.problems.pop(self.folder / name, None)
+        if old is not None and old.template is not None:
+            self._stale = True
+
+    def _forget_all(self) -> None:
+        for name in list(self._files):
+            self._forget(name)
+        self._tidy()
+        self._folder_stamp = None
+        self._relist_after = None
+
+    def _tidy(self) -> None:
+        """Rebuild the order and the buckets when a template came, went or changed pattern."""
+        if not self._stale:
+            return
+        self._stale = False
+        names = sorted(name for name, file in self._files.items() if file.template is not None)
+        self._order = [self._files[name].template for name in names]  # type: ignore[misc]
+        self._position = {name: position for position, name in enumerate(names)}
+        self._buckets = {}
+        for position, template in enumerate(self._order):
+            self._buckets.setdefault(template.compiled.leading_words, []).append(position)
+        self._word_counts = sorted({len(key) for key in self._buckets})
+
+    # -- matching ---------------------------------------------------------------
+
+    def _first_match(self, intent: str) -> tuple[Template, dict[str, str]] | None:
+        squeezed = squeeze(intent)
+        folded = fold(squeezed)
+        words = folded.split(" ") if folded else []
+        candidates: list[int] = []
+        for count in self._word_counts:
+            if count > len(words):
+                break
+            candidates.extend(self._buckets.get(tuple(words[:count]), ()))
+        for position in sorted(candidates):
+            template = self._order[position]
+            spans = template.compiled.spans(folded)
+            if spans is not None and self._body_usable(template):
+                values = {name: original_text(intent, squeezed, *span)
+                          for name, span in zip(template.placeholders, spans, strict=True)}
+                return template, values
+        return None
+
+    def _body_usable(self, template: Template) -> bool:
+        """Whether the template's body is Python (checked once per version of its file)."""
+        known = self._files.get(template.path.name)
+        if known is None or known.template is not template:
+            return False
+        if not known.body_checked:
+            try:
+                check_body(template)
+            except TemplateError as exc:
+                self._store(template.path.name, _File(known.stamp, None, known.settled),
+                            template.path, str(exc))
+                return False
+            known.body_checked = True
+        return True
+
+    def _still_current(self, template: Template) -> bool:
+        """Whether the template's file is as it was read; if not, it is read again."""
+        name = template.path.name
+        known = self._files.get(name)
+        info = _stat(template.path)
+        if known is None or info is None or _file_stamp(info) != known.stamp or not known.settled:
+            self._load(name)
+            self._tidy()
+            known = self._files.get(name)
+        return known is not None and known.template is template
+
+
+_NO_STAMP = (-1, -1, -1, -1)
+
+
+def _same_file(entry: os.DirEntry[str], known: _File, *, compare_stats: bool) -> bool:
+    try:
+        if compare_stats:
+            return known.settled and _file_stamp(entry.stat()) == known.stamp
+        return entry.inode() == known.stamp[0]
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: indexing thousands of templates makes many small
+    objects at once (none in cycles), and the collector would walk them again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _folder_stamp(info: os.stat_result) -> tuple[int, int, int]:
+    return info.st_dev, info.st_ino, info.st_mtime_ns
+
+
+def _file_stamp(info: os.stat_result) -> tuple[int, int, int, int]:
+    return info.st_ino, info.st_mtime_ns, info.st_ctime_ns, info.st_size
+
+
+def _settle_time(mtime_ns: int) -> int:
+    """When a change made at ``mtime_ns`` is safely past: a later change in the same tick of
+    the file system's clock would leave the same time, so until then the time proves nothing."""
+    coarse = mtime_ns % 1_000_000_000 == 0
+    return mtime_ns + (_COARSE_RACY_NS if coarse else _RACY_NS)
+
+
+def _relist_time(info: os.stat_result, started: int, pending: int | None) -> int | None:
+    """When to list the folder again although its time has not changed (None: no need):
+    a listing that began once the folder's last change was settled has seen everything."""
+    due = _settle_time(info.st_mtime_ns)
+    if started >= due:
+        return pending
+    return due if pending is None else min(pending, due)
+
+
+def _read_regular(path: str) -> tuple[tuple[int, int, int, int], str | None]:
+    """The file's stamp and text; text None when it is not a regular file (a FIFO, a folder).
+
+    Opened without blocking, so a FIFO named like a template cannot hang the caller.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return _file_stamp(info), None
+        if info.st_size > _MAX_TEMPLATE_BYTES:
+            raise TemplateError(f"template {path} is {info.st_size} bytes; a template holds "
+                                f"at most {_MAX_TEMPLATE_BYTES} bytes")
+        data = os.read(fd, info.st_size + 1)
+        while len(data) > info.st_size and (more := os.read(fd, 1 << 16)):  # it grew meanwhile
+            data += more
+            if len(data) > _MAX_TEMPLATE_BYTES:
+                raise TemplateError(f"template {path} holds more than {_MAX_TEMPLATE_BYTES} bytes")
+    finally:
+        os.close(fd)
+    return _file_stamp(info), data.decode("utf-8")
+
+
+_INDEXES: weakref.WeakValueDictionary[str, TemplateIndex] = weakref.WeakValueDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def template_index(folder: str | os.PathLike[str]) -> TemplateIndex:
+    """The index of ``folder``'s templates, shared in this process while anyone holds it."""
+    key = os.path.abspath(folder)
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(key)
+        if index is None:
+            index = _INDEXES[key] = TemplateIndex(Path(folder))
+        return index
+
+
 class TemplatesProvider:
     """Tier 0: the first template (in file-name order) whose pattern matches the intent.
 
-    Parsed templates are cached by file modification time, so thousands of
-    templates cost one directory listing per call. A bad template file is
-    skipped and reported in ``problems``, never fatal. A program's ``source`` is
-    its template's path (see ``update_counts``).
+    A bad template file is skipped and reported in ``problems``, never fatal. A program's
+    ``source`` is its template's path (see ``update_counts``).
     """
 
     kind = KIND_TEMPLATE
@@ -260,12 +513,16 @@ class TemplatesProvider:
     def __init__(self, templates_dir: str | os.PathLike[str], name: str = "templates") -> None:
         self.templates_dir = Path(templates_dir)
         self._name = name
-        self._cache: dict[str, tuple[tuple[int, int], Template | None]] = {}
-        self.problems: dict[Path, str] = {}
+        self._index = template_index(self.templates_dir)
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def problems(self) -> dict[Path, str]:
+        """Each template file that cannot be used, and why."""
+        return self._index.problems
 
     def available(self) -> bool:
         return self.templates_dir.is_dir()
@@ -280,6 +537,9 @@ class TemplatesProvider:
         config: dict[str, Any] | None = None,
         error_feedback: list[str] | None = None,
     ) -> str | None:
+        """The matching template's program, its ``source`` the template's path; None when no
+        template matches. Raises TemplateError when the captured text cannot be written into
+        the matching template's program as data."""
         if error_feedback:
             return None  # a template is fixed text: a retry cannot do better
         found = self.find(intent)
@@ -290,67 +550,50 @@ class TemplatesProvider:
 
     def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
         """The first matching template and its captured values."""
-        squeezed = _squeeze(intent)
-        for template in self.templates():
-            values = template.match(intent, squeezed)
-            if values is not None:
-                return template, values
-        return None
+        return self._index.find(intent)
 
     def templates(self) -> Iterator[Template]:
         """Every usable template, in sorted file-name order."""
-        for entry in self._entries():
-            template = self._load(entry)
-            if template is not None:
-                yield template
-
-    def _entries(self) -> list[os.DirEntry]:
-        try:
-            with os.scandir(self.templates_dir) as entries:
-                found = [entry for entry in entries if entry.name.endswith(SUFFIX)]
-        except OSError:
-            return []
-        return sorted(found, key=lambda entry: entry.name)
-
-    def _load(self, entry: os.DirEntry) -> Template | None:
-        # Plain strings and DirEntry.stat keep this loop cheap with thousands of files.
-        try:
-            info = entry.stat()
-        except OSError:
-            return None
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = self._cache.get(entry.name)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        path = Path(entry.path)
-        try:
-            template = parse_template(path)
-            self.problems.pop(path, None)
-        except TemplateError as exc:
-            template = None
-            self.problems[path] = str(exc)
-        self._cache[entry.name] = (stamp, template)
-        return template
+        yield from self._index.templates()
 
 
 def update_counts(path: Path, success: bool) -> None:
-    """Add one to a template's success or fail count, atomically and under a lock."""
-    with _locked(path.parent / ".templates.lock"):
-        template = parse_template(path)
-        success_count = template.success_count + (1 if success else 0)
-        fail_count = template.fail_count + (0 if success else 1)
+    """Add one to a template's success or fail count, atomically and under a lock.
+
+    Raises TemplateError when the template cannot be read, OSError when it cannot be written.
+    """
+    folder = path.parent
+    with _locked(folder / LOCK_FILE):
+        before = _stat(folder)
+        template = _read_template(path)
         text = format_template(template.name, template.pattern, template.body,
-                               success_count, fail_count)
+                               template.success_count + (1 if success else 0),
+                               template.fail_count + (0 if success else 1))
         atomic_write_text(path, text)
+        index = _INDEXES.get(os.path.abspath(folder))
+        if index is not None:
+            index.rewritten(path.name, _folder_stamp(before) if before is not None else None)
 
 
 @contextlib.contextmanager
 def _locked(lock_path: Path) -> Iterator[None]:
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """Hold an exclusive lock on ``lock_path`` (made if missing), between processes too."""
+    with open(lock_path, "a+b") as handle:
+        if os.name == "nt":
+            import msvcrt  # Windows has no fcntl; LK_LOCK retries for ten seconds
+
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl  # here, not at the top: the package must import on Windows
+
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import keyword
 import os
 import re
@@ -15,14 +14,14 @@ from lackpy_kernel.lang import Grade, compute_grade
 
 from .atomic import atomic_write_text
 from .errors import KitError, UnknownKitError
+from .frontmatter import FrontmatterFormat
 from .spec import ToolSpec
 from .toolbox import Toolbox
 
 SHIPPED_KITS_DIR = Path(__file__).resolve().parent / "kits"
 KIT_SUFFIX = ".kit"
 _KIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
-_META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_FENCE = "---"
+KIT_FRONTMATTER = FrontmatterFormat("kit file", KitError, keys=("name", "description", "docs"))
 
 
 @dataclass
@@ -129,20 +128,17 @@ def parse_kit_file(path: str | os.PathLike[str]) -> KitFile:
     Raises KitError, naming the file and line, when it cannot be read or parsed.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KitError(f"kit file {path} cannot be read: {exc}") from None
-    meta, body_start = _parse_frontmatter(path, lines)
+    front = KIT_FRONTMATTER.read(path)
     tools: list[str] = []
-    for number, line in enumerate(lines[body_start:], start=body_start + 1):
+    for number, line in enumerate(front.body, start=front.body_line):
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
         if not _is_identifier(name):
-            raise _kit_syntax_error(path, number, f"{name!r} is not a tool name (one per line)")
+            raise KIT_FRONTMATTER.fail(path, number, f"{name!r} is not a tool name (one per line)")
         if name not in tools:
             tools.append(name)
+    meta = front.meta
     docs = [item.strip() for item in meta.get("docs", "").split(",") if item.strip()]
     return KitFile(
         name=meta.get("name") or path.stem,
@@ -167,13 +163,10 @@ def write_kit_file(
     for tool in tool_names:
         if not _is_identifier(tool):
             raise KitError(f"{tool!r} is not a valid tool name")
-    lines = [_FENCE, f"name: {name}"]
-    if description is not None:
-        lines.append(f"description: {json.dumps(description, ensure_ascii=False)}")
-    lines += [_FENCE, *tool_names]
+    meta = {"name": name} if description is None else {"name": name, "description": description}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, "\n".join(lines) + "\n")
+    atomic_write_text(path, KIT_FRONTMATTER.format(meta, "".join(f"{t}\n" for t in tool_names)))
     return path
 
 
@@ -236,47 +229,6 @@ def _grade_fields(spec: ToolSpec) -> dict[str, int]:
 def _kit_folders(kits_dir: str | os.PathLike[str] | None) -> list[Path]:
     workspace_kits = Path(kits_dir) if kits_dir is not None else default_kits_dir()
     return [workspace_kits, SHIPPED_KITS_DIR]
-
-
-def _parse_frontmatter(path: Path, lines: list[str]) -> tuple[dict[str, str], int]:
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None or lines[first].strip() != _FENCE:
-        return {}, 0
-    meta: dict[str, str] = {}
-    for number in range(first + 1, len(lines)):
-        line = lines[number].strip()
-        if line == _FENCE:
-            return meta, number + 1
-        if line and not line.startswith("#"):
-            key, value = _parse_meta_line(path, number + 1, line)
-            meta[key] = value
-    raise _kit_syntax_error(path, first + 1, f"the frontmatter opened here has no closing {_FENCE}")
-
-
-def _parse_meta_line(path: Path, number: int, line: str) -> tuple[str, str]:
-    key, sep, value = line.partition(":")
-    key = key.strip()
-    if not sep or not _META_KEY.fullmatch(key):
-        raise _kit_syntax_error(path, number, f"expected 'key: value' in the frontmatter: {line!r}")
-    return key, _unquote(path, number, value.strip())
-
-
-def _unquote(path: Path, number: int, value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1]
-    if value.startswith('"'):
-        try:
-            decoded = json.loads(value)
-        except json.JSONDecodeError:
-            decoded = None
-        if not isinstance(decoded, str):
-            raise _kit_syntax_error(path, number, f"badly quoted value {value!r}")
-        return decoded
-    return value
-
-
-def _kit_syntax_error(path: Path, number: int, problem: str) -> KitError:
-    return KitError(f"malformed kit file {path}, line {number}: {problem}")
 
 
 def _is_identifier(name: str) -> bool:

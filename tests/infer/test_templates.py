@@ -98,10 +98,10 @@ async def test_retry_with_feedback_passes(folder):
 
 
 def test_literal_braces_and_regex_characters_in_patterns():
-    regex, names, literal = compile_pattern("sum (a+b) {{x}} of {values}")
-    assert names == ["values"]
-    assert regex.fullmatch("SUM (a+b) {x} of 1,2")
-    assert literal == "sum (a+b)"
+    pattern = compile_pattern("sum (a+b) {{x}} of {values}")
+    assert pattern.placeholders == ["values"]
+    assert pattern.match("SUM (a+b) {x} of 1,2") == {"values": "1,2"}
+    assert pattern.leading_words == ("sum", "(a+b)", "{x}", "of")  # the index's key
 
 
 def test_duplicate_placeholder_is_an_error(folder):
