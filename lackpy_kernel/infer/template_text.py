@@ -186,9 +186,12 @@ class _Filler(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
-        filled = self._fstring(node, in_spec=False)
-        if ast.dump(filled) == ast.dump(node):
+        before = ast.dump(node)
+        filled = self._fstring(node, in_spec=False)  # (nested expressions change in place)
+        if ast.dump(filled) == before:
             return node
+        if not self._record:  # inside another f-string, which is written out as a whole
+            return ast.copy_location(filled, node)
         try:
             source = ast.unparse(filled)
         except ValueError:  # e.g. a backslash, which no f-string expression may hold
