@@ -385,3 +385,12 @@ def test_the_module_imports_where_there_is_no_fcntl():
             "print(t.TemplatesProvider.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "TemplatesProvider"), done.stderr
+
+
+async def test_a_capture_an_f_string_field_cannot_hold_is_refused_never_placed(folder):
+    write(folder, "pad", "pad to {width}", "total = 3\nf'{total:>{width}}'")
+    provider = TemplatesProvider(folder)
+    program = await generate(provider, "pad to 6")
+    assert eval(compile(program.splitlines()[1], "pad", "eval"), {"total": 3}) == "     3"
+    with pytest.raises(TemplateError, match="cannot be written into this f-string"):
+        await generate(provider, "pad to 6\\n")  # Python 3.11 allows no backslash there
