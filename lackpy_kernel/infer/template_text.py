@@ -16,6 +16,7 @@ from typing import NamedTuple
 from lackpy_kernel.errors import TemplateError
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PATTERN_PARTS = re.compile(r"(\{\{|\}\})|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _WORD = re.compile(r"\S+")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # lines as Python's tokenizer counts them
 
@@ -86,21 +87,21 @@ def compile_pattern(pattern: str) -> IntentPattern:
     Matching ignores case, treats every run of whitespace as one space and must cover
     the whole intent. Raises TemplateError for a placeholder named twice.
     """
-    text = squeeze(pattern)
+    parts = _PATTERN_PARTS.split(squeeze(pattern))  # literal, (escape, name, literal)...
     names: list[str] = []
-    pieces, current, last = [], [], 0
-    for found in _PLACEHOLDER.finditer(text):
-        current.append(text[last:found.start()])
-        if found.group(1):
-            if found.group(1) in names:
-                raise TemplateError(f"placeholder {{{found.group(1)}}} appears twice in {pattern!r}")
-            names.append(found.group(1))
+    pieces: list[str] = []
+    current = [parts[0]]
+    for index in range(1, len(parts), 3):
+        escape, name, literal = parts[index:index + 3]
+        if name is None:
+            current.append(escape[0])
+        elif name in names:
+            raise TemplateError(f"placeholder {{{name}}} appears twice in {pattern!r}")
+        else:
+            names.append(name)
             pieces.append(fold("".join(current)))
             current = []
-        else:
-            current.append(found.group(0)[0])
-        last = found.end()
-    current.append(text[last:])
+        current.append(literal)
     pieces.append(fold("".join(current)))
     words = pieces[0].split(" ") if pieces[0] else []
     leading = tuple(words if len(pieces) == 1 else words[:-1])

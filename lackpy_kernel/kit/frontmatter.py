@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from lackpy_kernel.errors import LackpyError
 
@@ -73,7 +74,8 @@ class FrontmatterFormat:
 
         Raises ``error``, naming ``path`` and the line, when the frontmatter breaks a rule.
         """
-        lines = _LINE_BREAK.split(text.removeprefix("\ufeff"))
+        text = text.removeprefix("\ufeff")
+        lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
         if lines[-1] == "":
             lines.pop()  # the text ended with a line break
         opening = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
@@ -89,9 +91,15 @@ class FrontmatterFormat:
             if line == FENCE:
                 self._check_required(path, opening + 1, meta)
                 return Frontmatter(meta, where, lines[index + 1:], index + 2)
-            if line and not line.startswith("#"):
-                key, value = self._entry(path, index + 1, line, where)
-                meta[key], where[key] = value, index + 1
+            if not line or line[0] == "#":
+                continue
+            key, sep, value = line.partition(":")
+            key = key.rstrip()
+            if not sep or key not in self.keys or key in meta:
+                self._refuse_entry(path, index + 1, line, where)
+            value = value.strip()
+            meta[key] = self._unquote(path, index + 1, value) if value[:1] in ("'", '"') else value
+            where[key] = index + 1
         raise self.fail(path, opening + 1, f"the frontmatter opened here has no closing '{FENCE}'")
 
     def fail(self, path: str | os.PathLike[str], line: int, problem: str) -> LackpyError:
@@ -107,18 +115,16 @@ class FrontmatterFormat:
         lines = [FENCE, *(f"{key}: {_format_value(value)}" for key, value in values.items()), FENCE]
         return "\n".join(lines) + "\n" + body
 
-    def _entry(self, path: str | os.PathLike[str], number: int, line: str,
-               seen: dict[str, int]) -> tuple[str, str]:
-        key, sep, value = line.partition(":")
+    def _refuse_entry(self, path: str | os.PathLike[str], number: int, line: str,
+                      seen: dict[str, int]) -> NoReturn:
+        key, sep, _ = line.partition(":")
         key = key.strip()
-        if not sep or (key not in self.keys and not _KEY.fullmatch(key)):
+        if not sep or not _KEY.fullmatch(key):
             raise self.fail(path, number, f"expected 'key: value' in the frontmatter, got {line!r}")
-        if key not in self.keys:
-            raise self.fail(path, number, f"unknown key {key!r}; a {self.what} knows "
-                            f"{', '.join(self.keys)}")
         if key in seen:
             raise self.fail(path, number, f"{key!r} was already given on line {seen[key]}")
-        return key, self._unquote(path, number, value.strip())
+        raise self.fail(path, number, f"unknown key {key!r}; a {self.what} knows "
+                        f"{', '.join(self.keys)}")
 
     def _unquote(self, path: str | os.PathLike[str], number: int, value: str) -> str:
         if len(value) >= 2 and value[0] == value[-1] == "'":
