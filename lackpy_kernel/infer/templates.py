@@ -66,7 +66,7 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXE
 _MAX_TEMPLATE_BYTES = 1 << 20
 
 
-@dataclass
+@dataclass(slots=True)
 class Template:
     """One template: a pattern over intents and the program that answers them."""
 
