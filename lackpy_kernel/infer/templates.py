@@ -23,7 +23,7 @@ from typing import Any
 
 from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.kit.atomic import atomic_write_text
-from lackpy_kernel.kit.frontmatter import FrontmatterFormat
+from lackpy_kernel.kit.frontmatter import Frontmatter, FrontmatterFormat
 
 from .provider import KIND_TEMPLATE, ProgramText
 from .template_text import (
@@ -140,16 +140,12 @@ def check_template_name(name: object) -> str:
 
 
 def _read_template(path: Path) -> Template:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TemplateError(f"template {path} cannot be read: {exc}") from None
-    return _template_from_text(text, path)
+    """The template in the file ``path``, its body not yet checked."""
+    return _template_from(TEMPLATE_FRONTMATTER.read(path), path)
 
 
-def _template_from_text(text: str, path: Path) -> Template:
-    """The template in ``text`` (the content of ``path``), its body not yet checked."""
-    front = TEMPLATE_FRONTMATTER.parse(text, path)
+def _template_from(front: Frontmatter, path: Path) -> Template:
+    """The template a file's parsed frontmatter and body describe, its body not yet checked."""
     meta, lines = front.meta, front.lines
     blank = next((i for i, line in enumerate(front.body) if line), 0)
     counts = _count(path, lines, meta, "success_count"), _count(path, lines, meta, "fail_count")
@@ -188,10 +184,11 @@ class TemplateIndex:
     """The templates of one folder, indexed by the whole words their patterns start with.
 
     ``find`` costs one ``stat`` of the folder, a dictionary look-up per distinct number
-    of leading words, and a linear-time match of each candidate: not a pass over every
-    template. When the folder's modification time changes, the folder is listed again
-    and only the files whose own ``stat`` changed are read again; a count update made by
-    ``update_counts`` in this process is applied directly, without a listing. Two blind
+    of leading words, a linear-time match of each candidate and one ``stat`` of the
+    matching template's file: not a pass over every template. When the folder's
+    modification time changes, the folder is listed again and only the files whose own
+    ``stat`` changed are read again; a count update made by ``update_counts`` in this
+    process is applied directly, without a listing. Two blind
     spots of modification times are covered: a change made within the same tick of the
     file system's clock as the last one seen (the folder is listed again once that tick
     is safely past), and a file rewritten in place, which leaves its folder's time alone
@@ -222,6 +219,7 @@ class TemplateIndex:
                 if found is None or self._still_current(found[0]):
                     break
                 found = self._first_match(intent)
+            self._tidy()
             return found
 
     def templates(self) -> list[Template]:
@@ -312,7 +310,8 @@ class TemplateIndex:
             self._store(name, _File(stamp, None, settled), path)
             return
         try:
-            self._store(name, _File(stamp, _template_from_text(text, path), settled), path)
+            template = _template_from(TEMPLATE_FRONTMATTER.parse(text, path), path)
+            self._store(name, _File(stamp, template, settled), path)
         except TemplateError as exc:
             self._store(name, _File(stamp, None, settled), path, str(exc))
 
