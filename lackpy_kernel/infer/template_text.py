@@ -43,7 +43,7 @@ class IntentPattern(NamedTuple):
     text: str
     placeholders: list[str]
     pieces: tuple[str, ...]
-    leading_words: tuple[str, ...]  # the whole words every matching intent starts with (folded)
+    leading_words: tuple[str, ...]
 
     def match(self, intent: str) -> dict[str, str] | None:
         """The captured text of each placeholder when the pattern matches all of ``intent``."""
