@@ -201,15 +201,19 @@ class _Filler(ast.NodeTransformer):
 
     def _fstring(self, node: ast.JoinedStr, *, in_spec: bool) -> ast.JoinedStr:
         parts: list[ast.expr] = []
+        text: list[str] = []  # literal text not yet added (Python joins neighbouring pieces)
         for part in node.values:
             if isinstance(part, ast.FormattedValue):
                 part = self._field(part, in_spec=in_spec)
-            elif isinstance(part, ast.Constant) and not in_spec:
-                part = ast.Constant(substitute(part.value, self.values))
-            if parts and isinstance(part, ast.Constant) and isinstance(parts[-1], ast.Constant):
-                parts[-1] = ast.Constant(parts[-1].value + part.value)
-            else:
-                parts.append(part)
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                text.append(part.value if in_spec else substitute(part.value, self.values))
+                continue
+            if text:
+                parts.append(ast.Constant("".join(text)))
+                text = []
+            parts.append(part)
+        if text:
+            parts.append(ast.Constant("".join(text)))
         return ast.JoinedStr(parts)
 
     def _field(self, field: ast.FormattedValue, *, in_spec: bool) -> ast.expr:

@@ -13,6 +13,7 @@ import gc
 import os
 import re
 import stat
+import sys
 import threading
 import time
 import weakref
@@ -126,7 +127,8 @@ def check_body(template: Template) -> None:
 
 def format_template(name: str, pattern: str, body: str, success: int = 0, failed: int = 0) -> str:
     """The text of a template file."""
-    values = {"name": name, "pattern": pattern, "success_count": success, "fail_count": failed}
+    values: dict[str, str | int] = {"name": name, "pattern": pattern, "success_count": success,
+                                    "fail_count": failed}
     return TEMPLATE_FRONTMATTER.format(values, body.strip() + "\n")
 
 
@@ -578,7 +580,7 @@ def update_counts(path: Path, success: bool) -> None:
 def _locked(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``lock_path`` (made if missing), between processes too."""
     with open(lock_path, "a+b") as handle:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt  # Windows has no fcntl; LK_LOCK retries for ten seconds
 
             handle.seek(0)
