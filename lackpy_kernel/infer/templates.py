@@ -165,7 +165,7 @@ def _template_from(front: Frontmatter, path: Path) -> Template:
         raise TEMPLATE_FRONTMATTER.fail(path, lines["pattern"], f"bad pattern: {exc}") from None
 
 
-def _count(path: Path, lines: dict[str, int], meta: dict[str, str], key: str) -> int:
+def _count(path: str | Path, lines: dict[str, int], meta: dict[str, str], key: str) -> int:
     raw = meta.get(key, "0")
     if not (raw.isascii() and raw.isdigit()):
         raise TEMPLATE_FRONTMATTER.fail(path, lines[key], f"'{key}' must be a whole number, not {raw!r}")
@@ -174,12 +174,19 @@ def _count(path: Path, lines: dict[str, int], meta: dict[str, str], key: str) ->
 
 @dataclass(slots=True)
 class _File:
-    """What the index knows of one ``.tmpl`` file: its ``stat`` then, and its template."""
+    """What the index knows of one ``.tmpl`` file.
+
+    ``stamp`` is its ``stat`` when read, ``settled`` whether that read came safely after
+    its last change (so an unchanged stamp proves it unchanged). A file with a usable
+    pattern keeps its ``text`` and ``compiled`` pattern; its ``template`` is made from the
+    text (and its body checked) the first time it is needed.
+    """
 
     stamp: tuple[int, int, int, int]
-    template: Template | None
-    settled: bool = True  # read safely after its last change, so its stat can be trusted
-    body_checked: bool = False
+    settled: bool
+    text: str | None = None
+    compiled: IntentPattern | None = None
+    template: Template | None = None
 
 
 class TemplateIndex:
@@ -190,12 +197,12 @@ class TemplateIndex:
     matching template's file: not a pass over every template. When the folder's
     modification time changes, the folder is listed again and only the files whose own
     ``stat`` changed are read again; a count update made by ``update_counts`` in this
-    process is applied directly, without a listing. Two blind
-    spots of modification times are covered: a change made within the same tick of the
-    file system's clock as the last one seen (the folder is listed again once that tick
-    is safely past), and a file rewritten in place, which leaves its folder's time alone
-    (a matching template's file is checked before its program is used). One index is
-    shared by every provider of a folder in this process (see ``template_index``).
+    process is applied directly, without a listing. Two blind spots of modification
+    times are covered: a change made within the same tick of the file system's clock as
+    the last one seen (the folder is listed again once that tick is safely past), and a
+    file rewritten in place, which leaves its folder's time alone (a matching template's
+    file is checked before its program is used). One index is shared by every provider
+    of a folder in this process (see ``template_index``).
     """
 
     def __init__(self, folder: Path) -> None:
@@ -205,11 +212,12 @@ class TemplateIndex:
         self._folder_stamp: tuple[int, int, int] | None = None
         self._relist_after: int | None = None  # a time.time_ns() after which to list again
         self._files: dict[str, _File] = {}
-        self._order: list[Template] = []  # usable templates, in file-name order
-        self._position: dict[str, int] = {}  # file name -> place in _order
-        self._buckets: dict[tuple[str, ...], list[int]] = {}
+        self._order: list[str] = []  # the names of the files with a usable pattern, sorted
+        # Buckets by leading words: the first place in _order, then each place's next one.
+        self._heads: dict[tuple[str, ...], int] = {}
+        self._next: list[int] = []
         self._word_counts: list[int] = []  # the lengths of the bucket keys, ascending
-        self._stale = False  # _order lists a template found unusable since the last rebuild
+        self._stale = False  # a pattern came, went or changed since _order was built
 
     def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
         """The first template (in file-name order) whose pattern matches all of ``intent``,
@@ -229,7 +237,7 @@ class TemplateIndex:
         with self._lock:
             self._folder_stamp = None  # compare every file, not only the folder
             self._refresh()
-            usable = [template for template in self._order if self._body_usable(template)]
+            usable = [t for name in self._order if (t := self._template(name)) is not None]
             self._tidy()
             return usable
 
@@ -287,8 +295,9 @@ class TemplateIndex:
                 known = self._files.get(entry.name)
                 if known is None or not _same_file(entry, known, compare_stats=compare_stats):
                     self._load(entry.name, started)
-        for name in set(self._files) - {entry.name for entry in listed}:
-            self._forget(name)
+            for name in set(self._files) - {entry.name for entry in listed}:
+                self._forget(name)
+            self._tidy()
 
     def _load(self, name: str, started: int | None = None) -> None:
         """Read the file ``name`` (again), noting a problem when it is not a usable template.
@@ -296,50 +305,48 @@ class TemplateIndex:
         ``started`` is when the reading began (now when not given), to tell whether the
         file's stat can be trusted later on.
         """
-        path = self.folder / name
         started = time.time_ns() if started is None else started
+        location = os.path.join(self.folder, name)
         try:
-            stamp, text = _read_regular(os.path.join(self.folder, name))
+            stamp, text = _read_regular(location)
         except FileNotFoundError:
             self._forget(name)
             return
         except (OSError, UnicodeDecodeError, TemplateError) as exc:
+            path = self.folder / name
             problem = str(exc) if isinstance(exc, TemplateError) else f"template {path} cannot be read: {exc}"
-            self._store(name, _File(_NO_STAMP, None), path, problem)
+            self._store(name, _File(_NO_STAMP, False), problem)
             return
-        settled = started >= _settle_time(stamp[1])
+        file = _File(stamp, started >= _settle_time(stamp[1]))
         if text is None:  # a folder or a FIFO with a template's name: not a template
-            self._store(name, _File(stamp, None, settled), path)
+            self._store(name, file)
             return
         try:
-            template = _template_from(TEMPLATE_FRONTMATTER.parse(text, path), path)
-            self._store(name, _File(stamp, template, settled), path)
+            file.compiled = _checked_pattern(text, location)
+            file.text = text
+            self._store(name, file)
         except TemplateError as exc:
-            self._store(name, _File(stamp, None, settled), path, str(exc))
+            self._store(name, file, str(exc))
 
-    def _store(self, name: str, file: _File, path: Path, problem: str | None = None) -> None:
+    def _store(self, name: str, file: _File, problem: str | None = None) -> None:
         old = self._files.get(name)
+        if old is not None and old.text is not None and old.text == file.text:
+            old.stamp, old.settled = file.stamp, file.settled  # read again, unchanged
+            return
         self._files[name] = file
         if problem is not None:
-            self.problems[path] = problem
+            self.problems[self.folder / name] = problem
         elif self.problems:
-            self.problems.pop(path, None)
-        old_template = old.template if old is not None else None
-        if old_template is None and file.template is None:
-            return
-        if old_template == file.template:  # read again, unchanged: keep what is known of it
-            file.template, file.body_checked = old_template, old.body_checked  # type: ignore[union-attr]
-            return
-        if old_template is not None and file.template is not None \
-                and old_template.pattern == file.template.pattern and name in self._position:
-            self._order[self._position[name]] = file.template  # same place, same key
-        else:
+            self.problems.pop(self.folder / name, None)
+        old_pattern = old.compiled.text if old is not None and old.compiled is not None else None
+        if old_pattern != (file.compiled.text if file.compiled is not None else None):
             self._stale = True
 
     def _forget(self, name: str) -> None:
         old = self._files.pop(name, None)
-        self.problems.pop(self.folder / name, None)
-        if old is not None and old.template is not None:
+        if self.problems:
+            self.problems.pop(self.folder / name, None)
+        if old is not None and old.compiled is not None:
             self._stale = True
 
     def _forget_all(self) -> None:
@@ -350,17 +357,18 @@ class TemplateIndex:
         self._relist_after = None
 
     def _tidy(self) -> None:
-        """Rebuild the order and the buckets when a template came, went or changed pattern."""
+        """Rebuild the order and the buckets when a pattern came, went or changed."""
         if not self._stale:
             return
         self._stale = False
-        names = sorted(name for name, file in self._files.items() if file.template is not None)
-        self._order = [self._files[name].template for name in names]  # type: ignore[misc]
-        self._position = {name: position for position, name in enumerate(names)}
-        self._buckets = {}
-        for position, template in enumerate(self._order):
-            self._buckets.setdefault(template.compiled.leading_words, []).append(position)
-        self._word_counts = sorted({len(key) for key in self._buckets})
+        files = self._files
+        self._order = sorted(name for name, file in files.items() if file.compiled is not None)
+        self._heads, self._next = {}, [-1] * len(self._order)
+        for position in range(len(self._order) - 1, -1, -1):
+            key = files[self._order[position]].compiled.leading_words  # type: ignore[union-attr]
+            self._next[position] = self._heads.get(key, -1)
+            self._heads[key] = position
+        self._word_counts = sorted({len(key) for key in self._heads})
 
     # -- matching ---------------------------------------------------------------
 
@@ -372,30 +380,36 @@ class TemplateIndex:
         for count in self._word_counts:
             if count > len(words):
                 break
-            candidates.extend(self._buckets.get(tuple(words[:count]), ()))
+            position = self._heads.get(tuple(words[:count]), -1)
+            while position >= 0:
+                candidates.append(position)
+                position = self._next[position]
         for position in sorted(candidates):
-            template = self._order[position]
-            spans = template.compiled.spans(folded)
-            if spans is not None and self._body_usable(template):
-                values = {name: original_text(intent, squeezed, *span)
-                          for name, span in zip(template.placeholders, spans, strict=True)}
+            name = self._order[position]
+            compiled = self._files[name].compiled
+            spans = compiled.spans(folded) if compiled is not None else None
+            template = self._template(name) if spans is not None else None
+            if spans is not None and template is not None:
+                values = {placeholder: original_text(intent, squeezed, *span)
+                          for placeholder, span in zip(template.placeholders, spans, strict=True)}
                 return template, values
         return None
 
-    def _body_usable(self, template: Template) -> bool:
-        """Whether the template's body is Python (checked once per version of its file)."""
-        known = self._files.get(template.path.name)
-        if known is None or known.template is not template:
-            return False
-        if not known.body_checked:
+    def _template(self, name: str) -> Template | None:
+        """The file's template, made (and its body checked) on first use; None when unusable."""
+        file = self._files.get(name)
+        if file is None or file.text is None:
+            return None
+        if file.template is None:
+            path = self.folder / name
             try:
+                template = _template_from(TEMPLATE_FRONTMATTER.parse(file.text, path), path)
                 check_body(template)
             except TemplateError as exc:
-                self._store(template.path.name, _File(known.stamp, None, known.settled),
-                            template.path, str(exc))
-                return False
-            known.body_checked = True
-        return True
+                self._store(name, _File(file.stamp, file.settled), str(exc))
+                return None
+            file.template = template
+        return file.template
 
     def _still_current(self, template: Template) -> bool:
         """Whether the template's file is as it was read; if not, it is read again."""
@@ -405,8 +419,19 @@ class TemplateIndex:
         if known is None or info is None or _file_stamp(info) != known.stamp or not known.settled:
             self._load(name)
             self._tidy()
-            known = self._files.get(name)
+        known = self._files.get(name)
         return known is not None and known.template is template
+
+
+def _checked_pattern(text: str, path: str) -> IntentPattern:
+    """The compiled pattern of the template file ``text``, its frontmatter checked."""
+    front = TEMPLATE_FRONTMATTER.parse(text, path)
+    for key in ("success_count", "fail_count"):
+        _count(path, front.lines, front.meta, key)
+    try:
+        return compile_pattern(front.meta["pattern"])
+    except TemplateError as exc:
+        raise TEMPLATE_FRONTMATTER.fail(path, front.lines["pattern"], f"bad pattern: {exc}") from None
 
 
 _NO_STAMP = (-1, -1, -1, -1)

@@ -78,7 +78,8 @@ class FrontmatterFormat:
         lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)
         if lines[-1] == "":
             lines.pop()  # the text ended with a line break
-        opening = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+        opening = 0 if lines and lines[0].strip() else \
+            next((i for i, line in enumerate(lines) if line.strip()), len(lines))
         if opening == len(lines) or lines[opening].strip() != FENCE:
             if self.required:
                 raise self.fail(path, opening + 1, f"a {self.what} starts with a '{FENCE}' line, "
@@ -131,6 +132,10 @@ class FrontmatterFormat:
             return value[1:-1]
         if not value.startswith('"'):
             return value
+        inner = value[1:-1]
+        if value[-1] == '"' and len(value) >= 2 and '"' not in inner and "\\" not in inner \
+                and inner.isprintable():
+            return inner  # what JSON decodes it to, without the decoder's cost
         try:
             decoded = json.loads(value)
         except json.JSONDecodeError:
