@@ -71,7 +71,7 @@ def bench_templates(root: Path, repeat: int) -> None:
               f"   hit after a count update {counted * 1e3:6.3f} ms   hit vs 10: {hit / baseline:4.1f}x")
         peer_cold, peer_found = bench_combined_regex(count, hit_intent, repeat)
         print(f"  matching only: index {found * 1e3:7.3f} ms, peer (one combined regex) "
-              f"{peer_found * 1e3:7.3f} ms: {peer_found / found:7.1f}x;  first call: peer "
+              f"{peer_found * 1e3:7.3f} ms: {peer_found / found:8.2f}x;  first call: peer "
               f"{peer_cold * 1e3:6.1f} ms: {peer_cold / cold:4.1f}x")
 
 
