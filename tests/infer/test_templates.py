@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.infer.templates import (
@@ -367,7 +367,7 @@ def patterns_and_intents(draw):
 
 
 @given(patterns_and_intents())
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_matching_agrees_with_the_lazy_regex_it_replaces(case):
     pattern, intent = case
     expected = reference_regex(pattern).fullmatch(intent.strip())

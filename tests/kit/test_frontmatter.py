@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.errors import KitError, TemplateError
@@ -117,7 +117,7 @@ _VALUES = st.one_of(st.integers(min_value=0), st.text(st.characters(exclude_cate
 
 
 @given(st.dictionaries(st.sampled_from(["name", "title", "tags"]), _VALUES))
-@settings(deadline=None)  # no time limit: both cores may be busy
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # both cores may be busy
 def test_what_format_writes_parse_reads_back(values):
     text = FORMAT.format(values, "the body\n")
     front = FORMAT.parse(text, "generated")

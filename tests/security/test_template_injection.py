@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.errors import TemplateError
@@ -96,7 +96,7 @@ def body_of(statements: list[str]) -> str:
 
 
 @given(st.lists(st.sampled_from(IN_STRINGS), min_size=1, max_size=6), CAPTURED, CAPTURED)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_inside_strings_only_string_constants_change(statements, p, q):
     body = body_of(statements)
     rendered = fill_placeholders(body, {"p": p, "q": q})
@@ -107,7 +107,7 @@ def test_inside_strings_only_string_constants_change(statements, p, q):
 
 @given(st.lists(st.sampled_from(IN_STRINGS + AS_VALUES + MAY_REFUSE), min_size=1, max_size=6),
        CAPTURED, CAPTURED)
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_captured_text_never_changes_the_programs_structure(statements, p, q):
     body = body_of(statements)
     harmless = fill_placeholders(body, HARMLESS)
