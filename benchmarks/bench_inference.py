@@ -63,8 +63,8 @@ def bench_templates(root: Path, repeat: int) -> None:
         hit_intent = f"task {count - 1} reads a.txt"
         hit = median_seconds(lambda p=provider, i=hit_intent: p.generate(i, NAMESPACE), repeat)
         miss = median_seconds(lambda p=provider: p.generate("nothing matches", NAMESPACE), repeat)
-        counted = hit_after_count_update(provider, hit_intent, repeat)
         found = median_seconds(lambda p=provider, i=hit_intent: find(p, i), repeat)
+        counted = hit_after_count_update(provider, hit_intent, repeat)
         baseline = baseline or hit
         print(f"tier 0, {count:>6} templates   hit p50 {hit * 1e3:6.3f} ms   miss p50 "
               f"{miss * 1e3:6.3f} ms   first call {cold * 1e3:6.1f} ms (cpu {cold_cpu * 1e3:5.1f} ms)"

@@ -61,7 +61,7 @@ LOCK_FILE = ".templates.lock"
 _TEMPLATE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # A folder listed less than this long after its last change may have changed again within
 # the same tick of the file system's clock, unseen by its modification time: list it again.
-_RACY_NS = 50_000_000
+_RACY_NS = 20_000_000
 _COARSE_RACY_NS = 2_000_000_000  # file systems that keep whole seconds (FAT keeps two)
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _MAX_TEMPLATE_BYTES = 1 << 20
@@ -197,11 +197,12 @@ class TemplateIndex:
     matching template's file: not a pass over every template. When the folder's
     modification time changes, the folder is listed again and only the files whose own
     ``stat`` changed are read again; a count update made by ``update_counts`` in this
-    process is applied directly, without a listing. Two blind spots of modification
+    process is applied directly, reading no other file. Two blind spots of modification
     times are covered: a change made within the same tick of the file system's clock as
-    the last one seen (the folder is listed again once that tick is safely past), and a
-    file rewritten in place, which leaves its folder's time alone (a matching template's
-    file is checked before its program is used). One index is shared by every provider
+    the last one seen (until a listing comes safely after the folder's last change, each
+    call lists the folder's names again), and a file rewritten in place, which leaves its
+    folder's time alone (a matching template's file is checked before its program is
+    used). One index is shared by every provider
     of a folder in this process (see ``template_index``).
     """
 
@@ -210,7 +211,7 @@ class TemplateIndex:
         self.problems: dict[Path, str] = {}
         self._lock = threading.RLock()
         self._folder_stamp: tuple[int, int, int] | None = None
-        self._relist_after: int | None = None  # a time.time_ns() after which to list again
+        self._racy = False  # the folder may have changed unseen since it was last listed
         self._files: dict[str, _File] = {}
         self._order: list[str] = []  # the names of the files with a usable pattern, sorted
         # Buckets by leading words: the first place in _order, then each place's next one.
@@ -255,7 +256,7 @@ class TemplateIndex:
             if info is None:
                 return
             self._folder_stamp = _folder_stamp(info)
-            self._relist_after = _relist_time(info, started, self._relist_after)
+            self._racy = self._racy or started < _settle_time(info.st_mtime_ns)
             self._load(name)
             self._tidy()
 
@@ -269,35 +270,41 @@ class TemplateIndex:
             return
         stamp = _folder_stamp(info)
         if stamp != self._folder_stamp:
-            self._relist(compare_stats=True)
-        elif self._relist_after is not None and started >= self._relist_after:
-            self._relist(compare_stats=False)
+            self._relist()
+        elif self._racy:
+            self._relist_if_names_changed()
         else:
             return
         self._folder_stamp = stamp
-        self._relist_after = _relist_time(info, started, None)
+        self._racy = started < _settle_time(info.st_mtime_ns)
         self._tidy()
 
-    def _relist(self, *, compare_stats: bool) -> None:
-        """List the folder and read the files that are new or changed.
-
-        With ``compare_stats`` each file's ``stat`` is compared; without, only its inode
-        (which the listing gives without a ``stat``), enough to see files added or replaced.
-        """
+    def _relist(self) -> None:
+        """List the folder and read the files that are new or whose ``stat`` changed."""
         started = time.time_ns()
         try:
             with os.scandir(self.folder) as entries:
-                listed = [entry for entry in entries if entry.name.endswith(SUFFIX)]
+                listed = {entry.name: entry for entry in entries if entry.name.endswith(SUFFIX)}
         except OSError:
-            listed = []
+            listed = {}
         with _collector_paused():
-            for entry in listed:
-                known = self._files.get(entry.name)
-                if known is None or not _same_file(entry, known, compare_stats=compare_stats):
-                    self._load(entry.name, started)
-            for name in set(self._files) - {entry.name for entry in listed}:
+            for name, entry in listed.items():
+                known = self._files.get(name)
+                if known is None or not _same_file(entry, known):
+                    self._load(name, started)
+            for name in self._files.keys() - listed.keys():
                 self._forget(name)
             self._tidy()
+
+    def _relist_if_names_changed(self) -> None:
+        """List the folder's names only (no ``stat``, no file objects): enough to see a file
+        added or removed unseen; list it fully when one was."""
+        try:
+            names = {name for name in os.listdir(self.folder) if name.endswith(SUFFIX)}
+        except OSError:
+            names = set()
+        if names != self._files.keys():
+            self._relist()
 
     def _load(self, name: str, started: int | None = None) -> None:
         """Read the file ``name`` (again), noting a problem when it is not a usable template.
@@ -354,7 +361,7 @@ class TemplateIndex:
             self._forget(name)
         self._tidy()
         self._folder_stamp = None
-        self._relist_after = None
+        self._racy = False
 
     def _tidy(self) -> None:
         """Rebuild the order and the buckets when a pattern came, went or changed."""
@@ -437,11 +444,9 @@ def _checked_pattern(text: str, path: str) -> IntentPattern:
 _NO_STAMP = (-1, -1, -1, -1)
 
 
-def _same_file(entry: os.DirEntry[str], known: _File, *, compare_stats: bool) -> bool:
+def _same_file(entry: os.DirEntry[str], known: _File) -> bool:
     try:
-        if compare_stats:
-            return known.settled and _file_stamp(entry.stat()) == known.stamp
-        return entry.inode() == known.stamp[0]
+        return known.settled and _file_stamp(entry.stat()) == known.stamp
     except OSError:
         return False
 
@@ -479,15 +484,6 @@ def _settle_time(mtime_ns: int) -> int:
     the file system's clock would leave the same time, so until then the time proves nothing."""
     coarse = mtime_ns % 1_000_000_000 == 0
     return mtime_ns + (_COARSE_RACY_NS if coarse else _RACY_NS)
-
-
-def _relist_time(info: os.stat_result, started: int, pending: int | None) -> int | None:
-    """When to list the folder again although its time has not changed (None: no need):
-    a listing that began once the folder's last change was settled has seen everything."""
-    due = _settle_time(info.st_mtime_ns)
-    if started >= due:
-        return pending
-    return due if pending is None else min(pending, due)
 
 
 def _read_regular(path: str) -> tuple[tuple[int, int, int, int], str | None]:
