@@ -224,6 +224,17 @@ async def test_a_removed_template_no_longer_answers(folder):
     assert await generate(provider, "hello") is None
 
 
+async def test_a_template_added_within_the_same_clock_tick_is_seen_at_once(folder):
+    write(folder, "a", "hello", "'hi'")
+    tick = time.time_ns() + 10 * 10**9  # the folder's time, as the clock last ticked
+    os.utime(folder, ns=(tick, tick))
+    provider = TemplatesProvider(folder)
+    assert await generate(provider, "goodbye") is None
+    write(folder, "b", "goodbye", "'bye'")
+    os.utime(folder, ns=(tick, tick))  # a coarse clock gives the second change the same time
+    assert await generate(provider, "goodbye") == "'bye'"
+
+
 async def test_a_call_on_an_unchanged_folder_lists_nothing_and_reads_nothing(folder):
     for index in range(50):
         write(folder, f"t{index:02d}", f"task {index} on {{path}}", f"'{index}'")
