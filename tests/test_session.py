@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,27 +11,7 @@ from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.errors import GenerationError, UnknownKitError
 from lackpy_kernel.service import Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
-
-_opened: list[str] | None = None
-
-
-def _record_opens(event: str, args: tuple) -> None:
-    if _opened is not None and event == "open" and isinstance(args[0], str | Path):
-        _opened.append(str(args[0]))
-
-
-sys.addaudithook(_record_opens)  # audit hooks cannot be removed; this one records only on demand
-
-
-@contextmanager
-def opened_files() -> Iterator[list[str]]:
-    """Every file this process opens inside the block (Python's audit events, not a mock)."""
-    global _opened
-    _opened = []
-    try:
-        yield _opened
-    finally:
-        _opened = None
+from tests.support.audit import opened_paths, recorded_events
 
 
 @pytest.fixture
@@ -53,19 +31,19 @@ def session(request, workspace: Path) -> Iterator[LackpySession]:
         session.close()
 
 
-def kit_reads(files: list[str]) -> int:
-    return sum(1 for path in files if path.endswith("mine.kit"))
+def kit_reads(events: list) -> int:
+    return sum(1 for path in opened_paths(events) if path.endswith("mine.kit"))
 
 
 async def test_a_cell_resolves_its_kit_once(session):
-    with opened_files() as files:
+    with recorded_events("open") as files:
         result = await session.run("text = read_file('notes.txt')\nlen(text)")
     assert result.success and result.output == 11
     assert kit_reads(files) == 1
 
 
 async def test_a_delegation_resolves_its_kit_once(session):
-    with opened_files() as files:
+    with recorded_events("open") as files:
         delegation = await session.delegate("read the file notes.txt", run=True)
     assert delegation.result is not None and delegation.result.output == "alpha\nbeta\n"
     assert kit_reads(files) == 1
