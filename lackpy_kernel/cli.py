@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("providers", "list the inference tiers and whether each is available")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     _add_plan_commands(commands, common)
+    _add_worker_command(commands, common)
     return parser
 
 
@@ -273,19 +274,48 @@ def _add_plan_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     registry = argparse.ArgumentParser(add_help=False)
     registry.add_argument("--registry", metavar="MODULE:NAME",
                           help="a dict of the plan's Python callables by name")
-    run = actions.add_parser("run", parents=[common, registry], help="run a saved plan on a task")
+    remote = _temporal_options(required=False)
+    run = actions.add_parser("run", parents=[common, registry, remote],
+                             help="run a saved plan on a task")
     run.add_argument("name")
     run.add_argument("task", help="the task; a Python literal where it parses as one")
     run.add_argument("--key", help="checkpoint the run under this key, to resume it later")
-    for action, text in (("resume", "continue a paused, failed or killed run"),
-                         ("restart", "start a checkpointed run over from its first step")):
-        actions.add_parser(action, parents=[common, registry], help=text).add_argument("key")
-    actions.add_parser("status", parents=[common], help="list runs, or show one").add_argument(
-        "key", nargs="?")
+    actions.add_parser("resume", parents=[common, registry, remote],
+                       help="continue a paused, failed or killed run").add_argument("key")
+    actions.add_parser("restart", parents=[common, registry],
+                       help="start a checkpointed run over from its first step").add_argument("key")
+    actions.add_parser("status", parents=[common, remote],
+                       help="list runs, or show one").add_argument("key", nargs="?")
     actions.add_parser("list", parents=[common], help="list the saved plans")
 
 
+def _temporal_options(*, required: bool) -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--temporal", metavar="ADDRESS", required=required,
+                         help="the Temporal server (HOST:PORT) whose workers run the plan")
+    options.add_argument("--task-queue", default="lackpy", metavar="Q",
+                         help="the task queue the workers serve (default: lackpy)")
+    options.add_argument("--namespace", default="default", help="the Temporal namespace")
+    return options
+
+
+def _add_worker_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    worker = commands.add_parser(
+        "worker", parents=[common, _temporal_options(required=True)],
+        help="run plan steps for a Temporal task queue (needs the temporal extra)",
+        description="serve a Temporal task queue: run the plan workflows and their steps, each "
+                    "in this worker's sandbox, in --workspace, until Ctrl-C or SIGTERM")
+    worker.add_argument("--concurrency", type=int, default=4, metavar="N",
+                        help="steps run at once (default: 4)")
+    worker.add_argument("--registry", metavar="MODULE:NAME",
+                        help="a dict of the plans' Python callables by name")
+    worker.add_argument("--store", type=Path, metavar="PATH",
+                        help="the Store steps write to (default: WORKSPACE/.lackpy/plans.sqlite)")
+
+
 def cmd_plan(service: LackpyService, args: argparse.Namespace) -> int:
+    if getattr(args, "temporal", None):
+        return _plan_on_temporal(service, args)
     library = PlanLibrary(service.workspace)
     try:
         if args.plan_command == "list":
@@ -333,21 +363,87 @@ def _plan_status(library: PlanLibrary, args: argparse.Namespace) -> int:
     return _show(args, [run.to_dict() for run in runs], "\n".join(rows) or "no plan runs yet")
 
 
-def _print_envelope(envelope: Any, key: str | None) -> None:
+def _print_envelope(envelope: Any, key: str | None, resume: str = "") -> None:
     for result in envelope.history:
         print(f"{result.name:24} done  {result.ms:9.1f} ms")
     if envelope.error is not None:
-        hint = f"\n`lackpy plan resume {key}` continues there" if key else ""
+        hint = f"\n`lackpy plan resume {key}{resume}` continues there" if key else ""
         print(f"lackpy: {envelope.error.type}: {envelope.error.message}{hint}", file=sys.stderr)
         return
     print("--- output")
     _print_outcome("", True, envelope.payload, None)
 
 
+# -- Temporal: lackpy worker, lackpy plan run/resume/status --temporal ADDRESS -----------------
+
+
+def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
+    from lackpy_kernel.engines.temporal import TemporalRunner  # noqa: PLC0415 - optional extra
+
+    runner = TemporalRunner(args.temporal, args.namespace, args.task_queue)
+    if args.plan_command == "status":
+        return asyncio.run(_temporal_status(runner, args))
+    if args.plan_command == "run":
+        library = PlanLibrary(service.workspace)
+        try:
+            plan = library.load(args.name, _plan_registry(args.registry), service=service,
+                                checkpoint_key=args.key)
+        finally:
+            library.close()
+        task = parse_param(f"task={args.task}")[1]
+        key, envelope = asyncio.run(_temporal_run(runner, plan, task))
+    else:
+        key, envelope = args.key, asyncio.run(runner.resume(args.key))
+    if args.json:
+        _print_json({"key": key, **envelope.to_dict()})
+    else:
+        _print_envelope(envelope, key, f" --temporal {args.temporal}")
+    return EXIT_OK if envelope.ok else EXIT_FAILED
+
+
+async def _temporal_run(runner: Any, plan: Any, task: Any) -> tuple[str, Any]:
+    key = await runner.start(plan, task)
+    print(f"started {key} on Temporal at {runner.address}", file=sys.stderr)
+    return key, await runner.wait(key)
+
+
+async def _temporal_status(runner: Any, args: argparse.Namespace) -> int:
+    if args.key is None:
+        runs = await runner.runs()
+        return _show(args, [{"key": key, "status": status} for key, status in runs],
+                     "\n".join(f"{key:32} {status}" for key, status in runs)
+                     or "no plan runs on this server yet")
+    run = await runner.status(args.key)
+    lines = [f"{run.key}  {run.status}  plan: {run.plan or '-'}  task: {run.task!r}"]
+    lines += ["  ".join(f"{cell:16}" for cell in row).rstrip() for row in [
+        list(run.COLUMNS), *run.rows()]]
+    if run.error:
+        lines.append(f"{run.error['type']}: {run.error['message']}")
+    lines += ["--- tool calls", *("  ".join(row) for row in run.trace_rows())]
+    return _show(args, run.to_dict(), "\n".join(lines))
+
+
+def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
+    from lackpy_kernel.engines.temporal.worker import serve  # noqa: PLC0415 - optional extra
+
+    def ready(worker: Any) -> None:
+        print(f"lackpy worker {worker.identity}: serving the task queue {worker.task_queue!r} "
+              f"at {args.temporal} (namespace {args.namespace}), workspace {worker.workspace}, "
+              f"{args.concurrency} steps at once; Ctrl-C stops it", flush=True)
+
+    asyncio.run(serve(args.temporal, namespace=args.namespace, task_queue=args.task_queue,
+                      workspace=service.workspace, registry=_plan_registry(args.registry),
+                      concurrency=args.concurrency, config=service.config, store=args.store,
+                      on_ready=ready))
+    print("lackpy worker: stopped", flush=True)
+    return EXIT_OK
+
+
 COMMANDS = {
     "delegate": cmd_delegate, "generate": cmd_generate, "run": cmd_run,
     "validate": cmd_validate, "create": cmd_create, "kit": cmd_kit, "toolbox": cmd_toolbox,
     "templates": cmd_templates, "providers": cmd_providers, "plan": cmd_plan,
+    "worker": cmd_worker,
 }
 
 

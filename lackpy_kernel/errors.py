@@ -37,6 +37,10 @@
     * ConcurrentPlanRunError (RuntimeError): another live run holds the plan's checkpoint key.
     * PlanStepError (RuntimeError): a plan run ended with a step's error
       (``Envelope.raise_for_error()``).
+    * MissingExtraError (ImportError): an optional extra is not installed; the message names it.
+    * TemporalError (RuntimeError): a plan on Temporal went wrong outside its steps (no worker
+      answered, a run that is not there or not paused, a workflow that was terminated).
+        * TemporalUnreachableError (ConnectionError): the Temporal server cannot be reached.
 
 One exception stands outside the tree: ``PlanPaused`` derives from ``BaseException``
 (as ``KeyboardInterrupt`` does), so a step's ``except Exception`` cannot swallow a pause.
@@ -58,6 +62,7 @@ __all__ = [
     "LackpyRuntimeError",
     "LackpyValidationError",
     "LimitError",
+    "MissingExtraError",
     "PlanCompileError",
     "PlanPaused",
     "PlanRegistryError",
@@ -74,6 +79,8 @@ __all__ = [
     "SandboxError",
     "StreamStallError",
     "TemplateError",
+    "TemporalError",
+    "TemporalUnreachableError",
     "ToolCallError",
     "ToolCallTimeoutError",
     "ToolError",
@@ -286,6 +293,21 @@ class PlanStepError(LackpyError, RuntimeError):
         super().__init__(message)
         self.error = error
         self.envelope = envelope
+
+
+class MissingExtraError(LackpyError, ImportError):
+    """An optional extra is not installed: the message names it and the ``pip install`` that
+    adds it (``pip install 'lackpy-kernel[temporal]'``)."""
+
+
+class TemporalError(LackpyError, RuntimeError):
+    """A plan on Temporal went wrong outside its steps: no worker answered on the task queue,
+    no run under that key, a run that is not paused, a workflow terminated from outside. A
+    step's own failure is not one: it is the Envelope's error, as on this machine."""
+
+
+class TemporalUnreachableError(TemporalError, ConnectionError):
+    """The Temporal server at the address cannot be reached; nothing was started or changed."""
 
 
 class PlanPaused(BaseException):

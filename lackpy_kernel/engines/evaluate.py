@@ -26,7 +26,7 @@ from .envelope import ErrorInfo, StepResult
 from .sentinels import FromParallelAll, FromPrev, FromStart, FromStep
 from .step import Step, target_label
 
-__all__ = ["Evaluator", "PlanState", "type_problem"]
+__all__ = ["Evaluator", "PlanState", "choose_route", "pause_error", "type_problem"]
 
 
 @dataclass
@@ -144,15 +144,7 @@ class Evaluator:
 
     def _route(self, step: Step, output: Any) -> str | None:
         if step.routes:
-            for target, predicate in step.routes.items():
-                try:
-                    if predicate(output):
-                        return target
-                except Exception as exc:
-                    raise PlanRuntimeError(
-                        f"step {step.name!r} ({target_label(step.target)}): the route predicate "
-                        f"for {target!r} raised {type(exc).__name__}: {exc}") from exc
-            return None
+            return choose_route(step, output)
         if step.routes_by:
             value = _field(step, output)
             if value is None:
@@ -188,6 +180,33 @@ class Evaluator:
             f"step {step.name!r} reads the output of {name!r}, which has not run in this run "
             f"(a route went around it); steps that ran: {ran}. Read from a step every path "
             f"runs, or use from_prev")
+
+
+def choose_route(step: Step, output: Any) -> str | None:
+    """The first target of ``step.routes`` whose predicate holds for ``output``, or None.
+
+    Raises PlanRuntimeError naming the step when a predicate raises. (A durable runner calls
+    this where the step ran and hands the answer to the evaluator, so workflow code never
+    calls a predicate.)
+    """
+    for target, predicate in (step.routes or {}).items():
+        try:
+            if predicate(output):
+                return target
+        except Exception as exc:
+            raise PlanRuntimeError(
+                f"step {step.name!r} ({target_label(step.target)}): the route predicate "
+                f"for {target!r} raised {type(exc).__name__}: {exc}") from exc
+    return None
+
+
+def pause_error(step: str, band: list[Step], message: str) -> ErrorInfo:
+    """The error of a run paused at ``step`` of ``band`` (``PlanPaused`` with ``message``)."""
+    where = f"step {step!r}"
+    if len(band) > 1:
+        where += f" (in the parallel band from {band[0].name!r}, which runs again whole)"
+    reason = f": {message}" if message else ""
+    return ErrorInfo("PlanPaused", f"paused at {where}{reason}", retryable=True)
 
 
 def type_problem(value: Any, expected: Any) -> str | None:

@@ -21,7 +21,7 @@ from lackpy_kernel.service import LackpyService
 from .checkpoint import Checkpointer
 from .compiler import compile_steps
 from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .evaluate import Evaluator, PlanState
+from .evaluate import Evaluator, PlanState, pause_error
 from .execute import ServiceExecutor, StepExecutor
 from .loop import run_sync
 from .serialise import PLAN_FORMAT, step_from_dict, step_to_dict
@@ -256,7 +256,7 @@ class _Run:
                 self._check_storable(band, results)
                 writes = self.evaluator.advance(state, band, results)
             except _Paused as paused:
-                error = ErrorInfo("PlanPaused", paused.describe(), retryable=True)
+                error = paused.error()
                 if self.checkpointer is not None:
                     self.checkpointer.save(state, "paused", error=error, paused_step=paused.step)
                 return Envelope.from_steps(state.history, error)
@@ -332,12 +332,8 @@ class _Paused(Exception):
         self.band = band
         self.pause = pause
 
-    def describe(self) -> str:
-        where = f"step {self.step!r}"
-        if len(self.band) > 1:
-            where += f" (in the parallel band from {self.band[0].name!r}, which runs again whole)"
-        reason = f": {self.pause.message}" if self.pause.message else ""
-        return f"paused at {where}{reason}"
+    def error(self) -> ErrorInfo:
+        return pause_error(self.step, self.band, self.pause.message)
 
 
 @contextlib.asynccontextmanager

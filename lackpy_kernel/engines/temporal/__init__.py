@@ -1,0 +1,21 @@
+"""Plans on Temporal: the plan is a workflow, each step an activity run by ``lackpy worker``.
+
+``TemporalRunner`` starts runs and returns the Envelopes the local engine would;
+``TemporalWorker`` (``lackpy worker``) serves a task queue. Needs the ``temporal`` extra:
+``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
+MissingExtraError).
+"""
+
+from lackpy_kernel.errors import MissingExtraError
+
+try:
+    import temporalio  # noqa: F401 - only to say clearly when it is missing
+except ImportError as exc:
+    raise MissingExtraError(
+        f"plans on Temporal need the temporalio package ({exc}); install the extra: "
+        f"pip install 'lackpy-kernel[temporal]'") from None
+
+from .runner import StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
+from .worker import TemporalWorker  # noqa: E402
+
+__all__ = ["StepPolicy", "TemporalRun", "TemporalRunner", "TemporalWorker", "connect"]
