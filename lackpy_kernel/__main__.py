@@ -13,11 +13,10 @@ def main() -> None:
         from lackpy_kernel.install import main as install
 
         sys.exit(install(sys.argv[2:]))
-    from lackpy_kernel.cli import COMMANDS
-    from lackpy_kernel.cli import main as cli
+    from lackpy_kernel.cli import COMMANDS, entry
 
     if first and (first[0] in COMMANDS or first[0] == "mcp"):
-        sys.exit(cli(sys.argv[1:]))
+        entry(sys.argv[1:])
     from ipykernel.kernelapp import IPKernelApp
 
     from lackpy_kernel.kernel import LackpyKernel

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_temporal_used = False  # whether this process talked to Temporal (see entry)
 
 
 def _param(text: str) -> tuple[str, Any]:
@@ -79,6 +81,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plan_commands(commands, common)
     _add_worker_command(commands, common)
     return parser
+
+
+def entry(argv: list[str] | None = None) -> None:
+    """The ``lackpy`` program: ``main``, then exit with its code."""
+    code = main(argv)
+    if _temporal_used:
+        # The temporalio SDK's runtime threads can crash the interpreter's teardown after a
+        # failed connection (temporalio/sdk-python#300); skip the teardown: all is flushed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,6 +392,8 @@ def _print_envelope(envelope: Any, key: str | None, resume: str = "") -> None:
 
 
 def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
+    global _temporal_used
+    _temporal_used = True
     from lackpy_kernel.engines.temporal import TemporalRunner  # noqa: PLC0415 - optional extra
 
     runner = TemporalRunner(args.temporal, args.namespace, args.task_queue)
@@ -424,6 +440,8 @@ async def _temporal_status(runner: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
+    global _temporal_used
+    _temporal_used = True
     from lackpy_kernel.engines.temporal.worker import serve  # noqa: PLC0415 - optional extra
 
     def ready(worker: Any) -> None:
@@ -448,4 +466,4 @@ COMMANDS = {
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

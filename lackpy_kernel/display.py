@@ -27,6 +27,7 @@ __all__ = [
     "output_text",
     "plan_bundle",
     "progress_bundle",
+    "remote_run_bundle",
     "runs_bundle",
     "program_error",
     "too_large_to_show",
@@ -191,6 +192,33 @@ def runs_bundle(runs: list[Any]) -> dict[str, str]:
              str(len(run.completed_steps)),
              f"{run.error['type']}: {run.error['message']}" if run.error else ""] for run in runs]
     return table_bundle(["key", "plan", "status", "next step", "steps done", "error"], rows)
+
+
+def remote_run_bundle(title: str, run: Any, *, trace: bool = False) -> dict[str, str]:
+    """A plan run on Temporal (a ``TemporalRun``): its steps with their attempts and workers,
+    with ``trace`` its tool calls, then where it stands (its output once done)."""
+    tables = [table_bundle(list(run.COLUMNS), run.rows())]
+    calls = run.trace_rows() if trace else []
+    if calls:
+        tables.append(table_bundle(list(run.TRACE_COLUMNS), calls))
+    outcome = _remote_outcome(run)
+    plain = "\n".join([title, *(table["text/plain"] for table in tables), outcome])
+    markup = "".join(table["text/html"] for table in tables)
+    return {"text/plain": plain, "text/html": f"<div>{html.escape(title)}</div>{markup}"
+                                              f"<pre>{html.escape(outcome)}</pre>"}
+
+
+def _remote_outcome(run: Any) -> str:
+    error = run.error
+    if run.status == "paused":
+        return f"{error['message']}; %plan resume {run.key} continues"
+    if run.status == "failed":
+        return f"{error['type']}: {error['message']}"
+    if run.status == "done":
+        payload = run.envelope().payload
+        text = payload if isinstance(payload, str) else pprint.pformat(payload, width=100)
+        return f"done; output:\n{text}"
+    return f"{run.status}; the notebook is free meanwhile: %plan status {run.key} shows it"
 
 
 def _titled(title: str, table: dict[str, str]) -> dict[str, str]:

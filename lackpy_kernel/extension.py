@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import functools
 import keyword
 import os
@@ -34,7 +35,13 @@ from typing import Any, TypeVar
 from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
-from lackpy_kernel.display import plan_bundle, progress_bundle, runs_bundle, table_bundle
+from lackpy_kernel.display import (
+    plan_bundle,
+    progress_bundle,
+    remote_run_bundle,
+    runs_bundle,
+    table_bundle,
+)
 from lackpy_kernel.engines import Approval, Plan, Step
 from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
 from lackpy_kernel.errors import (
@@ -43,6 +50,7 @@ from lackpy_kernel.errors import (
     LackpyRuntimeError,
     LackpyValidationError,
     UsageError,
+    error_text,
 )
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
@@ -194,6 +202,10 @@ class _LoopThread:
             raise asyncio.CancelledError("the lackpy task was cancelled")
         return task.result()
 
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Start ``coro`` on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
     def _cancel(self, holder: dict[str, asyncio.Task[Any]], finished: threading.Event) -> None:
         # FIFO with ``start``: by the time this runs, the task exists.
         self._loop.call_soon_threadsafe(lambda: holder["task"].cancel())
@@ -308,7 +320,13 @@ class LackpyMagics(Magics):
         if command.action == "run":
             plan = self.plans.plan(key=key)
             task = parse_param(f"task={command.word}")[1]
+            if command.options.get("--temporal"):
+                return self._start_remote(plan, task, command)
             return self._run_live(plan, key, lambda on_step: plan.arun(task, on_step=on_step))
+        if command.action in ("resume", "status"):
+            remote = self._remote_runner(command.word or None, command)
+            if remote is not None:
+                return self._remote_action(remote, command)
         if command.action in ("resume", "restart"):
             resume = command.action == "resume"
             plan = self.plans.for_key(command.word, resume=resume)
@@ -317,7 +335,8 @@ class LackpyMagics(Magics):
         if command.action == "run-many":
             return self._run_many(command, key)
         if command.action == "status":
-            return _display(runs_bundle(self.plans.status(command.word or None)))
+            return _display(runs_bundle([*self.plans.status(command.word or None),
+                                         *self._remote_runs(command.word)]))
         if command.action == "save":
             print(f"saved {self.plans.save(command.word)}")
         elif command.action == "load":
@@ -328,6 +347,60 @@ class LackpyMagics(Magics):
         else:
             self.plans.clear()
         return None
+
+    # -- plans on Temporal: the cell ends at once, a display follows the run -----------------
+
+    @functools.cached_property
+    def remote(self) -> Any:
+        """The runs this shell started on Temporal (a RemoteRuns); MissingExtraError without
+        the temporal extra."""
+        from lackpy_kernel.engines.temporal import RemoteRuns  # noqa: PLC0415 - optional extra
+
+        return RemoteRuns()
+
+    def _remote_runner(self, key: str | None, command: PlanCommand) -> Any:
+        address = command.options.get("--temporal")
+        if address is None and (key is None or "remote" not in self.__dict__):
+            return None
+        return self.remote.runner_for(key or "", address, command.options.get("--task-queue"))
+
+    def _remote_runs(self, key: str) -> list[Any]:
+        if key or "remote" not in self.__dict__:
+            return []
+        return [self._call(self.remote.runner_for(known).status(known))
+                for known in self.remote.keys()]
+
+    def _start_remote(self, plan: Plan, task: Any, command: PlanCommand) -> str:
+        runner = self._remote_runner(None, command)
+        key = self._call(runner.start(plan, task))
+        self.remote.remember(key, runner)
+        self._follow(runner, key, f"plan on {task!r}, key {key}, on Temporal at {runner.address}")
+        return key
+
+    def _remote_action(self, runner: Any, command: PlanCommand) -> None:
+        key = command.word
+        if command.action == "resume":
+            self._call(runner.signal_resume(key))
+            self._follow(runner, key, f"resuming {key} on Temporal at {runner.address}")
+        elif key:
+            run = self._call(runner.status(key))
+            _display(remote_run_bundle(f"{key} on Temporal at {runner.address}", run, trace=True))
+        else:
+            rows = [[name, status] for name, status in self._call(runner.runs())]
+            _display(table_bundle(["key", "status on Temporal"], rows))
+
+    def _follow(self, runner: Any, key: str, title: str) -> None:
+        handle = display({"text/plain": f"{title}: started"}, raw=True, display_id=True)
+
+        async def follow() -> None:
+            try:
+                await runner.watch(key, lambda run: handle.update(remote_run_bundle(title, run),
+                                                                  raw=True))
+            except LackpyError as exc:  # the server went away, no worker answers
+                handle.update({"text/plain": f"{title}\n{type(exc).__name__}: "
+                                             f"{error_text(exc)}"}, raw=True)
+
+        self._loop.submit(follow())
 
     def _declare(self, step: Step) -> None:
         self.plans.declare(step)

@@ -139,7 +139,13 @@ STEP_SUMMARY = ("declare the cell as step NAME of the plan: a lackpy program tha
 
 KEY = Option("--key", "value", "checkpoint the run under K in .lackpy/plans.sqlite", "K")
 CONCURRENCY = Option("--concurrency", "value", "run-many: at most N runs at once", "N")
-PLAN_OPTIONS = (KEY, CONCURRENCY)
+TEMPORAL = Option("--temporal", "value", "run, resume or show the run on the Temporal server at "
+                  "ADDRESS (HOST:PORT), where `lackpy worker`s run the steps; the notebook stays "
+                  "free while it runs", "ADDRESS")
+TASK_QUEUE = Option("--task-queue", "value", "with --temporal: the task queue the workers serve "
+                    "(default: lackpy)", "Q")
+PLAN_OPTIONS = (KEY, CONCURRENCY, TEMPORAL, TASK_QUEUE)
+REMOTE_ACTIONS = ("run", "resume", "status")
 PLAN_SUMMARY = ("show the plan the %%step cells declared; run it, fan it out, resume, restart, "
                 "save or load it; add an approval gate, drop a step")
 PLAN_ACTIONS = {
@@ -179,6 +185,11 @@ def plan_command(declared: Magic, line: MagicLine) -> PlanCommand:
     if action != "gate" and len(rest) > (1 if wanted else 0):
         raise UsageError(f"%plan {action} takes {wanted or 'no words'}, not {' '.join(rest)!r}; "
                          f"quote a value that holds spaces")
+    if "--temporal" in options and action not in REMOTE_ACTIONS:
+        raise UsageError(f"--temporal goes with %plan {', '.join(REMOTE_ACTIONS)}, not %plan "
+                         f"{action}")
+    if "--task-queue" in options and "--temporal" not in options:
+        raise UsageError("--task-queue goes with --temporal ADDRESS")
     return PlanCommand(action, rest, options)
 
 

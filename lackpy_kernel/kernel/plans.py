@@ -1,11 +1,16 @@
 """The kernel's plan magics: ``%%step`` declares a step from a cell, ``%plan`` shows, runs,
 fans out, resumes, restarts, saves and loads the plan. Runs checkpoint in the workspace's
-``.lackpy/plans.sqlite``; the stop button pauses a run with a checkpoint."""
+``.lackpy/plans.sqlite``; the stop button pauses a run with a checkpoint.
+
+With ``--temporal ADDRESS``, ``%plan run`` starts the plan on Temporal and the cell ends at
+once: a background task polls the run and updates its display as steps end, so the notebook
+stays free; ``%plan resume K`` signals it, ``%plan status [K]`` asks where it is."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,12 +19,13 @@ from lackpy_kernel.display import (
     output_bundle,
     plan_bundle,
     progress_bundle,
+    remote_run_bundle,
     runs_bundle,
     table_bundle,
 )
 from lackpy_kernel.engines import Approval, Envelope, Plan, Step
 from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
-from lackpy_kernel.errors import UsageError
+from lackpy_kernel.errors import LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
     PLAN_OPTIONS,
@@ -38,6 +44,7 @@ from lackpy_kernel.session import LackpySession
 from .output import CellError, CellOutput
 
 Runner = Callable[[Callable[[str, str, float | None], None]], Awaitable[Envelope]]
+log = logging.getLogger(__name__)
 
 
 class PlanMagics:
@@ -51,6 +58,19 @@ class PlanMagics:
     def plans(self) -> PlanDraft:
         """The plan the notebook's %%step cells declared."""
         return PlanDraft(self.session.service)
+
+    @functools.cached_property
+    def _following(self) -> set[asyncio.Task[None]]:
+        """The remote runs whose displays are being kept up to date."""
+        return set()
+
+    @functools.cached_property
+    def remote(self) -> Any:
+        """The runs this notebook started on Temporal (a RemoteRuns); MissingExtraError
+        without the temporal extra."""
+        from lackpy_kernel.engines.temporal import RemoteRuns  # noqa: PLC0415 - optional extra
+
+        return RemoteRuns()
 
     @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
     def step(self, line: Any, body: str) -> None:
@@ -98,16 +118,39 @@ class PlanMagics:
         self.output.display(plan_bundle(self.plans.rows(), f"plan {command.word}"))
 
     async def _plan_status(self, command: PlanCommand) -> None:
-        self.output.display(runs_bundle(self.plans.status(command.word or None)))
+        key = command.word or None
+        runner = self._remote_runner(key, command)
+        if runner is not None and key is not None:
+            run = await runner.status(key)
+            self.output.display(remote_run_bundle(f"{key} on Temporal at {runner.address}", run,
+                                                  trace=True))
+        elif runner is not None:
+            rows = [[name, status] for name, status in await runner.runs()]
+            self.output.display(table_bundle(["key", "status on Temporal"], rows))
+        else:
+            self.output.display(runs_bundle([*self.plans.status(key), *await self._remote_runs()]))
 
     async def _plan_run(self, command: PlanCommand) -> None:
         key = command.options.get("--key")
         task = parse_param(f"task={command.word}")[1]
         plan = self.plans.plan(key=key)
+        if command.options.get("--temporal"):
+            runner = self._remote_runner(None, command)
+            key = await runner.start(plan, task)
+            self.remote.remember(key, runner)
+            self._follow(runner, key, f"plan on {task!r}, key {key}, on Temporal at "
+                                      f"{runner.address}")
+            return
         await self._live(plan, key, f"plan on {task!r}" + (f", key {key}" if key else ""),
                          lambda on_step: plan.arun(task, on_step=on_step))
 
     async def _plan_resume(self, command: PlanCommand) -> None:
+        runner = self._remote_runner(command.word, command)
+        if runner is not None:
+            await runner.signal_resume(command.word)
+            self._follow(runner, command.word, f"resuming {command.word} on Temporal at "
+                                               f"{runner.address}")
+            return
         plan = self.plans.for_key(command.word, resume=True)
         (run,) = self.plans.status(command.word)
         await self._live(plan, command.word, f"resuming {command.word}",
@@ -127,6 +170,47 @@ class PlanMagics:
                  envelope.payload if envelope.ok else envelope.error.message]
                 for task, envelope in zip(inputs, envelopes, strict=True)]
         self.output.display(table_bundle(["task", "status", "output / error"], rows))
+
+    # -- remote runs ------------------------------------------------------------
+
+    def _remote_runner(self, key: str | None, command: PlanCommand) -> Any:
+        """The runner for ``--temporal``, else the one that started the run ``key`` here,
+        else None (a local run)."""
+        address = command.options.get("--temporal")
+        if address is None and (key is None or "remote" not in self.__dict__):
+            return None
+        return self.remote.runner_for(key or "", address, command.options.get("--task-queue"))
+
+    async def _remote_runs(self) -> list[Any]:
+        if "remote" not in self.__dict__:
+            return []
+        return [await self.remote.runner_for(key).status(key) for key in self.remote.keys()]
+
+    def _follow(self, runner: Any, key: str, title: str) -> None:
+        """Show the run ``key`` in a display kept up to date by a background task, so the
+        cell ends now and the notebook stays free."""
+        display_id = uuid.uuid4().hex
+        self.output.display({"text/plain": f"{title}: started"}, display_id)
+
+        def show(run: Any) -> None:
+            self.output.update_display(remote_run_bundle(title, run), display_id)
+
+        async def follow() -> None:
+            try:
+                await runner.watch(key, show)
+            except LackpyError as exc:  # the server went away, no worker answers
+                self.output.update_display(
+                    {"text/plain": f"{title}\n{type(exc).__name__}: {error_text(exc)}"},
+                    display_id)
+
+        task = asyncio.ensure_future(follow())
+        self._following.add(task)
+        task.add_done_callback(self._followed)
+
+    def _followed(self, task: asyncio.Task[None]) -> None:
+        self._following.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("lackpy: following a remote plan run failed", exc_info=task.exception())
 
     # -- helpers ----------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from .workflows import (
     STATUS_QUERY,
 )
 
-__all__ = ["StepPolicy", "TemporalRun", "TemporalRunner", "connect"]
+__all__ = ["RemoteRuns", "StepPolicy", "TemporalRun", "TemporalRunner", "connect"]
 
 QUERY_TIMEOUT_S = 10.0
 WATCH_EVERY_S = 0.5
@@ -414,6 +414,38 @@ class TemporalRunner:
                 f"--task-queue {self.task_queue} --workspace W`")
         return TemporalError(f"Temporal at {self.address} refused the request for {key!r}: "
                              f"{exc.status.name}: {exc.message}")
+
+
+class RemoteRuns:
+    """The runs a notebook started on Temporal: one runner per server and task queue, and
+    which runner each run's key belongs to."""
+
+    def __init__(self) -> None:
+        self._runners: dict[tuple[str, str], TemporalRunner] = {}
+        self._by_key: dict[str, TemporalRunner] = {}
+
+    def runner(self, address: str, task_queue: str | None = None) -> TemporalRunner:
+        """The runner for ``address`` and ``task_queue`` (default ``lackpy``)."""
+        where = (address, task_queue or "lackpy")
+        if where not in self._runners:
+            self._runners[where] = TemporalRunner(address, task_queue=where[1])
+        return self._runners[where]
+
+    def remember(self, key: str, runner: TemporalRunner) -> None:
+        """The run ``key`` was started through ``runner``."""
+        self._by_key[key] = runner
+
+    def runner_for(self, key: str, address: str | None = None,
+                   task_queue: str | None = None) -> TemporalRunner | None:
+        """The runner of the run ``key``: at ``address`` when given, else the one that started
+        it here; None for a run this notebook knows only locally."""
+        if address:
+            return self.runner(address, task_queue)
+        return self._by_key.get(key)
+
+    def keys(self) -> list[str]:
+        """The runs started here, in order."""
+        return list(self._by_key)
 
 
 def _wire_task(task: Any) -> Any:
