@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import load_config
-from lackpy_kernel.display import output_text
+from lackpy_kernel.display import output_text, table_bundle
 from lackpy_kernel.engines.library import PlanLibrary
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("providers", "list the inference tiers and whether each is available")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     _add_plan_commands(commands, common)
-    _add_worker_command(commands, common)
+    _add_worker_command(commands)
     return parser
 
 
@@ -307,15 +307,18 @@ def _temporal_options(*, required: bool) -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--temporal", metavar="ADDRESS", required=required,
                          help="the Temporal server (HOST:PORT) whose workers run the plan")
-    options.add_argument("--task-queue", default="lackpy", metavar="Q",
+    options.add_argument("--task-queue", metavar="Q",
                          help="the task queue the workers serve (default: lackpy)")
-    options.add_argument("--namespace", default="default", help="the Temporal namespace")
+    options.add_argument("--namespace", help="the Temporal namespace (default: default)")
     return options
 
 
-def _add_worker_command(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_worker_command(commands: Any) -> None:
+    workspace = argparse.ArgumentParser(add_help=False)
+    workspace.add_argument("--workspace", type=Path, default=None,
+                           help="the folder steps run in (default: the current directory)")
     worker = commands.add_parser(
-        "worker", parents=[common, _temporal_options(required=True)],
+        "worker", parents=[workspace, _temporal_options(required=True)],
         help="run plan steps for a Temporal task queue (needs the temporal extra)",
         description="serve a Temporal task queue: run the plan workflows and their steps, each "
                     "in this worker's sandbox, in --workspace, until Ctrl-C or SIGTERM")
@@ -330,6 +333,8 @@ def _add_worker_command(commands: Any, common: argparse.ArgumentParser) -> None:
 def cmd_plan(service: LackpyService, args: argparse.Namespace) -> int:
     if getattr(args, "temporal", None):
         return _plan_on_temporal(service, args)
+    if getattr(args, "task_queue", None) or getattr(args, "namespace", None):
+        raise UsageError("--task-queue and --namespace go with --temporal ADDRESS")
     library = PlanLibrary(service.workspace)
     try:
         if args.plan_command == "list":
@@ -396,7 +401,8 @@ def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
     _temporal_used = True
     from lackpy_kernel.engines.temporal import TemporalRunner  # noqa: PLC0415 - optional extra
 
-    runner = TemporalRunner(args.temporal, args.namespace, args.task_queue)
+    runner = TemporalRunner(args.temporal, args.namespace or "default",
+                            args.task_queue or "lackpy")
     if args.plan_command == "status":
         return asyncio.run(_temporal_status(runner, args))
     if args.plan_command == "run":
@@ -430,13 +436,15 @@ async def _temporal_status(runner: Any, args: argparse.Namespace) -> int:
                      "\n".join(f"{key:32} {status}" for key, status in runs)
                      or "no plan runs on this server yet")
     run = await runner.status(args.key)
-    lines = [f"{run.key}  {run.status}  plan: {run.plan or '-'}  task: {run.task!r}"]
-    lines += ["  ".join(f"{cell:16}" for cell in row).rstrip() for row in [
-        list(run.COLUMNS), *run.rows()]]
+    lines = [f"{run.key}  {run.status}  plan: {run.plan or '-'}  task: {run.task!r}",
+             table_bundle(list(run.COLUMNS), run.rows())["text/plain"]]
     if run.error:
         lines.append(f"{run.error['type']}: {run.error['message']}")
-    lines += ["--- tool calls", *("  ".join(row) for row in run.trace_rows())]
-    return _show(args, run.to_dict(), "\n".join(lines))
+    if run.trace_rows():
+        lines += ["--- tool calls",
+                  table_bundle(list(run.TRACE_COLUMNS), run.trace_rows())["text/plain"]]
+    text = "\n".join(line.rstrip() for block in lines for line in block.splitlines())
+    return _show(args, run.to_dict(), text)
 
 
 def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
@@ -444,12 +452,14 @@ def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
     _temporal_used = True
     from lackpy_kernel.engines.temporal.worker import serve  # noqa: PLC0415 - optional extra
 
+    namespace, queue = args.namespace or "default", args.task_queue or "lackpy"
+
     def ready(worker: Any) -> None:
-        print(f"lackpy worker {worker.identity}: serving the task queue {worker.task_queue!r} "
-              f"at {args.temporal} (namespace {args.namespace}), workspace {worker.workspace}, "
+        print(f"lackpy worker {worker.identity}: serving the task queue {queue!r} at "
+              f"{args.temporal} (namespace {namespace}), workspace {worker.workspace}, "
               f"{args.concurrency} steps at once; Ctrl-C stops it", flush=True)
 
-    asyncio.run(serve(args.temporal, namespace=args.namespace, task_queue=args.task_queue,
+    asyncio.run(serve(args.temporal, namespace=namespace, task_queue=queue,
                       workspace=service.workspace, registry=_plan_registry(args.registry),
                       concurrency=args.concurrency, config=service.config, store=args.store,
                       on_ready=ready))

@@ -30,10 +30,11 @@ from lackpy_kernel.engines import (
     from_parallel_all,
     from_start,
 )
+from lackpy_kernel.engines.envelope import ErrorInfo
 from lackpy_kernel.engines.library import PlanLibrary
 from lackpy_kernel.engines.temporal import StepPolicy, TemporalRunner, TemporalWorker, connect
 from lackpy_kernel.engines.temporal.workflows import PlanManyWorkflow, PlanWorkflow
-from lackpy_kernel.errors import TemporalError, TemporalUnreachableError
+from lackpy_kernel.errors import TemporalError, TemporalUnreachableError, UsageError
 from lackpy_kernel.service import LackpyService
 from tests.support.temporal import (
     GAUGE,
@@ -48,7 +49,10 @@ from tests.support.temporal import (
 
 WRITE_KIT = ["read_file", "write_file"]
 PATIENCE_S = 120.0
-FAST = StepPolicy(heartbeat=2.0, attempts=3)
+# A killed worker's step starts again elsewhere after `heartbeat` seconds of silence; the
+# other tests leave room for a busy machine, so that no healthy step is taken for dead.
+FAST = StepPolicy(heartbeat=3.0, attempts=3)
+ROOMY = StepPolicy(heartbeat=20.0, attempts=3)
 
 
 @pytest.fixture
@@ -58,7 +62,7 @@ def queue():
 
 @pytest.fixture
 def runner(temporal_server, queue):  # noqa: F811
-    return TemporalRunner(temporal_server.address, task_queue=queue, policy=FAST)
+    return TemporalRunner(temporal_server.address, task_queue=queue, policy=ROOMY)
 
 
 @pytest.fixture
@@ -148,6 +152,30 @@ async def test_a_finished_run_replays_deterministically_from_its_history(
                         workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions))
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert replayed.replay_failure is None
+
+
+async def test_a_retryable_failure_is_tried_again_while_the_step_has_attempts_left(
+        workspace, worker, runner, temporal_server):  # noqa: F811
+    plan = Plan(Step(REGISTRY["flaky"]))
+    local = await plan.arun("x")
+    assert local.error == ErrorInfo("ConnectionError", "the service was down", retryable=True)
+
+    (workspace / "flaky.txt").unlink()
+    retried = await runner.run(plan, "x", workflow_id="flaky-retried")
+    assert retried.payload == "reached x"
+    assert (await runner.status("flaky-retried")).attempts == {"flaky": 2}
+
+    (workspace / "flaky.txt").unlink()
+    once = TemporalRunner(temporal_server.address, task_queue=runner.task_queue, policy=ROOMY,
+                          policies={"flaky": StepPolicy(attempts=1)})
+    assert same(await once.run(plan, "x")) == same(local)
+
+
+def test_a_step_policy_refuses_what_cannot_be_a_timeout_or_a_count():
+    with pytest.raises(UsageError, match="heartbeat=0"):
+        StepPolicy(heartbeat=0)
+    with pytest.raises(UsageError, match="attempts=1.5"):
+        StepPolicy(attempts=1.5)
 
 
 # -- a worker dies in the middle of a step -------------------------------------------------

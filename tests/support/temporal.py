@@ -173,6 +173,15 @@ def is_short(text) -> bool:
     return len(text) < 10
 
 
+def flaky(task):
+    """Fails with ConnectionError (a retryable error) on its first call in this directory."""
+    tried = Path("flaky.txt")
+    if not tried.exists():
+        tried.touch()
+        raise ConnectionError("the service was down")
+    return f"reached {task}"
+
+
 def as_set(task):
     """An output that is not JSON data."""
     return {task}
@@ -220,6 +229,7 @@ REGISTRY = {
     "approve_file": approve_file,
     "is_short": is_short,
     "as_set": as_set,
+    "flaky": flaky,
     "broken_route": broken_route,
     "in_flight_gauge": in_flight_gauge,
 }
