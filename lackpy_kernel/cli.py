@@ -425,7 +425,8 @@ def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
 
 async def _temporal_run(runner: Any, plan: Any, task: Any) -> tuple[str, Any]:
     key = await runner.start(plan, task)
-    print(f"started {key} on Temporal at {runner.address}", file=sys.stderr)
+    print(f"started {key} on Temporal at {runner.address}; a `lackpy worker` on the task queue "
+          f"{runner.task_queue!r} runs it", file=sys.stderr)
     return key, await runner.wait(key)
 
 

@@ -24,6 +24,7 @@ import atexit
 import concurrent.futures
 import functools
 import keyword
+import logging
 import os
 import shlex
 import sys
@@ -86,6 +87,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 10.0
 
@@ -400,7 +402,7 @@ class LackpyMagics(Magics):
                 handle.update({"text/plain": f"{title}\n{type(exc).__name__}: "
                                              f"{error_text(exc)}"}, raw=True)
 
-        self._loop.submit(follow())
+        self._loop.submit(follow()).add_done_callback(_log_failure)
 
     def _declare(self, step: Step) -> None:
         self.plans.declare(step)
@@ -461,6 +463,11 @@ class LackpyMagics(Magics):
             coro.close()
             raise LackpyError("the lackpy extension was unloaded; run %load_ext lackpy_kernel again")
         return self._loop.run(coro)
+
+
+def _log_failure(done: concurrent.futures.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("lackpy: following a remote plan run failed", exc_info=done.exception())
 
 
 def _declared(name: str) -> Magic:

@@ -403,6 +403,33 @@ async def test_a_bug_in_the_plan_raises_as_it_does_on_this_machine(workspace, wo
         await runner.run(Plan(Step(REGISTRY["as_set"])), "x")
 
 
+async def test_a_hostile_plan_sent_straight_to_the_server_runs_nothing_unvalidated(
+        workspace, worker, runner, temporal_server):  # noqa: F811
+    """Anyone who can reach the server can start the workflow with any request: the worker
+    still validates each program and resolves callables only through its registry."""
+    client = await connect(temporal_server.address)
+    program = {"name": "evil", "target": {"kind": "program", "kit": None,
+                                          "source": "__import__('os').system('touch owned')"}}
+    callable_ = {"name": "system", "target": {"kind": "callable", "name": "system"}}
+    tool = {"name": "write", "target": {"kind": "tool", "tool": "write_file"}}
+    outcomes = []
+    for step, kit in ((program, None), (tool, ["read_file"]), (callable_, None)):
+        request = {"plan": {"format": 1, "kit": kit, "max_iterations": 5, "steps": [step]},
+                   "task": "owned", "policies": {"*": ROOMY.to_dict()}}
+        handle = await client.start_workflow("lackpy.plan", request, id=f"evil-{step['name']}",
+                                             task_queue=runner.task_queue)
+        try:
+            outcomes.append(await handle.result())
+        except Exception as exc:  # noqa: BLE001 - the failure is what this test reads
+            outcomes.append(exc.cause)
+    evil, write, system = outcomes
+    assert evil["error"]["type"] == "LackpyValidationError" and evil["history"] == []
+    assert write["error"]["type"] == "LackpyValidationError"  # not a tool of the plan's kit
+    assert "write_file" in write["error"]["message"]
+    assert system.type == "PlanRegistryError" and "'system'" in system.message
+    assert not (workspace / "owned").exists()
+
+
 def test_without_temporalio_the_error_names_the_extra(tmp_path):
     blocked = ("import sys; sys.modules['temporalio'] = None\n"
                "from lackpy_kernel.cli import main\n"

@@ -106,10 +106,11 @@ class TemporalWorker:
                 await self._serving
 
     def close(self) -> None:
-        """Stop the services' sandbox workers."""
+        """Stop the services' sandbox workers and close the Store."""
         for service in self._services:
             service.close()
         self._services, self._idle = [], []
+        self._store.close()
 
     # -- the activities ---------------------------------------------------------
 
