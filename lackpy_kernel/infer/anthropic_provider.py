@@ -6,21 +6,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from lackpy_kernel.infer.policy import (
+from lackpy_kernel.errors import ProviderError
+from lackpy_kernel.infer.provider import ChatProvider
+from lackpy_kernel.infer.retry import (
     POLICY_KEYS,
-    ProviderError,
     RetryPolicy,
-    check_settings,
     default_describe,
     default_is_transient,
     is_transient_status,
-    iter_with_idle_timeout,
-    optional_number,
-    optional_str,
     redact,
-    require_bool,
 )
-from lackpy_kernel.infer.provider import ChatProvider
+from lackpy_kernel.infer.settings import check_settings, optional_number, optional_str, require_bool
+from lackpy_kernel.infer.streaming import iter_with_idle_timeout
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 API_KEY_ENV = "ANTHROPIC_API_KEY"

@@ -8,14 +8,10 @@ import traceback
 
 import pytest
 
+from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
 from lackpy_kernel.infer.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
-from lackpy_kernel.infer.policy import (
-    ProviderError,
-    ProviderTimeoutError,
-    RetryPolicy,
-    StreamStallError,
-)
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
+from lackpy_kernel.infer.retry import RetryPolicy
 from tests.support import loopback as lb
 
 KEY = "sk-ant-api03-LOOPBACK-test-key-0123456789abcdef"

@@ -6,14 +6,10 @@ import time
 
 import pytest
 
+from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
 from lackpy_kernel.infer.ollama_provider import DEFAULT_MODEL, OllamaProvider
-from lackpy_kernel.infer.policy import (
-    ProviderError,
-    ProviderTimeoutError,
-    RetryPolicy,
-    StreamStallError,
-)
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
+from lackpy_kernel.infer.retry import RetryPolicy
 from tests.support import loopback as lb
 
 PROGRAM = "files = find_files('**/*.py')\nfiles"

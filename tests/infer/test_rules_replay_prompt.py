@@ -15,6 +15,13 @@ from lackpy_kernel.infer import (
     sanitize_output,
     select_examples,
 )
+from lackpy_kernel.infer.prompt import (
+    FIXER_INSTRUCTION,
+    FRAMING,
+    fixer_prompts,
+    system_prompt_for,
+    user_message_for,
+)
 from lackpy_kernel.lang import ALLOWED_BUILTINS, validate
 
 ALL = """read_file(path: str) -> str: read
@@ -162,3 +169,17 @@ def test_cleanup_gives_up_when_it_cannot_help():
     assert deterministic_cleanup("x = 1", {"read_file"}) is None
     assert deterministic_cleanup("def (", {"read_file"}) is None
     assert deterministic_cleanup("open('a').read()", set()) is None
+
+
+# --- prompts shared by the model providers -----------------------------------------------------------
+
+def test_prompt_helpers():
+    system = system_prompt_for("read a file", "read_file(path) -> str", {"params_desc": "path: str"})
+    assert system.startswith(FRAMING) and "read_file(path) -> str" in system and "path: str" in system
+    assert system_prompt_for("x", "tools", {"system_prompt": "GIVEN"}) == "GIVEN"
+    assert user_message_for("read a file", None, None) == "read a file"
+    retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
+    assert retry.startswith("read a file") and "x = open('f')" in retry and "- open is not allowed" in retry
+    fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
+    assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
+    assert "bad()" in fixer_user and "- bad is unknown" in fixer_user

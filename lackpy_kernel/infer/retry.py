@@ -1,4 +1,4 @@
-"""Retries, timeouts and redaction for the model tiers.
+"""Retries, timeouts, Retry-After and redaction for the model tiers.
 
 The knobs and their meanings follow LazyBridge's ``LLMEngine``:
 
@@ -33,7 +33,7 @@ import random
 import re
 import time
 import warnings
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -324,83 +324,4 @@ def _header(headers: Any, name: str) -> Any:
     value = headers.get(name)
     if value is None and isinstance(headers, Mapping):
         value = next((v for k, v in headers.items() if str(k).lower() == name), None)
-    return value
-
-
-async def iter_with_idle_timeout(
-    stream: AsyncIterable[T], idle_timeout: float | None, *, what: str = "stream"
-) -> AsyncIterator[T]:
-    """The chunks of ``stream``; :class:`StreamStallError` when one takes longer than ``idle_timeout``.
-
-    The wait for the first chunk counts as a gap too. The underlying
-    iterator is closed when this one ends, stalls or is closed.
-    """
-    iterator = aiter(stream)
-    try:
-        while True:
-            try:
-                async with asyncio.timeout(idle_timeout) as scope:
-                    item = await anext(iterator)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                if scope.expired():
-                    raise StreamStallError(
-                        f"{what} stalled: no data for {idle_timeout:g} s (stream_idle_timeout); the server "
-                        "stopped sending mid-answer",
-                        gap=idle_timeout,
-                    ) from None
-                raise
-            yield item
-    finally:
-        close = getattr(iterator, "aclose", None)
-        if close is not None:
-            try:
-                await close()
-            except Exception:  # closing a broken stream must not hide why it broke
-                log.debug("closing %s failed", what, exc_info=True)
-
-
-# --- settings and prompts shared by the model providers ---------------------------------------------
-
-def check_settings(plugin: str, name: str, settings: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Raise ``ValueError`` for a non-mapping, an unknown key, or a ``plugin`` other than ``plugin``."""
-    if not isinstance(settings, Mapping):
-        raise ValueError(f"settings of the {plugin} provider {name!r} must be a table, "
-                         f"got {type(settings).__name__}")
-    known = sorted(known)
-    unknown = sorted(str(key) for key in settings if key not in known)
-    if unknown:
-        raise ValueError(
-            f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for the "
-            f"{plugin} provider {name!r}; known settings: {', '.join(known)}"
-        )
-    if "plugin" in settings and settings["plugin"] != plugin:
-        raise ValueError(f"provider {name!r}: plugin is {settings['plugin']!r}, expected {plugin!r}")
-
-
-def optional_str(name: str, value: Any, *, allow_empty: bool = False) -> str | None:
-    """``value`` when it is None or a string (non-empty unless ``allow_empty``), else ``ValueError``."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    return value
-
-
-def optional_number(name: str, value: Any, *, minimum: float | None = None) -> float | None:
-    """``value`` as a float when it is None or a number (not a bool) >= ``minimum``."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum:g}, got {value!r}")
-    return float(value)
-
-
-def require_bool(name: str, value: Any) -> bool:
-    """``value`` when it is a bool, else ``ValueError``."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, got {value!r}")
     return value

@@ -1,4 +1,4 @@
-"""RetryPolicy: retries, backoff, Retry-After, timeouts, deadline, stalls, redaction, settings."""
+"""RetryPolicy: retries, backoff, Retry-After, timeouts, the deadline and redaction."""
 
 from __future__ import annotations
 
@@ -10,25 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from lackpy_kernel.infer.policy import (
-    REDACTED,
-    ProviderError,
-    ProviderTimeoutError,
-    RetryPolicy,
-    StreamStallError,
-    check_settings,
-    default_is_transient,
-    iter_with_idle_timeout,
-    redact,
-    retry_after_seconds,
-)
-from lackpy_kernel.infer.prompt import (
-    FIXER_INSTRUCTION,
-    FRAMING,
-    fixer_prompts,
-    system_prompt_for,
-    user_message_for,
-)
+from lackpy_kernel.errors import ProviderError, ProviderTimeoutError
+from lackpy_kernel.infer.retry import REDACTED, RetryPolicy, default_is_transient, redact, retry_after_seconds
 
 
 class HTTPError(Exception):
@@ -103,16 +86,6 @@ def test_zero_and_none_disable_the_timeouts_and_a_disabled_idle_timeout_warns():
         assert RetryPolicy.from_settings({"stream_idle_timeout": 0}).stream_idle_timeout is None
     with pytest.warns(UserWarning, match="stream_idle_timeout"):
         RetryPolicy(stream_idle_timeout=None)
-
-
-def test_check_settings_names_unknown_keys_and_a_wrong_plugin():
-    check_settings("ollama", "local", {"plugin": "ollama", "model": "m"}, {"plugin", "model"})
-    with pytest.raises(ValueError, match=r"'modle'.*'local'.*known settings: model, plugin"):
-        check_settings("ollama", "local", {"modle": "m"}, {"plugin", "model"})
-    with pytest.raises(ValueError, match="expected 'ollama'"):
-        check_settings("ollama", "local", {"plugin": "anthropic"}, {"plugin"})
-    with pytest.raises(ValueError, match="table"):
-        check_settings("ollama", "local", ["model"], {"plugin"})
 
 
 # --- retries -----------------------------------------------------------------------------------------
@@ -260,54 +233,6 @@ async def test_the_deadline_cuts_a_slow_attempt_short():
     assert time.monotonic() - start < 1
 
 
-# --- streams -----------------------------------------------------------------------------------------
-
-async def _chunks(*delays: float):
-    for n, delay in enumerate(delays):
-        await asyncio.sleep(delay)
-        yield n
-
-
-async def test_idle_timeout_passes_a_steady_stream():
-    steady = [n async for n in iter_with_idle_timeout(_chunks(0, 0.01, 0.01), 0.5)]
-    assert steady == [0, 1, 2]
-    assert [n async for n in iter_with_idle_timeout(_chunks(0, 0), None)] == [0, 1]
-
-
-async def test_a_stalled_stream_raises_stream_stall_error_naming_the_gap():
-    closed = False
-
-    async def stalls():
-        nonlocal closed
-        try:
-            yield "a"
-            await asyncio.sleep(10)
-            yield "b"
-        finally:
-            closed = True
-
-    start = time.monotonic()
-    got = []
-    with pytest.raises(StreamStallError, match=r"the test stream stalled: no data for 0\.2 s") as caught:
-        async for chunk in iter_with_idle_timeout(stalls(), 0.2, what="the test stream"):
-            got.append(chunk)
-    assert got == ["a"] and caught.value.gap == 0.2 and closed
-    assert 0.15 < time.monotonic() - start < 1.5
-
-
-async def test_stalls_are_retried_and_the_final_error_stays_a_stall():
-    calls = 0
-
-    async def attempt():
-        nonlocal calls
-        calls += 1
-        return [n async for n in iter_with_idle_timeout(_chunks(0, 5), 0.05)]
-
-    with pytest.raises(StreamStallError, match="after 2 attempts") as caught:
-        await RetryPolicy(max_retries=1, retry_delay=0.001).run(attempt, lambda e: False)
-    assert calls == 2 and caught.value.gap == 0.05
-
-
 # --- redaction ---------------------------------------------------------------------------------------
 
 KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnop"
@@ -331,17 +256,3 @@ async def test_secrets_never_reach_the_error_its_cause_or_the_log(caplog):
     assert secret not in str(error) and secret not in repr(error) and REDACTED in str(error)
     assert error.__cause__ is None and error.__suppress_context__
     assert caplog.records and all(secret not in record.getMessage() for record in caplog.records)
-
-
-# --- prompts shared by the model providers -----------------------------------------------------------
-
-def test_prompt_helpers():
-    system = system_prompt_for("read a file", "read_file(path) -> str", {"params_desc": "path: str"})
-    assert system.startswith(FRAMING) and "read_file(path) -> str" in system and "path: str" in system
-    assert system_prompt_for("x", "tools", {"system_prompt": "GIVEN"}) == "GIVEN"
-    assert user_message_for("read a file", None, None) == "read a file"
-    retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
-    assert retry.startswith("read a file") and "x = open('f')" in retry and "- open is not allowed" in retry
-    fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
-    assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
-    assert "bad()" in fixer_user and "- bad is unknown" in fixer_user
