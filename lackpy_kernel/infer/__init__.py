@@ -1,25 +1,43 @@
 """Inference: providers write lackpy programs for intents; the dispatcher validates them."""
 
-from .correction import deterministic_cleanup
+from .context import describe_variables
+from .correction import clean_reply, deterministic_cleanup
 from .dispatcher import InferenceDispatcher
+from .events import (
+    CorrectionStep,
+    GenerationEvent,
+    ProgramStreaming,
+    ProviderFailed,
+    ProviderTried,
+    ProviderUnavailable,
+)
 from .prompt import Example, build_system_prompt, format_params_description, select_examples
-from .provider import GenerationResult, InferenceProvider
+from .provider import FixingProvider, GenerationResult, InferenceProvider
 from .replay import ReplayProvider, record_generation
 from .rules import RulesProvider
 from .sanitize import sanitize_output
 from .templates import TemplateError, TemplatesProvider
 
 __all__ = [
+    "CorrectionStep",
     "Example",
+    "FixingProvider",
+    "GenerationEvent",
     "GenerationResult",
     "InferenceDispatcher",
     "InferenceProvider",
+    "ProgramStreaming",
+    "ProviderFailed",
+    "ProviderTried",
+    "ProviderUnavailable",
     "ReplayProvider",
     "RulesProvider",
     "TemplateError",
     "TemplatesProvider",
     "build_system_prompt",
+    "clean_reply",
     "deterministic_cleanup",
+    "describe_variables",
     "format_params_description",
     "record_generation",
     "sanitize_output",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
-from lackpy_kernel.infer.provider import ChatProvider
+from lackpy_kernel.infer.model import GENERATION_KEYS, GenerationSettings, ModelProvider, Sampling
 from lackpy_kernel.infer.retry import (
     POLICY_KEYS,
     RetryPolicy,
@@ -15,27 +15,30 @@ from lackpy_kernel.infer.retry import (
     default_is_transient,
     is_transient_status,
     redact,
+    redacting,
 )
 from lackpy_kernel.infer.settings import check_settings, optional_number, optional_str, require_bool
-from lackpy_kernel.infer.streaming import iter_with_idle_timeout
+from lackpy_kernel.infer.streaming import collect_text
 
 DEFAULT_MODEL = "claude-haiku-4-5-20251001"
 API_KEY_ENV = "ANTHROPIC_API_KEY"
-SETTINGS_KEYS = frozenset(
-    {"plugin", "model", "temperature", "max_tokens", "base_url", "stream", *POLICY_KEYS}
-)
+SETTINGS_KEYS = frozenset({"plugin", "model", "temperature", "base_url", "stream",
+                           *(set(GENERATION_KEYS) - {"raw"}), *POLICY_KEYS})
 # Error types that the API sends inside a 200 stream and that are worth another attempt.
 _TRANSIENT_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 
-class AnthropicProvider(ChatProvider):
+class AnthropicProvider(ModelProvider):
     """Writes programs with Claude (``POST /v1/messages``).
 
     The key comes from ``ANTHROPIC_API_KEY``, read each time a client is made
     (never at import). The SDK's own retries are off (``max_retries=0``):
     ``policy`` is the one retry loop. The key is redacted from every message
-    this provider raises or logs.
+    this provider raises or logs. The Messages API has no raw completion.
     """
+
+    package = "anthropic"
+    extra = "anthropic"
 
     def __init__(
         self,
@@ -43,15 +46,14 @@ class AnthropicProvider(ChatProvider):
         *,
         model: str = DEFAULT_MODEL,
         temperature: float | None = None,
-        max_tokens: int = 1024,
         base_url: str | None = None,
         stream: bool = True,
         policy: RetryPolicy | None = None,
+        generation: GenerationSettings | None = None,
     ) -> None:
-        self._name = name
+        super().__init__(name, generation)
         self.model = model
         self.temperature = temperature
-        self.max_tokens = max_tokens
         self.base_url = base_url
         self.stream = stream
         self.policy = policy if policy is not None else RetryPolicy()
@@ -60,48 +62,37 @@ class AnthropicProvider(ChatProvider):
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> AnthropicProvider:
         """A provider from a ``[inference.providers.<name>]`` table; unknown keys raise ``ValueError``."""
         check_settings("anthropic", name, settings, SETTINGS_KEYS)
-        max_tokens = settings.get("max_tokens", 1024)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         return cls(
             name,
             model=optional_str("model", settings.get("model", DEFAULT_MODEL)) or DEFAULT_MODEL,
             temperature=optional_number("temperature", settings.get("temperature"), minimum=0.0),
-            max_tokens=max_tokens,
             base_url=optional_str("base_url", settings.get("base_url")),
             stream=require_bool("stream", settings.get("stream", True)),
             policy=RetryPolicy.from_settings(settings),
+            generation=GenerationSettings.from_settings(settings, raw_allowed=False),
         )
 
-    def available(self) -> bool:
-        """True when the ``anthropic`` package imports and ``ANTHROPIC_API_KEY`` is set; no request."""
+    def unavailable_reason(self) -> str | None:
+        """A missing package, or ``ANTHROPIC_API_KEY`` not set; None when usable. No request."""
         if not os.environ.get(API_KEY_ENV):
-            return False
-        try:
-            import anthropic  # noqa: F401
-        except ImportError:
-            return False
-        return True
+            return f"{API_KEY_ENV} is not set"
+        return super().unavailable_reason()
 
-    async def chat(self, system: str, user: str) -> str | None:
-        """One system + user exchange under the retry policy; the answer text, or None when empty."""
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise ProviderError(
-                "the anthropic package is not installed; "
-                "install it with `pip install lackpy-kernel[anthropic]`"
-            ) from exc
+    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
+        """One system + user exchange under the retry policy: the answer text, the key redacted."""
+        anthropic = self.import_client()
         key = os.environ.get(API_KEY_ENV)
         if not key:
             raise ProviderError(f"{API_KEY_ENV} is not set; export your Anthropic API key to use provider "
                                 f"{self.name!r}")
         request: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": sampling.max_tokens,
             "system": system,
             "messages": [{"role": "user", "content": user}],
         }
+        if sampling.stop:
+            request["stop_sequences"] = list(sampling.stop)
         if self.temperature is not None:
             # anthropic 2.x has no ``temperature`` argument; the Messages API still takes the field.
             request["extra_body"] = {"temperature": float(self.temperature)}
@@ -115,25 +106,22 @@ class AnthropicProvider(ChatProvider):
                     return "".join(
                         getattr(block, "text", "") for block in message.content if block.type == "text"
                     )
-                parts: list[str] = []
                 events = await client.messages.create(**request, stream=True)
-                idle, what = self.policy.stream_idle_timeout, f"the Anthropic stream from {where}"
                 async with events:
-                    async for event in iter_with_idle_timeout(events, idle, what=what):
-                        if event.type == "content_block_delta" and event.delta.type == "text_delta":
-                            parts.append(event.delta.text)
-                return "".join(parts)
+                    return await collect_text(events, _text_of, self.policy.stream_idle_timeout,
+                                              what=f"the Anthropic stream from {where}",
+                                              on_text=redacting(sampling.on_text, (key,)))
             finally:
                 await client.close()
 
-        text = await self.policy.run(
+        text: str = await self.policy.run(
             attempt,
             self._is_transient,
             what=f"Anthropic provider {self.name!r} (model {self.model!r} at {where})",
             describe=self._describe,
             secrets=(key,),
         )
-        return redact(text, (key,)) if text.strip() else None
+        return redact(text, (key,))
 
     def _is_transient(self, error: BaseException) -> bool:
         import anthropic
@@ -176,3 +164,10 @@ class AnthropicProvider(ChatProvider):
             where = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
             return f"cannot connect to the Anthropic API at {where}; check the network (and base_url)"
         return default_describe(error)
+
+
+def _text_of(event: Any) -> str:
+    """The text a streamed Messages API event adds ("" for the others)."""
+    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+        return str(event.delta.text)
+    return ""

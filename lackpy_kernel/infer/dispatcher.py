@@ -4,28 +4,53 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.lang import Rule, validate
 
-from .correction import deterministic_cleanup
-from .prompt import build_system_prompt
-from .provider import GenerationResult, provider_kind
+from .correction import Cleaned, clean_reply, copies_prompt, has_code
+from .events import (
+    CorrectionStep,
+    GenerationEvent,
+    ProgramStreaming,
+    ProviderFailed,
+    ProviderTried,
+    ProviderUnavailable,
+)
+from .model import DEFAULT_ROUNDS
+from .prompt import (
+    DEFAULT_STOP,
+    FEEDBACK_ERRORS,
+    FIXER_INSTRUCTION,
+    Example,
+    Interpreter,
+    build_system_prompt,
+    default_max_tokens,
+    program_slot,
+)
+from .provider import GenerationResult, InferenceProvider, provider_kind
 from .sanitize import sanitize_output
+
+EventCallback = Callable[[GenerationEvent], None]
 
 
 class InferenceDispatcher:
     """Tries each available provider in order and returns the first valid program.
 
-    A program that fails validation goes through the correction chain before
-    the dispatcher moves on: deterministic cleanup, then one retry with the
-    errors fed back, then a fresh fixer (the provider's ``fix`` if it has one,
-    else ``generate`` again with the broken program and its errors).
+    A reply that is not a valid program goes through the correction chain
+    before the dispatcher moves on: a free cleanup (:func:`.correction.clean_reply`),
+    then up to the provider's ``correction_rounds`` model calls (default 2): a
+    retry showing an excerpt of the rejected program and its first errors
+    (skipped when the reply only copied the prompt), then fresh fixers (the
+    provider's ``fix``, else ``generate`` again) given the best attempt so far.
+    Each reply is cleaned up the same way. ``attempts_log`` says what each
+    step did.
     """
 
-    def __init__(self, providers: Sequence[Any]) -> None:
+    def __init__(self, providers: Sequence[InferenceProvider]) -> None:
         self.providers = providers
 
     async def generate(
@@ -33,26 +58,43 @@ class InferenceDispatcher:
         intent: str,
         namespace_desc: str,
         allowed_names: Iterable[str],
+        *,
         params_desc: str | None = None,
         extra_rules: list[Rule] | None = None,
-        interpreter: Any = None,
-        example_pool: list[Any] | None = None,
+        interpreter: Interpreter | None = None,
+        example_pool: Sequence[Example | Mapping[str, Any]] | None = None,
+        tool_names: Iterable[str] | None = None,
+        variables_desc: str | None = None,
+        on_event: EventCallback | None = None,
     ) -> GenerationResult:
         """A validated program for ``intent``.
 
-        Raises GenerationError (a RuntimeError) listing every provider and why it gave none.
+        ``namespace_desc`` describes the kit's tools for a model's prompt and
+        ``tool_names`` names them (default: ``allowed_names``), for providers
+        that match on tools. ``variables_desc`` describes the session's
+        variables for the prompt (their names belong in ``allowed_names``).
+        ``on_event`` receives the progress events of :mod:`.events`, in order.
+
+        Raises GenerationError (a RuntimeError) listing every provider and why
+        it gave none; an exception raised by ``on_event`` propagates.
         """
         started = time.perf_counter()
         allowed = set(allowed_names)
-        config = {
+        examples = list(example_pool or [])
+        config: dict[str, Any] = {
             "system_prompt": build_system_prompt(
-                namespace_desc, params_desc, intent, example_pool, interpreter=interpreter
+                namespace_desc, params_desc, intent, examples, interpreter=interpreter,
+                variables_desc=variables_desc,
             ),
             "params_desc": params_desc,
+            "variables_desc": variables_desc,
             "allowed_names": sorted(allowed),
-            "example_pool": example_pool or [],
+            "tool_names": sorted(allowed if tool_names is None else set(tool_names)),
+            "example_pool": examples,
+            "stop": list(DEFAULT_STOP),
+            "max_tokens": default_max_tokens(examples),
         }
-        attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config)
+        attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config, _Events(on_event))
         failures: list[str] = []
         for provider in list(self.providers):
             outcome = await attempt.with_provider(provider)
@@ -66,103 +108,207 @@ class InferenceDispatcher:
         )
 
 
-class _Attempt:
-    """One dispatch: the shared context, and the log of every try."""
+class _Events:
+    """Delivers events; an error raised by the callback while a provider streams is kept and re-raised."""
 
-    def __init__(self, intent, namespace_desc, allowed, extra_rules, config) -> None:
+    def __init__(self, callback: EventCallback | None) -> None:
+        self.callback = callback
+        self.error: Exception | None = None
+
+    def emit(self, event: GenerationEvent) -> None:
+        if self.callback is not None:
+            self.callback(event)
+
+    def streaming(self, provider: str, step: str) -> Callable[[str], None] | None:
+        """The ``on_text`` a provider calls while it streams, or None when nobody listens."""
+        callback = self.callback
+        if callback is None:
+            return None
+
+        def on_text(text: str) -> None:
+            if self.error is None:
+                try:
+                    callback(ProgramStreaming(provider, step, text))
+                except Exception as exc:  # raised again by the dispatcher, outside the provider
+                    self.error = exc
+
+        return on_text
+
+    def raise_pending(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+
+@dataclass
+class _Failed:
+    reason: str
+
+
+class _Attempt:
+    """One dispatch: the shared context, and the log of every step."""
+
+    def __init__(self, intent: str, namespace_desc: str, allowed: set[str], extra_rules: list[Rule] | None,
+                 config: dict[str, Any], events: _Events) -> None:
         self.intent = intent
         self.namespace_desc = namespace_desc
         self.allowed = allowed
         self.extra_rules = extra_rules
         self.config = config
+        self.events = events
+        self.prompt_text = "\n".join((config["system_prompt"], FIXER_INSTRUCTION, program_slot(intent)))
         self.log: list[dict[str, Any]] = []
 
-    async def with_provider(self, provider: Any) -> GenerationResult | str:
+    async def with_provider(self, provider: InferenceProvider) -> GenerationResult | str:
         """A result, or why this provider gave none."""
         if not is_available(provider):
-            return "not available" + _reason(provider)
-        raw = await self._call(provider, "generate", provider.generate,
-                               self.intent, self.namespace_desc, dict(self.config))
+            reason = "not available" + _reason(provider)
+            self.events.emit(ProviderUnavailable(provider.name, reason))
+            return reason
+        self.events.emit(ProviderTried(provider.name, provider_kind(provider)))
+        outcome = await self._write(provider)
+        if isinstance(outcome, str):
+            self.events.emit(ProviderFailed(provider.name, outcome))
+        return outcome
+
+    async def _write(self, provider: InferenceProvider) -> GenerationResult | str:
+        raw = await self._call(provider, "generate", provider.generate, self.intent, self.namespace_desc,
+                               self._config(provider, "generate"))
         if isinstance(raw, _Failed):
             return raw.reason
         if raw is None:
             return "no program for this intent"
         program = sanitize_output(raw)
-        errors = self._errors(program)
+        errors = self._check(program) if program.strip() else ["the provider returned an empty program"]
         if not errors:
             return self._result(provider, raw, program)
-        corrected = await self._correct(provider, program, errors)
-        if isinstance(corrected, str):
-            return corrected
-        return self._result(provider, raw, *corrected)
+        self._note(provider, "generate", "wrote a program that is not valid", program, errors)
+        return await self._correct(provider, raw)
 
-    def _result(self, provider: Any, raw: str, program: str, strategy: str | None = None,
+    async def _correct(self, provider: InferenceProvider, raw: str) -> GenerationResult | str:
+        """The correction chain (see :class:`InferenceDispatcher`) for the invalid reply ``raw``."""
+        tries = [self._clean(raw)]
+        self._step(provider, "cleanup", "; ".join(tries[0].did) or "found nothing to clean", tries[0])
+        if tries[0].valid:
+            return self._result(provider, raw, tries[0].program, "cleanup", 1)
+        steps, last_raw, retried = 1, raw, False
+        calls_left = _rounds(provider)
+        while calls_left > 0:
+            if not retried:
+                retried = True
+                if copies_prompt(last_raw, self.prompt_text):
+                    self._step(provider, "retry", "skipped: the reply copies the prompt", None)
+                    continue
+                step, shown, reply = "retry", tries[-1], self._retry(provider, tries[-1])
+            else:
+                shown = max(tries, key=_score)
+                step, reply = "fixer", self._fix(provider, shown)
+            calls_left -= 1
+            steps += 1
+            answer = await reply
+            if isinstance(answer, _Failed):
+                return answer.reason
+            if answer is None:
+                self._step(provider, step, f"{_asked(step, shown, tries)}; it gave no program", None)
+                continue
+            cleaned = self._clean(answer)
+            tries.append(cleaned)
+            did = "; ".join([_asked(step, shown, tries[:-1]), *cleaned.did])
+            self._step(provider, step, did, cleaned)
+            if cleaned.valid:
+                return self._result(provider, answer, cleaned.program, step, steps)
+            last_raw = answer
+        best = max(tries, key=_score)
+        return f"invalid program after correction: {'; '.join(best.errors[:3])}"
+
+    def _retry(self, provider: InferenceProvider, rejected: Cleaned) -> Awaitable[Any]:
+        config = dict(self._config(provider, "retry"), previous_program=_program_of(rejected))
+        return self._call(provider, "retry", provider.generate, self.intent, self.namespace_desc, config,
+                          list(rejected.errors))
+
+    def _fix(self, provider: InferenceProvider, best: Cleaned) -> Awaitable[Any]:
+        config = self._config(provider, "fixer")
+        program, errors = _program_of(best), list(best.errors)
+        fix = getattr(provider, "fix", None)
+        if callable(fix):
+            extra = (config,) if _takes_config(fix) else ()
+            return self._call(provider, "fixer", fix, self.intent, program, errors, self.namespace_desc,
+                              *extra)
+        config = dict(config, previous_program=program, fixer=True)
+        return self._call(provider, "fixer", provider.generate, self.intent, self.namespace_desc, config,
+                          errors)
+
+    def _config(self, provider: InferenceProvider, step: str) -> dict[str, Any]:
+        config = dict(self.config)
+        on_text = self.events.streaming(provider.name, step)
+        if on_text is not None:
+            config["on_text"] = on_text
+        return config
+
+    async def _call(self, provider: InferenceProvider, step: str, method: Callable[..., Awaitable[Any]],
+                    *args: Any) -> Any:
+        try:
+            answer = await method(*args)
+        except Exception as exc:  # a broken provider is skipped, not fatal
+            self.events.raise_pending()
+            reason = f"{type(exc).__name__}: {exc}"
+            self._note(provider, step, "failed", None, [reason])
+            return _Failed(reason)
+        self.events.raise_pending()
+        return answer
+
+    def _clean(self, raw: str) -> Cleaned:
+        return clean_reply(raw, self._check, self.allowed, prompt=self.prompt_text)
+
+    def _check(self, program: str) -> list[str]:
+        errors = validate(program, self.allowed, self.extra_rules).errors
+        if not errors and not has_code(program):
+            return ["the reply holds no code, only comments"]
+        return errors
+
+    def _result(self, provider: InferenceProvider, raw: str, program: str, strategy: str | None = None,
                 steps: int = 0) -> GenerationResult:
         return GenerationResult(
             program, provider.name, 0.0, strategy, steps, self.log if strategy else None,
             kind=provider_kind(provider), source=getattr(raw, "source", None))
 
-    async def _correct(self, provider: Any, program: str, errors: list[str]
-                       ) -> tuple[str, str, int] | str:
-        """(program, strategy, steps) for the first correction that validates, or why none did."""
-        self._note(provider, "validate", program, errors)
-        steps = 0
-        for strategy in ("cleanup", "retry", "fixer"):
-            steps += 1
-            candidate = await self._candidate(strategy, provider, program, errors)
-            if isinstance(candidate, _Failed):
-                continue
-            if candidate is None:
-                self._note(provider, strategy, None, ["no program"])
-                continue
-            candidate = sanitize_output(candidate)
-            candidate_errors = self._errors(candidate)
-            self._note(provider, strategy, candidate, candidate_errors)
-            if not candidate_errors:
-                return candidate, strategy, steps
-            if strategy != "cleanup":
-                program, errors = candidate, candidate_errors
-        return f"invalid program after correction: {'; '.join(errors[:3])}"
+    def _step(self, provider: InferenceProvider, step: str, did: str, cleaned: Cleaned | None) -> None:
+        program, errors = (cleaned.program, cleaned.errors) if cleaned is not None else (None, [])
+        self._note(provider, step, did, program, errors)
+        self.events.emit(CorrectionStep(provider.name, step, did, cleaned is not None and cleaned.valid))
 
-    async def _candidate(self, strategy: str, provider: Any, program: str, errors: list[str]):
-        if strategy == "cleanup":
-            return deterministic_cleanup(program, self.allowed)
-        config = dict(self.config, previous_program=program)
-        if strategy == "retry":
-            return await self._call(provider, strategy, provider.generate, self.intent,
-                                    self.namespace_desc, config, errors)
-        fix = getattr(provider, "fix", None)
-        if callable(fix):
-            extra = (config,) if _takes_config(fix) else ()
-            return await self._call(provider, strategy, fix, self.intent, program, errors,
-                                    self.namespace_desc, *extra)
-        return await self._call(provider, strategy, provider.generate, self.intent,
-                                self.namespace_desc, dict(config, fixer=True), errors)
-
-    async def _call(self, provider: Any, step: str, method: Any, *args: Any) -> Any:
-        try:
-            return await method(*args)
-        except Exception as exc:  # a broken provider is skipped, not fatal
-            reason = f"{type(exc).__name__}: {exc}"
-            self._note(provider, step, None, [reason])
-            return _Failed(reason)
-
-    def _errors(self, program: str) -> list[str]:
-        if not program.strip():
-            return ["the provider returned an empty program"]
-        return validate(program, self.allowed, self.extra_rules).errors
-
-    def _note(self, provider: Any, step: str, program: str | None, errors: list[str]) -> None:
-        self.log.append({"provider": provider.name, "step": step, "program": program,
-                         "errors": errors})
+    def _note(self, provider: InferenceProvider, step: str, did: str, program: str | None,
+              errors: list[str]) -> None:
+        self.log.append({"provider": provider.name, "step": step, "did": did, "program": program,
+                         "errors": list(errors)})
 
 
-class _Failed:
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
+def _score(attempt: Cleaned) -> tuple[bool, int]:
+    """Higher is better: a program over prose, then fewer errors (the earliest wins a tie)."""
+    return attempt.is_program, -len(attempt.errors)
 
 
-def _takes_config(method: Any) -> bool:
+def _program_of(attempt: Cleaned) -> str | None:
+    return attempt.program if attempt.is_program else None
+
+
+def _asked(step: str, shown: Cleaned, tries: Sequence[Cleaned]) -> str:
+    """What a retry or fixer was shown: an excerpt and the first errors, or that it was no program."""
+    what = (f"an excerpt of the rejected program and its first {min(len(shown.errors), FEEDBACK_ERRORS)} "
+            "error(s)") if shown.is_program else "word that the reply was not a program"
+    if step == "retry":
+        return f"asked again with {what}"
+    number = next(i for i, attempt in enumerate(tries, start=1) if attempt is shown)
+    return f"asked a fresh fixer to repair attempt {number}, the best so far, with {what}"
+
+
+def _rounds(provider: InferenceProvider) -> int:
+    rounds = getattr(provider, "correction_rounds", DEFAULT_ROUNDS)
+    return rounds if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds >= 0 else (
+        DEFAULT_ROUNDS)
+
+
+def _takes_config(method: Callable[..., Any]) -> bool:
     """Whether ``fix`` accepts the optional fifth ``config`` argument."""
     try:
         parameters = inspect.signature(method).parameters
@@ -173,7 +319,7 @@ def _takes_config(method: Any) -> bool:
     )
 
 
-def is_available(provider: Any) -> bool:
+def is_available(provider: InferenceProvider) -> bool:
     """``provider.available()``, False when that raises."""
     try:
         return bool(provider.available())
@@ -181,13 +327,16 @@ def is_available(provider: Any) -> bool:
         return False
 
 
-def unavailable_reason(provider: Any) -> str | None:
+def unavailable_reason(provider: InferenceProvider) -> str | None:
     """Why ``provider`` is unavailable, when it can say."""
     explain = getattr(provider, "unavailable_reason", None)
-    return explain() if callable(explain) else None
+    if not callable(explain):
+        return None
+    reason = explain()
+    return reason if isinstance(reason, str) else None
 
 
-def _reason(provider: Any) -> str:
+def _reason(provider: InferenceProvider) -> str:
     reason = unavailable_reason(provider)
     return f" ({reason})" if reason else ""
 

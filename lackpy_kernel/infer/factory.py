@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .provider import InferenceProvider
 from .replay import REPLAY_FILE, ReplayProvider
 from .rules import RulesProvider
 from .templates import TemplatesProvider
@@ -14,6 +15,7 @@ from .templates import TemplatesProvider
 MODEL_PLUGINS = {
     "ollama": ("lackpy_kernel.infer.ollama_provider", "OllamaProvider", "ollama"),
     "anthropic": ("lackpy_kernel.infer.anthropic_provider", "AnthropicProvider", "anthropic"),
+    "openai": ("lackpy_kernel.infer.openai_provider", "OpenAIProvider", "openai"),
 }
 DETERMINISTIC_PLUGINS = ("templates", "rules", "replay")
 
@@ -35,18 +37,19 @@ class UnavailableProvider:
     def unavailable_reason(self) -> str:
         return self.reason
 
-    async def generate(self, intent, namespace_desc, config=None, error_feedback=None) -> None:
+    async def generate(self, intent: str, namespace_desc: str, config: dict[str, Any] | None = None,
+                       error_feedback: list[str] | None = None) -> str | None:
         return None
 
 
 def build_providers(
     order: list[str], tables: Mapping[str, Mapping[str, Any]], config_dir: Path
-) -> list[Any]:
+) -> list[InferenceProvider]:
     """One provider per name in ``order``: a table's ``plugin`` (default: the name) picks it."""
     return [build_provider(name, tables.get(name, {}), config_dir) for name in order]
 
 
-def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> Any:
+def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> InferenceProvider:
     """The provider called ``name``; an UnavailableProvider when it cannot be made."""
     plugin = settings.get("plugin", name)
     if plugin == "templates":

@@ -6,8 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from lackpy_kernel.errors import ProviderError
-from lackpy_kernel.infer.provider import ChatProvider
+from lackpy_kernel.infer.model import GENERATION_KEYS, GenerationSettings, ModelProvider, Sampling
 from lackpy_kernel.infer.retry import (
     POLICY_KEYS,
     RetryPolicy,
@@ -16,21 +15,27 @@ from lackpy_kernel.infer.retry import (
     is_transient_status,
 )
 from lackpy_kernel.infer.settings import check_settings, optional_number, optional_str, require_bool
-from lackpy_kernel.infer.streaming import iter_with_idle_timeout
+from lackpy_kernel.infer.streaming import collect_text
 
 DEFAULT_MODEL = "qwen2.5-coder:1.5b"
 DEFAULT_HOST = "http://127.0.0.1:11434"  # the ollama library's own default
-SETTINGS_KEYS = frozenset({"plugin", "host", "model", "temperature", "keep_alive", "stream", *POLICY_KEYS})
+SETTINGS_KEYS = frozenset({"plugin", "host", "model", "temperature", "keep_alive", "stream", "num_predict",
+                           *(set(GENERATION_KEYS) - {"max_tokens"}), *POLICY_KEYS})
 
 
-class OllamaProvider(ChatProvider):
-    """Writes programs with a model on an Ollama server (``POST /api/chat``).
+class OllamaProvider(ModelProvider):
+    """Writes programs with a model on an Ollama server (``POST /api/chat``; ``/api/generate`` when raw).
 
     ``host`` defaults to the ``OLLAMA_HOST`` environment variable, then to the
     library's default (``http://127.0.0.1:11434``); it is read when a request
     is made. ``temperature`` and ``keep_alive`` are sent only when set (0.0
-    is sent). ``policy`` holds the retry and timeout knobs.
+    is sent); the stop sequences and the token limit (``num_predict``) always.
+    ``policy`` holds the retry and timeout knobs, ``generation`` the settings
+    of :mod:`lackpy_kernel.infer.model`.
     """
+
+    package = "ollama"
+    extra = "ollama"
 
     def __init__(
         self,
@@ -42,8 +47,9 @@ class OllamaProvider(ChatProvider):
         keep_alive: str | float | None = None,
         stream: bool = True,
         policy: RetryPolicy | None = None,
+        generation: GenerationSettings | None = None,
     ) -> None:
-        self._name = name
+        super().__init__(name, generation)
         self.host = host
         self.model = model
         self.temperature = temperature
@@ -67,61 +73,57 @@ class OllamaProvider(ChatProvider):
             keep_alive=keep_alive,
             stream=require_bool("stream", settings.get("stream", True)),
             policy=RetryPolicy.from_settings(settings),
+            generation=GenerationSettings.from_settings(settings, token_key="num_predict"),
         )
-
-    def available(self) -> bool:
-        """True when the ``ollama`` package imports; makes no request."""
-        try:
-            import ollama  # noqa: F401
-        except ImportError:
-            return False
-        return True
 
     @property
     def resolved_host(self) -> str:
         """Where requests go: ``host``, else ``$OLLAMA_HOST``, else the library default."""
         return self.host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
 
-    async def chat(self, system: str, user: str) -> str | None:
-        """One system + user exchange under the retry policy; the answer text, or None when empty."""
-        try:
-            import ollama
-        except ImportError as exc:
-            raise ProviderError(
-                "the ollama package is not installed; install it with `pip install lackpy-kernel[ollama]`"
-            ) from exc
+    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
+        """One system + user exchange (``/api/chat``) under the retry policy: the answer text."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return await self._request("chat", {"messages": messages}, sampling)
+
+    async def complete(self, prompt: str, sampling: Sampling) -> str:
+        """One raw completion (``/api/generate`` with ``raw``) under the retry policy: the text added."""
+        return await self._request("generate", {"prompt": prompt, "raw": True}, sampling)
+
+    async def _request(self, endpoint: str, body: dict[str, Any], sampling: Sampling) -> str:
+        ollama = self.import_client()
         host = self.resolved_host
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-        }
+        options: dict[str, Any] = {"num_predict": sampling.max_tokens}
+        if sampling.stop:
+            options["stop"] = list(sampling.stop)
         if self.temperature is not None:
-            request["options"] = {"temperature": float(self.temperature)}
+            options["temperature"] = float(self.temperature)
+        request: dict[str, Any] = {"model": self.model, **body, "options": options}
         if self.keep_alive is not None:
             request["keep_alive"] = self.keep_alive
 
+        def text_of(chunk: Any) -> str:
+            return (chunk.message.content if endpoint == "chat" else chunk.response) or ""
+
         async def attempt() -> str:
             client = ollama.AsyncClient(host=host)
+            call = getattr(client, endpoint)
             try:
                 if not self.stream:
-                    response = await client.chat(**request, stream=False)
-                    return response.message.content or ""
-                parts: list[str] = []
-                chunks = await client.chat(**request, stream=True)
-                what = f"the Ollama stream from {host}"
-                async for chunk in iter_with_idle_timeout(chunks, self.policy.stream_idle_timeout, what=what):
-                    parts.append(chunk.message.content or "")
-                return "".join(parts)
+                    return text_of(await call(**request, stream=False))
+                chunks = await call(**request, stream=True)
+                return await collect_text(chunks, text_of, self.policy.stream_idle_timeout,
+                                          what=f"the Ollama stream from {host}", on_text=sampling.on_text)
             finally:
                 await client.close()
 
-        text = await self.policy.run(
+        text: str = await self.policy.run(
             attempt,
             self._is_transient,
             what=f"Ollama provider {self.name!r} (model {self.model!r} at {host})",
             describe=self._describe,
         )
-        return text if text.strip() else None
+        return text
 
     def _is_transient(self, error: BaseException) -> bool:
         import httpx

@@ -1,11 +1,24 @@
-"""The system prompt for model tiers, and the examples retrieved into it."""
+"""The prompts of the model tiers, all in the few-shot examples' own layout.
+
+Every example in the system prompt reads ``Intent: ...`` / ``Program:`` /
+the code, and so does what the model is asked: the user turn ends with
+``Program:`` and a newline. A chat model answers with a program; a model
+without a chat template, sent the whole text as a raw completion
+(:attr:`Prompt.completion`), continues it with one. The next example would
+begin with ``Intent:``, which is therefore the default stop sequence
+(:data:`DEFAULT_STOP`); :func:`default_max_tokens` sizes the token limit
+from the examples.
+
+A retry or a fixer shows a bounded excerpt of the rejected program and only
+its first errors (one line, not a bullet list a small model would imitate).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 
@@ -23,7 +36,26 @@ CONSTRAINTS = """\
 - Assign tool results to variables; a for loop iterates over a variable or a call.
 - The value of the last line is the program's result."""
 
+FIXER_INSTRUCTION = (
+    "You are repairing a lackpy program that was rejected. The intent, the start of the rejected "
+    "program and its first errors follow. Keep what was right, fix the errors, and reply with the "
+    "whole corrected program only: no explanation, no markdown fences."
+)
+
+INTENT_LABEL = "Intent:"
+PROGRAM_LABEL = "Program:"
+# Where the model's program ends: the next example of the layout would start here.
+DEFAULT_STOP: tuple[str, ...] = ("\n" + INTENT_LABEL,)
+EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown back
+FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
+
 _WORD = re.compile(r"[a-z0-9_]+")
+
+
+class Interpreter(Protocol):
+    """What may replace the generic framing of the system prompt."""
+
+    def system_prompt_hint(self) -> str: ...
 
 
 @dataclass
@@ -42,19 +74,46 @@ class Example:
         return cls(str(value["intent"]), str(value["code"]), list(value.get("tags", [])))
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """What one model call sends: a system prompt and a user turn, or both as one completion."""
+
+    system: str
+    user: str
+
+    @property
+    def completion(self) -> str:
+        """The whole prompt as one text for a model without a chat template."""
+        return self.system.rstrip("\n") + "\n\n" + self.user
+
+
+def program_slot(intent: str) -> str:
+    """The intent and the empty program slot, in the examples' layout."""
+    return f"{INTENT_LABEL} {' '.join(intent.split())}\n{PROGRAM_LABEL}\n"
+
+
+def format_example(example: Example) -> str:
+    """One few-shot example in the layout the model is asked to continue."""
+    return program_slot(example.intent) + example.code.strip("\n")
+
+
 def build_system_prompt(
     namespace_desc: str,
     params_desc: str | None = None,
     intent: str | None = None,
     example_pool: Iterable[Example | Mapping[str, Any]] | None = None,
     n_examples: int = 6,
-    interpreter: Any = None,
+    interpreter: Interpreter | None = None,
+    *,
+    variables_desc: str | None = None,
 ) -> str:
-    """The system prompt: framing, tools, builtins, parameters, constraints and examples.
+    """The system prompt: framing, tools, builtins, variables, constraints and examples.
 
     ``interpreter.system_prompt_hint()``, when present, replaces the generic
-    framing. Up to ``n_examples`` examples from ``example_pool`` are chosen by
-    their word overlap with ``intent``.
+    framing. ``variables_desc`` describes the session's variables (see
+    :func:`lackpy_kernel.infer.context.describe_variables`). Up to
+    ``n_examples`` examples from ``example_pool`` are chosen by their word
+    overlap with ``intent`` and written in the layout of :func:`program_slot`.
     """
     hint = getattr(interpreter, "system_prompt_hint", None)
     sections = [hint() if callable(hint) else FRAMING]
@@ -62,12 +121,12 @@ def build_system_prompt(
     sections.append("Builtins: " + ", ".join(sorted(ALLOWED_BUILTINS)))
     if params_desc:
         sections.append("Variables already set (use them by name):\n" + params_desc.strip())
+    if variables_desc:
+        sections.append("The notebook's variables (use them by name):\n" + variables_desc.strip())
     sections.append("Rules:\n" + CONSTRAINTS)
     examples = select_examples(intent, example_pool or [], n_examples) if intent else []
     if examples:
-        sections.append("Examples:\n\n" + "\n\n".join(
-            f"Intent: {example.intent}\nProgram:\n{example.code}" for example in examples
-        ))
+        sections.append("Examples:\n\n" + "\n\n".join(format_example(e) for e in examples))
     return "\n\n".join(sections) + "\n"
 
 
@@ -85,6 +144,17 @@ def select_examples(
             scored.append((-overlap, order, example))
     scored.sort(key=lambda entry: entry[:2])
     return [example for _, _, example in scored[:max(n, 0)]]
+
+
+def default_max_tokens(examples: Iterable[Example | Mapping[str, Any]]) -> int:
+    """A token limit for one program: room for about three times the longest example.
+
+    A token is about three characters of code, so the longest example's
+    length in characters is roughly three times its tokens; the result is
+    kept between 256 and 1024 (512 without examples).
+    """
+    longest = max((len(Example.coerce(e).code) for e in examples), default=0)
+    return 512 if not longest else max(256, min(1024, longest))
 
 
 def format_params_description(params: Mapping[str, Any]) -> str:
@@ -105,21 +175,30 @@ def format_params_description(params: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def feedback_message(intent: str, errors: list[str], program: str | None = None) -> str:
-    """The user message for a retry: the intent, the rejected program and its errors."""
-    parts = [intent]
-    if program:
-        parts.append(f"Your previous program was rejected:\n{program}")
-    parts.append("Fix these errors and reply with the whole corrected program only:\n"
-                 + "\n".join(f"- {error}" for error in errors))
-    return "\n\n".join(parts)
+def excerpt(program: str) -> str:
+    """The first lines of ``program``, at most ``EXCERPT_LINES`` lines and ``EXCERPT_CHARS`` characters."""
+    text = program.strip("\n")
+    shown = "\n".join(text.splitlines()[:EXCERPT_LINES])[:EXCERPT_CHARS]
+    return shown if shown == text else shown + "\n# ... (cut)"
 
 
-FIXER_INSTRUCTION = (
-    "You are repairing a lackpy program that was rejected. The user message gives the intent, the "
-    "rejected program and the errors. Keep what was right, fix every error, and reply with the whole "
-    "corrected program only: no explanation, no markdown fences."
-)
+def first_errors(errors: Sequence[str]) -> str:
+    """The first ``FEEDBACK_ERRORS`` errors on one line, each cut to ``ERROR_CHARS`` characters."""
+    shown = [" ".join(error.split())[:ERROR_CHARS] for error in errors[:FEEDBACK_ERRORS]]
+    more = len(errors) - len(shown)
+    return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
+
+
+def feedback_message(intent: str, errors: Sequence[str], program: str | None = None) -> str:
+    """A retry's user turn: the intent, an excerpt of the rejected program, its first errors, the slot."""
+    parts = [f"{INTENT_LABEL} {' '.join(intent.split())}"]
+    if program and program.strip():
+        parts.append(f"This program was rejected:\n{excerpt(program)}")
+    else:
+        parts.append("The previous reply was not a program.")
+    parts.append(f"Errors: {first_errors(errors)}")
+    parts.append(f"Write the whole corrected program.\n{PROGRAM_LABEL}\n")
+    return "\n".join(parts)
 
 
 def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any] | None) -> str:
@@ -129,23 +208,34 @@ def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any
     if given:
         return str(given)
     return build_system_prompt(
-        namespace_desc, config.get("params_desc"), intent, config.get("example_pool")
+        namespace_desc, config.get("params_desc"), intent, config.get("example_pool"),
+        variables_desc=config.get("variables_desc"),
     )
 
 
 def user_message_for(
-    intent: str, config: Mapping[str, Any] | None, error_feedback: list[str] | None
+    intent: str, config: Mapping[str, Any] | None, error_feedback: Sequence[str] | None
 ) -> str:
-    """The intent, or on a retry the intent with the previous program and its errors."""
+    """The program slot for ``intent``, or on a retry the feedback on the previous program."""
     if not error_feedback:
-        return intent
-    return feedback_message(intent, list(error_feedback), (config or {}).get("previous_program"))
+        return program_slot(intent)
+    return feedback_message(intent, error_feedback, (config or {}).get("previous_program"))
+
+
+def generate_prompt(
+    intent: str, namespace_desc: str, config: Mapping[str, Any] | None,
+    error_feedback: Sequence[str] | None = None,
+) -> Prompt:
+    """The prompt of a first try, or of a retry when ``error_feedback`` is given."""
+    return Prompt(system_prompt_for(intent, namespace_desc, config),
+                  user_message_for(intent, config, error_feedback))
 
 
 def fixer_prompts(
-    intent: str, program: str, errors: list[str], namespace_desc: str, config: Mapping[str, Any] | None
+    intent: str, program: str | None, errors: Sequence[str], namespace_desc: str,
+    config: Mapping[str, Any] | None,
 ) -> tuple[str, str]:
     """(system, user) for a fresh "fixer" conversation about a rejected ``program``."""
     system = system_prompt_for(intent, namespace_desc, config).rstrip("\n")
     system += "\n\n" + FIXER_INSTRUCTION + "\n"
-    return system, feedback_message(intent, list(errors), program)
+    return system, feedback_message(intent, errors, program)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .prompt import fixer_prompts, system_prompt_for, user_message_for
-
 
 @runtime_checkable
 class InferenceProvider(Protocol):
@@ -14,11 +12,14 @@ class InferenceProvider(Protocol):
 
     ``generate`` returns the program, or None to pass to the next provider;
     it raises only when something is wrong with the provider itself (the
-    dispatcher records the error and moves on). ``config`` carries the
-    dispatcher's per-call context: ``system_prompt``, ``params_desc``,
-    ``allowed_names`` and ``example_pool``. A provider may also define
-    ``async fix(intent, program, errors, namespace_desc, config=None)`` for
-    the correction chain's fresh-fixer step.
+    dispatcher records the error and moves on). ``namespace_desc`` is the
+    kit's tools as prompt text; ``config`` carries the dispatcher's per-call
+    context (:data:`CONFIG_KEYS`). A provider may also define ``async fix(intent,
+    program, errors, namespace_desc, config=None)`` for the correction
+    chain's fresh-fixer step (see :class:`FixingProvider`), ``kind`` (a
+    ``KIND_*`` value; default a model), ``correction_rounds`` (model calls
+    the correction chain may make after the first; default 2) and
+    ``unavailable_reason()``.
     """
 
     @property
@@ -33,6 +34,36 @@ class InferenceProvider(Protocol):
         config: dict[str, Any] | None = None,
         error_feedback: list[str] | None = None,
     ) -> str | None: ...
+
+
+@runtime_checkable
+class FixingProvider(InferenceProvider, Protocol):
+    """A provider with its own fresh-fixer step; ``program`` is None when no earlier reply was code."""
+
+    async def fix(
+        self,
+        intent: str,
+        program: str | None,
+        errors: list[str],
+        namespace_desc: str,
+        config: dict[str, Any] | None = None,
+    ) -> str | None: ...
+
+
+# What ``config`` holds on each call (a provider ignores what it does not need).
+CONFIG_KEYS = {
+    "system_prompt": "the system prompt for a model (str)",
+    "params_desc": "the parameters' description (str or None)",
+    "variables_desc": "the session's variables' description (str or None)",
+    "allowed_names": "every name a program may use besides builtins (sorted list)",
+    "tool_names": "the kit's tool names (sorted list); rules and replay match on them",
+    "example_pool": "few-shot examples (list of Example or dicts)",
+    "stop": "default stop sequences (list of str)",
+    "max_tokens": "default token limit of one reply (int)",
+    "on_text": "called with a model's answer so far while it streams (callable or absent)",
+    "previous_program": "on a retry: the rejected program (str or None)",
+    "fixer": "True when generate stands in for a missing fix",
+}
 
 
 class ProgramText(str):
@@ -51,7 +82,7 @@ KIND_TEMPLATE, KIND_RULES, KIND_REPLAY, KIND_MODEL = "template", "rules", "repla
 DETERMINISTIC_KINDS = frozenset({KIND_TEMPLATE, KIND_RULES, KIND_REPLAY})
 
 
-def provider_kind(provider: Any) -> str:
+def provider_kind(provider: InferenceProvider) -> str:
     """A provider's ``kind`` attribute; a provider without one counts as a model."""
     kind = getattr(provider, "kind", KIND_MODEL)
     return kind if isinstance(kind, str) else KIND_MODEL
@@ -79,45 +110,3 @@ class GenerationResult:
     def from_model(self) -> bool:
         """Whether a model (or a custom provider) wrote it, rather than a template, rule or replay."""
         return self.kind not in DETERMINISTIC_KINDS
-
-
-class ChatProvider:
-    """Base of the model tiers: ``generate`` and ``fix`` are one system + user ``chat``.
-
-    A subclass sets ``_name`` and implements ``chat``; the prompts come from
-    the dispatcher's config (see ``prompt.system_prompt_for``).
-    """
-
-    _name: str
-    kind = KIND_MODEL
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    async def generate(
-        self,
-        intent: str,
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-        error_feedback: list[str] | None = None,
-    ) -> str | None:
-        """The model's raw answer (None when it is empty); ``error_feedback`` makes it a retry."""
-        system = system_prompt_for(intent, namespace_desc, config)
-        return await self.chat(system, user_message_for(intent, config, error_feedback))
-
-    async def fix(
-        self,
-        intent: str,
-        program: str,
-        errors: list[str],
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-    ) -> str | None:
-        """A fresh conversation asking the model to repair ``program`` given ``errors``."""
-        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
-        return await self.chat(system, user)
-
-    async def chat(self, system: str, user: str) -> str | None:
-        """One exchange with the model: its answer text, or None when it is empty."""
-        raise NotImplementedError

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .provider import KIND_REPLAY
-from .rules import tools_in
+from .rules import tool_names_of
 
 REPLAY_FILE = "replay.jsonl"
 
@@ -23,7 +23,7 @@ def _key(intent: str, tools: list[str] | set[str]) -> tuple[str, tuple[str, ...]
 
 
 class ReplayProvider:
-    """Answers an intent with the program recorded for the same intent and tools."""
+    """Answers an intent with the program recorded for the same intent and ``config["tool_names"]``."""
 
     kind = KIND_REPLAY
 
@@ -51,7 +51,7 @@ class ReplayProvider:
     ) -> str | None:
         if error_feedback:
             return None
-        wanted = _key(intent, tools_in(namespace_desc))
+        wanted = _key(intent, tool_names_of(config))
         found = None
         for record in self.records():
             if _key(record["intent"], record.get("tools", [])) == wanted:

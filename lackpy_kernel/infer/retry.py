@@ -44,8 +44,9 @@ T = TypeVar("T")
 log = logging.getLogger("lackpy_kernel.infer")
 
 REDACTED = "[REDACTED]"
-# Anthropic keys look like sk-ant-api03-...; redact them even when nobody named them.
-_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
+# Anthropic keys look like sk-ant-api03-..., OpenAI's like sk-proj-... or sk-...: redact them even
+# when nobody named them.
+_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}|sk-[A-Za-z0-9_\-]{20,}")
 
 POLICY_KEYS = ("max_retries", "retry_delay", "request_timeout", "stream_idle_timeout", "deadline")
 
@@ -53,11 +54,20 @@ _TRANSIENT_STATUS = frozenset({408, 409, 425, 429})
 
 
 def redact(text: object, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` as a string with every secret, and anything shaped like an Anthropic key, replaced."""
+    """``text`` as a string with every secret, and anything shaped like an API key, replaced."""
     result = str(text)
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         result = result.replace(secret, REDACTED)
     return _KEY_PATTERN.sub(REDACTED, result)
+
+
+def redacting(on_text: Callable[[str], None] | None, secrets: Iterable[str | None]
+              ) -> Callable[[str], None] | None:
+    """``on_text`` seeing its text through :func:`redact` (None stays None)."""
+    if on_text is None:
+        return None
+    named = tuple(secrets)
+    return lambda text: on_text(redact(text, named))
 
 
 def _check_number(name: str, value: Any, *, allow_none: bool) -> float | None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .provider import KIND_RULES
-
-_TOOL_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(", re.M)
 
 
 @dataclass(frozen=True)
@@ -51,13 +49,16 @@ def clean_value(raw: str) -> str:
     return value
 
 
-def tools_in(namespace_desc: str) -> set[str]:
-    """The tool names listed in a namespace description (``name(args) -> ...`` lines)."""
-    return set(_TOOL_LINE.findall(namespace_desc))
+def tool_names_of(config: Mapping[str, Any] | None) -> set[str]:
+    """The kit's tool names the dispatcher passes in ``config["tool_names"]`` (none without it)."""
+    return set((config or {}).get("tool_names") or ())
 
 
 class RulesProvider:
-    """Tier 1: regular expressions for reading files and finding files, definitions, callers."""
+    """Tier 1: regular expressions for reading files and finding files, definitions, callers.
+
+    A rule applies only when its tool is among ``config["tool_names"]``.
+    """
 
     kind = KIND_RULES
 
@@ -80,7 +81,7 @@ class RulesProvider:
     ) -> str | None:
         if error_feedback:
             return None
-        tools = tools_in(namespace_desc)
+        tools = tool_names_of(config)
         text = " ".join(intent.split())
         for rule in RULES:
             if rule.tool not in tools:

@@ -48,3 +48,22 @@ def require_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{name} must be true or false, got {value!r}")
     return value
+
+
+def optional_int(name: str, value: Any, *, minimum: int | None = None,
+                 default: int | None = None) -> int | None:
+    """``value`` when it is an integer (not a bool) >= ``minimum``; ``default`` when it is None."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return value
+
+
+def string_list(name: str, value: Any) -> list[str]:
+    """``value`` when it is a list of non-empty strings, else ``ValueError``."""
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ValueError(f"{name} must be a list of non-empty strings, got {value!r}")
+    return list(value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import TypeVar
 
 from lackpy_kernel.errors import StreamStallError
@@ -46,3 +46,21 @@ async def iter_with_idle_timeout(
                 await close()
             except Exception:  # closing a broken stream must not hide why it broke
                 log.debug("closing %s failed", what, exc_info=True)
+
+
+async def collect_text(
+    chunks: AsyncIterable[T], text_of: Callable[[T], str], idle_timeout: float | None, *,
+    what: str = "stream", on_text: Callable[[str], None] | None = None,
+) -> str:
+    """The text of a streamed answer: ``text_of`` each chunk, joined; ``on_text`` sees the text so far.
+
+    The idle timeout applies between chunks of any kind (see :func:`iter_with_idle_timeout`).
+    """
+    text = ""
+    async for chunk in iter_with_idle_timeout(chunks, idle_timeout, what=what):
+        piece = text_of(chunk)
+        if piece:
+            text += piece
+            if on_text is not None:
+                on_text(text)
+    return text

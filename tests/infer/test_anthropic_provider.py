@@ -10,6 +10,7 @@ import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
 from lackpy_kernel.infer.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
+from lackpy_kernel.infer.model import FALLBACK_MAX_TOKENS, GenerationSettings
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
 from lackpy_kernel.infer.retry import RetryPolicy
 from tests.support import loopback as lb
@@ -72,7 +73,8 @@ async def test_the_key_is_read_when_the_client_is_made(server, monkeypatch):
 
 @pytest.mark.parametrize("stream", [True, False])
 async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stream):
-    anthropic = provider(server, model="claude-opus-4-7", temperature=0.0, max_tokens=321, stream=stream)
+    anthropic = provider(server, model="claude-opus-4-7", temperature=0.0, stream=stream,
+                         generation=GenerationSettings(max_tokens=321))
     assert await anthropic.generate(INTENT, TOOLS, {"params_desc": "root: str"}) == PROGRAM
     [request] = server.requests
     assert (request.method, request.path) == ("POST", "/v1/messages")
@@ -83,13 +85,24 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
     assert body["temperature"] == 0.0  # sent, not dropped as falsy
     assert bool(body.get("stream")) is stream
     assert body["system"].startswith(FRAMING) and TOOLS in body["system"] and "root: str" in body["system"]
-    assert body["messages"] == [{"role": "user", "content": INTENT}]
+    assert body["messages"] == [{"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}]
 
 
 async def test_defaults_on_the_wire(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
-    assert body["model"] == DEFAULT_MODEL and body["max_tokens"] == 1024 and "temperature" not in body
+    assert body["model"] == DEFAULT_MODEL and body["max_tokens"] == FALLBACK_MAX_TOKENS
+    assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:"]
+
+
+async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings_say_otherwise(server):
+    config = {"stop": ["\nEND"], "max_tokens": 300}
+    await provider(server).generate(INTENT, TOOLS, config)
+    own = GenerationSettings(stop=(), max_tokens=77)
+    await provider(server, generation=own).generate(INTENT, TOOLS, config)
+    first, second = (request.json for request in server.requests)
+    assert (first["stop_sequences"], first["max_tokens"]) == (["\nEND"], 300)
+    assert "stop_sequences" not in second and second["max_tokens"] == 77
 
 
 async def test_a_given_system_prompt_and_a_retry_message(server):
@@ -98,7 +111,8 @@ async def test_a_given_system_prompt_and_a_retry_message(server):
     body = server.requests[0].json
     assert body["system"] == "DISPATCHER SYSTEM"
     user = body["messages"][0]["content"]
-    assert user.startswith(INTENT) and "while True: pass" in user and "- while is not allowed" in user
+    assert user.startswith(f"Intent: {INTENT}") and "while True: pass" in user
+    assert "Errors: while is not allowed" in user and user.endswith("Program:\n")
 
 
 async def test_fix_is_a_fresh_fixer_conversation(server):
@@ -233,11 +247,13 @@ def test_from_settings_reads_every_key():
         "request_timeout": 0, "stream_idle_timeout": 10,
     })
     assert anthropic.name == "anthropic-fallback" and anthropic.temperature == 0.0
-    assert (anthropic.max_tokens, anthropic.base_url, anthropic.stream) == (2048, "http://127.0.0.1:9", False)
+    assert (anthropic.generation.max_tokens, anthropic.base_url, anthropic.stream) == (
+        2048, "http://127.0.0.1:9", False)
     assert anthropic.policy == RetryPolicy(max_retries=0, retry_delay=2, request_timeout=None,
                                            stream_idle_timeout=10)
     defaults = AnthropicProvider.from_settings("a", {"plugin": "anthropic"})
-    assert (defaults.model, defaults.max_tokens, defaults.temperature) == (DEFAULT_MODEL, 1024, None)
+    assert (defaults.model, defaults.generation, defaults.temperature) == (
+        DEFAULT_MODEL, GenerationSettings(), None)
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -249,6 +265,9 @@ def test_from_settings_reads_every_key():
     ({"temperature": -1}, "temperature"),
     ({"stream": 1}, "stream"),
     ({"retry_delay": "fast"}, "retry_delay"),
+    ({"raw": True}, "raw"),
+    ({"stop": "END"}, "stop"),
+    ({"correction_rounds": -1}, "correction_rounds"),
 ])
 def test_from_settings_rejects_bad_settings(settings, message):
     with pytest.raises(ValueError, match=message):

@@ -91,15 +91,20 @@ async def test_retry_feeds_the_errors_back():
     assert any("While is not allowed" in error for error in retry["feedback"])
     assert retry["config"]["previous_program"] == "while True:\n    x = 1"
     steps = [entry["step"] for entry in result.attempts_log]
-    assert steps == ["validate", "cleanup", "retry"]
+    assert steps == ["generate", "cleanup", "retry"]
+    assert all(entry["did"] for entry in result.attempts_log)
 
 
-async def test_fresh_fixer_uses_fix_when_the_provider_has_it():
-    model = WithFix("m", ["while True:\n    x = 1", "while 1:\n    y = 2"], fix_answers=["read_file('a')"])
+async def test_fresh_fixer_uses_fix_when_the_provider_has_it_with_the_best_attempt_not_the_last():
+    best = "while True:\n    x = 1"
+    worse = "while 1:\n    y = open('a')"
+    model = WithFix("m", [best, worse], fix_answers=["read_file('a')"])
     result = await dispatch(model)
     assert result.correction_strategy == "fixer"
     assert result.correction_attempts == 3
-    assert model.calls[-1]["fix"] == "while 1:\n    y = 2"
+    assert model.calls[-1]["fix"] == best
+    fixer = result.attempts_log[-1]
+    assert fixer["step"] == "fixer" and "repair attempt 1, the best so far" in fixer["did"]
 
 
 async def test_fresh_fixer_falls_back_to_generate():

@@ -7,6 +7,7 @@ import time
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
+from lackpy_kernel.infer.model import FALLBACK_MAX_TOKENS, GenerationSettings
 from lackpy_kernel.infer.ollama_provider import DEFAULT_MODEL, OllamaProvider
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
 from lackpy_kernel.infer.retry import RetryPolicy
@@ -49,18 +50,29 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
     assert (request.method, request.path) == ("POST", "/api/chat")
     body = request.json
     assert body["model"] == "qwen2.5-coder:7b" and body["stream"] is stream
-    assert body["options"] == {"temperature": 0.0}  # 0.0 is sent, not dropped as falsy
+    assert body["options"]["temperature"] == 0.0  # 0.0 is sent, not dropped as falsy
     assert body["keep_alive"] == "30m"
     system, user = body["messages"]
     assert system["role"] == "system" and system["content"].startswith(FRAMING)
     assert TOOLS in system["content"] and "root: str" in system["content"]
-    assert user == {"role": "user", "content": INTENT}
+    assert user == {"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}
 
 
-async def test_unset_options_are_not_sent(server):
+async def test_unset_options_are_not_sent_and_stop_and_num_predict_always_are(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
-    assert body["model"] == DEFAULT_MODEL and "options" not in body and "keep_alive" not in body
+    assert body["model"] == DEFAULT_MODEL and "keep_alive" not in body
+    assert body["options"] == {"stop": ["\nIntent:"], "num_predict": FALLBACK_MAX_TOKENS}
+
+
+async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings_say_otherwise(server):
+    config = {"stop": ["\nEND"], "max_tokens": 300}
+    await provider(server).generate(INTENT, TOOLS, config)
+    own = GenerationSettings(stop=(), max_tokens=77)
+    await provider(server, generation=own).generate(INTENT, TOOLS, config)
+    first, second = (request.json["options"] for request in server.requests)
+    assert first == {"stop": ["\nEND"], "num_predict": 300}
+    assert second == {"num_predict": 77}
 
 
 async def test_a_given_system_prompt_is_used_verbatim(server):
@@ -72,7 +84,8 @@ async def test_a_retry_sends_the_errors_and_the_previous_program(server):
     config = {"previous_program": "import os", "system_prompt": "S"}
     await provider(server).generate(INTENT, TOOLS, config, error_feedback=["import is not allowed"])
     user = server.requests[0].json["messages"][1]["content"]
-    assert user.startswith(INTENT) and "import os" in user and "- import is not allowed" in user
+    assert user.startswith(f"Intent: {INTENT}") and "import os" in user
+    assert "Errors: import is not allowed" in user and user.endswith("Program:\n")
 
 
 async def test_fix_is_a_fresh_fixer_conversation(server):
@@ -200,9 +213,13 @@ def test_from_settings_reads_every_key():
     ollama = OllamaProvider.from_settings("ollama-local", {
         "plugin": "ollama", "host": "http://localhost:11434", "model": "qwen2.5-coder:1.5b",
         "temperature": 0.0, "keep_alive": "30m", "stream": False, "max_retries": 1, "retry_delay": 0.5,
-        "request_timeout": 60, "stream_idle_timeout": 30,
+        "request_timeout": 60, "stream_idle_timeout": 30, "num_predict": 200, "stop": ["\n\n"],
+        "raw": True, "correction_rounds": 1,
     })
     assert ollama.name == "ollama-local" and ollama.host == "http://localhost:11434"
+    assert ollama.generation == GenerationSettings(stop=("\n\n",), max_tokens=200, raw=True,
+                                                   correction_rounds=1)
+    assert ollama.correction_rounds == 1
     assert ollama.temperature == 0.0 and ollama.keep_alive == "30m" and ollama.stream is False
     assert ollama.policy == RetryPolicy(max_retries=1, retry_delay=0.5, request_timeout=60,
                                         stream_idle_timeout=30)
@@ -224,6 +241,11 @@ def test_from_settings_reads_every_key():
     ({"keep_alive": True}, "keep_alive"),
     ({"max_retries": -1}, "max_retries"),
     ({"request_timeout": "2m"}, "request_timeout"),
+    ({"max_tokens": 100}, "unknown setting 'max_tokens'"),  # Ollama calls it num_predict
+    ({"num_predict": 0}, "num_predict"),
+    ({"stop": ["ok", ""]}, "stop"),
+    ({"raw": "yes"}, "raw"),
+    ({"correction_rounds": 1.5}, "correction_rounds"),
 ])
 def test_from_settings_rejects_bad_settings(settings, message):
     with pytest.raises(ValueError, match=message):

@@ -31,6 +31,11 @@ find_callers(name: str) -> list[dict]: calls"""
 TOOLS = {"read_file", "find_files", "find_definitions", "find_callers"}
 
 
+def kit(*tools: str) -> dict:
+    """The per-call config the dispatcher passes: the kit's tool names as data."""
+    return {"tool_names": sorted(tools)}
+
+
 @pytest.mark.parametrize(
     ("intent", "program"),
     [
@@ -47,26 +52,34 @@ TOOLS = {"read_file", "find_files", "find_definitions", "find_callers"}
     ],
 )
 async def test_rules(intent, program):
-    written = await RulesProvider().generate(intent, ALL)
+    written = await RulesProvider().generate(intent, ALL, kit(*TOOLS))
     assert written == program
     assert validate(written, TOOLS).valid
 
 
 async def test_rules_need_their_tool_in_the_kit():
-    only_read = "read_file(path: str) -> str: read"
+    only_read = kit("read_file")
     provider = RulesProvider()
-    assert await provider.generate("find all py files", only_read) is None
-    assert await provider.generate("read the file a", only_read) is not None
+    assert await provider.generate("find all py files", ALL, only_read) is None
+    assert await provider.generate("read the file a", ALL, only_read) is not None
+
+
+async def test_rules_take_the_tools_from_the_config_not_the_prompt_text():
+    provider = RulesProvider()
+    prompt_text = "find_files(pattern) -> list"
+    assert await provider.generate("find all py files", prompt_text, kit("read_file")) is None
+    assert await provider.generate("find all py files", "", kit("find_files")) is not None
+    assert await provider.generate("find all py files", ALL) is None  # no tool names, no rule
 
 
 async def test_rule_values_are_literals_not_code():
-    program = await RulesProvider().generate("read the file x'); import os; ('", ALL)
+    program = await RulesProvider().generate("read the file x'); import os; ('", ALL, kit(*TOOLS))
     assert validate(program, TOOLS).valid
     assert "import" in program and program.count("read_file(") == 1
 
 
 async def test_no_rule_for_other_intents():
-    assert await RulesProvider().generate("summarise the project", ALL) is None
+    assert await RulesProvider().generate("summarise the project", ALL, kit(*TOOLS)) is None
 
 
 async def test_replay_answers_recorded_intents_for_the_same_tools(tmp_path):
@@ -75,10 +88,9 @@ async def test_replay_answers_recorded_intents_for_the_same_tools(tmp_path):
     record_generation(path, "count the files", ["find_files"], "len(find_files('**'))", "ollama")
     provider = ReplayProvider(path)
     assert provider.available()
-    namespace = "find_files(pattern: str) -> list[str]: glob"
-    assert await provider.generate("count  the FILES", namespace) == "len(find_files('**'))"
-    assert await provider.generate("count the files", ALL) is None  # other tools
-    assert await provider.generate("something else", namespace) is None
+    assert await provider.generate("count  the FILES", "", kit("find_files")) == "len(find_files('**'))"
+    assert await provider.generate("count the files", "", kit(*TOOLS)) is None  # other tools
+    assert await provider.generate("something else", "", kit("find_files")) is None
 
 
 async def test_replay_skips_bad_lines(tmp_path):
@@ -177,9 +189,10 @@ def test_prompt_helpers():
     system = system_prompt_for("read a file", "read_file(path) -> str", {"params_desc": "path: str"})
     assert system.startswith(FRAMING) and "read_file(path) -> str" in system and "path: str" in system
     assert system_prompt_for("x", "tools", {"system_prompt": "GIVEN"}) == "GIVEN"
-    assert user_message_for("read a file", None, None) == "read a file"
+    assert user_message_for("read a file", None, None) == "Intent: read a file\nProgram:\n"
     retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
-    assert retry.startswith("read a file") and "x = open('f')" in retry and "- open is not allowed" in retry
+    assert retry.startswith("Intent: read a file") and "x = open('f')" in retry
+    assert "Errors: open is not allowed" in retry and retry.endswith("Program:\n")
     fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
     assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
-    assert "bad()" in fixer_user and "- bad is unknown" in fixer_user
+    assert "bad()" in fixer_user and "Errors: bad is unknown" in fixer_user

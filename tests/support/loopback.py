@@ -1,4 +1,4 @@
-"""Loopback HTTP servers that speak Ollama's and Anthropic's wire protocols, for the provider tests.
+"""Loopback HTTP servers that speak Ollama's, Anthropic's and OpenAI's wire protocols, for the provider tests.
 
 A :class:`LoopbackServer` listens on 127.0.0.1 (an ephemeral port) in a
 thread, records every request it gets (:attr:`LoopbackServer.requests`), and
@@ -9,14 +9,22 @@ below build the steps the tests need:
 
 - generic: :func:`json_reply`, :func:`hang` (read the request, never answer),
   :func:`chunked` (HTTP/1.1 chunked body, optionally stalling after N chunks);
-- Ollama (``POST /api/chat``): :func:`ollama_answer` (JSON or NDJSON stream,
-  following the request's ``stream`` flag), :func:`ollama_stream`,
-  :func:`ollama_error`, :func:`ollama_model_not_found`;
+- Ollama (``POST /api/chat``, and ``/api/generate`` for raw completion):
+  :func:`ollama_answer` (JSON or NDJSON stream, following the request's
+  ``stream`` flag and path), :func:`ollama_stream`, :func:`ollama_error`,
+  :func:`ollama_model_not_found`;
 - Anthropic (``POST /v1/messages``): :func:`anthropic_answer` (a message, or
   an SSE stream: message_start, content_block_start, ping,
   content_block_delta/text_delta..., content_block_stop, message_delta,
   message_stop), :func:`anthropic_stream`, :func:`anthropic_error`,
-  :func:`anthropic_stream_error` (an ``error`` event inside a 200 stream).
+  :func:`anthropic_stream_error` (an ``error`` event inside a 200 stream);
+- OpenAI (``POST /v1/chat/completions`` and ``/v1/completions``):
+  :func:`openai_answer` (a completion, or SSE ``data:`` chunks ending in
+  ``[DONE]`` when the request streams), :func:`openai_stream`,
+  :func:`openai_error`.
+
+An answer's text may be a function of the request (``Reply``), for a model
+that echoes its prompt: :func:`prompt_of` gives what a request asked.
 
 Stalls and hangs wait on the server's release event, which ``close()`` sets,
 so no thread outlives the test for long.
@@ -52,6 +60,21 @@ class Request:
 
 
 Step = Callable[["_Handler", Request], None]
+Reply = str | Callable[[Request], str]  # an answer's text, or how to make it from the request
+
+
+def _text(reply: Reply, request: Request) -> str:
+    return reply(request) if callable(reply) else reply
+
+
+def prompt_of(request: Request) -> str:
+    """What a model request asked: its messages (system first) or its raw prompt, as one text."""
+    data = request.json or {}
+    if isinstance(data.get("prompt"), str):
+        return data["prompt"]
+    parts = [data["system"]] if isinstance(data.get("system"), str) else []
+    parts += [m["content"] for m in data.get("messages", []) if isinstance(m.get("content"), str)]
+    return "\n".join(parts)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -205,9 +228,12 @@ def chunked(chunks: Iterable[bytes], content_type: str, *, stall_after: int | No
 CREATED_AT = "2025-01-01T00:00:00.000000Z"
 
 
-def _ollama_body(model: str, content: str, done: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": model, "created_at": CREATED_AT,
-                            "message": {"role": "assistant", "content": content}, "done": done}
+def _ollama_body(model: str, content: str, done: bool, raw: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "created_at": CREATED_AT, "done": done}
+    if raw:  # /api/generate
+        body["response"] = content
+    else:
+        body["message"] = {"role": "assistant", "content": content}
     if done:
         body.update(done_reason="stop", total_duration=1000, load_duration=10, prompt_eval_count=5,
                     prompt_eval_duration=100, eval_count=3, eval_duration=200)
@@ -220,22 +246,28 @@ def ollama_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> S
 
     def step(handler: _Handler, request: Request) -> None:
         model = (request.json or {}).get("model", "m")
-        lines = [_ollama_body(model, piece, False) for piece in pieces] + [_ollama_body(model, "", True)]
+        raw = request.path == "/api/generate"
+        lines = [_ollama_body(model, piece, False, raw) for piece in pieces] + [
+            _ollama_body(model, "", True, raw)]
         chunked([(json.dumps(line) + "\n").encode() for line in lines], "application/x-ndjson",
                 stall_after=stall_after)(handler, request)
 
     return step
 
 
-def ollama_answer(text: str) -> Step:
-    """The answer ``text``: one JSON object, or an NDJSON stream of its words when the request streams."""
+def ollama_answer(reply: Reply) -> Step:
+    """The answer: one JSON object, or an NDJSON stream of its words when the request streams.
+
+    A chat answer for ``/api/chat``, a ``response`` for ``/api/generate``.
+    """
 
     def step(handler: _Handler, request: Request) -> None:
-        data = request.json or {}
+        data, text = request.json or {}, _text(reply, request)
         if data.get("stream", True):
             ollama_stream(_pieces(text))(handler, request)
         else:
-            json_reply(_ollama_body(data.get("model", "m"), text, True))(handler, request)
+            body = _ollama_body(data.get("model", "m"), text, True, request.path == "/api/generate")
+            json_reply(body)(handler, request)
 
     return step
 
@@ -290,11 +322,11 @@ def anthropic_stream(pieces: Iterable[str], *, stall_after: int | None = None) -
     return step
 
 
-def anthropic_answer(text: str) -> Step:
-    """The answer ``text``: a message, or an SSE stream of its words when the request streams."""
+def anthropic_answer(reply: Reply) -> Step:
+    """The answer: a message, or an SSE stream of its words when the request streams."""
 
     def step(handler: _Handler, request: Request) -> None:
-        data = request.json or {}
+        data, text = request.json or {}, _text(reply, request)
         if data.get("stream"):
             anthropic_stream(_pieces(text))(handler, request)
         else:
@@ -320,6 +352,61 @@ def anthropic_stream_error(kind: str, message: str) -> Step:
         chunked(events, "text/event-stream")(handler, request)
 
     return step
+
+
+# --- OpenAI ------------------------------------------------------------------------------------------
+
+def _openai_chunk(request: Request, piece: str, finish: str | None) -> dict[str, Any]:
+    model = (request.json or {}).get("model", "m")
+    if request.path.endswith("/chat/completions"):
+        delta = {"role": "assistant", "content": piece} if piece else {}
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
+        kind = "chat.completion.chunk"
+    else:
+        choice = {"index": 0, "text": piece, "logprobs": None, "finish_reason": finish}
+        kind = "text_completion"
+    return {"id": "cmpl-loopback", "object": kind, "created": 1700000000, "model": model, "choices": [choice]}
+
+
+def openai_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> Step:
+    """SSE ``data:`` chunks, one per piece (chat deltas or completion text, by path), then ``[DONE]``."""
+    pieces = list(pieces)
+
+    def step(handler: _Handler, request: Request) -> None:
+        chunks = [_openai_chunk(request, piece, None) for piece in pieces]
+        chunks.append(_openai_chunk(request, "", "stop"))
+        events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+        chunked(events, "text/event-stream", stall_after=stall_after)(handler, request)
+
+    return step
+
+
+def openai_answer(reply: Reply) -> Step:
+    """The answer: a (chat) completion, or an SSE stream of its words when the request streams."""
+
+    def step(handler: _Handler, request: Request) -> None:
+        data, text = request.json or {}, _text(reply, request)
+        if data.get("stream"):
+            openai_stream(_pieces(text))(handler, request)
+            return
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if request.path.endswith("/chat/completions"):
+            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"}
+            kind = "chat.completion"
+        else:
+            choice, kind = {"index": 0, "text": text, "logprobs": None, "finish_reason": "stop"}, (
+                "text_completion")
+        json_reply({"id": "cmpl-loopback", "object": kind, "created": 1700000000,
+                    "model": data.get("model", "m"), "choices": [choice], "usage": usage})(handler, request)
+
+    return step
+
+
+def openai_error(status: int, message: str, headers: Mapping[str, str] | None = None,
+                 kind: str = "invalid_request_error") -> Step:
+    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+    return json_reply(body, status=status, headers=headers)
 
 
 def echo_api_key(status: int = 401) -> Step:
