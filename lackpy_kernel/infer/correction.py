@@ -88,7 +88,7 @@ def _drop_labels_and_run_on(text: str, did: list[str]) -> str:
             did.append(f"dropped an echoed {INTENT_LABEL!r} line")
             continue
         label = _LABEL.match(line)
-        if label and not _parses(line):
+        if label:
             did.append(f"stripped the label {line.split(':')[0].strip()!r}")
             rest = label.group("rest")
             if rest.strip():

@@ -20,6 +20,7 @@ from .events import (
     ProviderTried,
     ProviderUnavailable,
 )
+from .examples import general_examples
 from .model import DEFAULT_ROUNDS
 from .prompt import (
     DEFAULT_STOP,
@@ -74,13 +75,16 @@ class InferenceDispatcher:
         that match on tools. ``variables_desc`` describes the session's
         variables for the prompt (their names belong in ``allowed_names``).
         ``on_event`` receives the progress events of :mod:`.events`, in order.
+        The prompt's examples come from ``example_pool`` and, for the kit's
+        tools, :data:`.examples.GENERAL_EXAMPLES`.
 
         Raises GenerationError (a RuntimeError) listing every provider and why
         it gave none; an exception raised by ``on_event`` propagates.
         """
         started = time.perf_counter()
         allowed = set(allowed_names)
-        examples = list(example_pool or [])
+        tools = allowed if tool_names is None else set(tool_names)
+        examples = [*(example_pool or []), *general_examples(tools)]
         config: dict[str, Any] = {
             "system_prompt": build_system_prompt(
                 namespace_desc, params_desc, intent, examples, interpreter=interpreter,
@@ -89,7 +93,7 @@ class InferenceDispatcher:
             "params_desc": params_desc,
             "variables_desc": variables_desc,
             "allowed_names": sorted(allowed),
-            "tool_names": sorted(allowed if tool_names is None else set(tool_names)),
+            "tool_names": sorted(tools),
             "example_pool": examples,
             "stop": list(DEFAULT_STOP),
             "max_tokens": default_max_tokens(examples),

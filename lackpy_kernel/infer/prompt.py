@@ -50,6 +50,9 @@ EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown ba
 FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
 
 _WORD = re.compile(r"[a-z0-9_]+")
+# Words too common to say which examples fit an intent.
+_STOPWORDS = frozenset("a an and are as at be by do does for from how i in is it its me my of on or "
+                       "return show that the their them there this to what which with".split())
 
 
 class Interpreter(Protocol):
@@ -134,16 +137,22 @@ def select_examples(
     intent: str, pool: Iterable[Example | Mapping[str, Any]], n: int
 ) -> list[Example]:
     """The ``n`` examples sharing the most words with ``intent`` (ties keep pool order)."""
-    wanted = set(_WORD.findall(intent.lower()))
+    wanted = _keywords(intent)
     scored = []
     for order, item in enumerate(pool):
         example = Example.coerce(item)
-        words = set(_WORD.findall(f"{example.intent} {' '.join(example.tags)}".lower()))
+        words = _keywords(f"{example.intent} {' '.join(example.tags)}")
         overlap = len(wanted & words)
         if overlap:
             scored.append((-overlap, order, example))
     scored.sort(key=lambda entry: entry[:2])
     return [example for _, _, example in scored[:max(n, 0)]]
+
+
+def _keywords(text: str) -> set[str]:
+    """The words of ``text`` that say what it is about, without a plural ``s``."""
+    words = (word.removesuffix("s") if len(word) > 3 else word for word in _WORD.findall(text.lower()))
+    return {word for word in words if word not in _STOPWORDS}
 
 
 def default_max_tokens(examples: Iterable[Example | Mapping[str, Any]]) -> int:
