@@ -1,5 +1,7 @@
 """Inference: providers write lackpy programs for intents; the dispatcher validates them."""
 
+from lackpy_kernel.errors import TemplateError
+
 from .context import describe_variables
 from .correction import clean_reply, deterministic_cleanup
 from .dispatcher import InferenceDispatcher
@@ -16,7 +18,7 @@ from .provider import FixingProvider, GenerationResult, InferenceProvider
 from .replay import ReplayProvider, record_generation
 from .rules import RulesProvider
 from .sanitize import sanitize_output
-from .templates import TemplateError, TemplatesProvider
+from .templates import TemplatesProvider
 
 __all__ = [
     "CorrectionStep",

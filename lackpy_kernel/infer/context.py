@@ -64,11 +64,7 @@ def size_of(value: Any) -> str:
 
 
 def _preview(value: Any) -> str:
-    try:
-        text = _REPR.repr(value)
-    except Exception:  # a broken __repr__ must not stop a generation
-        return f"<{type(value).__name__}>"
-    text = " ".join(text.split())
+    text = " ".join(_REPR.repr(value).split())  # reprlib survives a broken __repr__
     return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS - 3] + "..."
 
 

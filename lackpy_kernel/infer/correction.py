@@ -208,7 +208,7 @@ def _clean_statements(body: list[ast.stmt]) -> list[ast.stmt]:
     for statement in body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             continue
-        if _is_main_guard(statement):
+        if isinstance(statement, ast.If) and _is_main_guard(statement):
             kept.extend(_clean_statements(statement.body))
             continue
         kept.append(statement)
@@ -242,7 +242,7 @@ class _ReadRewriter(ast.NodeTransformer):
         self.enabled = "read_file" in allowed_names
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        node = self.generic_visit(node)
+        self.generic_visit(node)
         if not self.enabled or not isinstance(node.func, ast.Attribute) or node.args:
             return node
         inner = node.func.value

@@ -69,6 +69,7 @@ def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> 
             name, f"{exc}; install it with: pip install 'lackpy-kernel[{extra}]'"
         )
     try:
-        return getattr(module, class_name).from_settings(name, dict(settings))
+        provider: InferenceProvider = getattr(module, class_name).from_settings(name, dict(settings))
+        return provider
     except (ValueError, TypeError) as exc:
         return UnavailableProvider(name, f"bad settings in [inference.providers.{name}]: {exc}")

@@ -59,6 +59,7 @@ class GenerationSettings:
                       raw_allowed: bool = True) -> GenerationSettings:
         """The settings from a provider table; ``ValueError`` naming a bad key."""
         stop = settings.get("stop")
+        rounds = optional_int("correction_rounds", settings.get("correction_rounds"), minimum=0)
         raw = require_bool("raw", settings.get("raw", False))
         if raw and not raw_allowed:
             raise ValueError("raw completion is not offered by this provider's API; remove `raw`")
@@ -66,8 +67,7 @@ class GenerationSettings:
             stop=None if stop is None else tuple(string_list("stop", stop)),
             max_tokens=optional_int(token_key, settings.get(token_key), minimum=1),
             raw=raw,
-            correction_rounds=optional_int("correction_rounds", settings.get("correction_rounds"),
-                                           minimum=0, default=DEFAULT_ROUNDS),
+            correction_rounds=DEFAULT_ROUNDS if rounds is None else rounds,
         )
 
 

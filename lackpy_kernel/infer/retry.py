@@ -98,8 +98,8 @@ class RetryPolicy:
             raise ValueError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0 (0 disables retries), got {self.max_retries!r}")
-        self.retry_delay = _check_number("retry_delay", self.retry_delay, allow_none=False)
-        self.max_delay = _check_number("max_delay", self.max_delay, allow_none=False)
+        self.retry_delay = _check_number("retry_delay", self.retry_delay, allow_none=False) or 0.0
+        self.max_delay = _check_number("max_delay", self.max_delay, allow_none=False) or 0.0
         for name in ("request_timeout", "stream_idle_timeout", "deadline"):
             value = _check_number(name, getattr(self, name), allow_none=True)
             setattr(self, name, value or None)  # 0 disables, like None
@@ -127,7 +127,7 @@ class RetryPolicy:
         after = retry_after_seconds(error) if error is not None else None
         if after is not None:
             return min(after, self.max_delay)
-        base = self.retry_delay * (2 ** max(attempt - 1, 0))
+        base: float = self.retry_delay * (2 ** max(attempt - 1, 0))
         return min(base * random.uniform(0.9, 1.1), self.max_delay)
 
     async def run(
@@ -151,7 +151,7 @@ class RetryPolicy:
         what to do — all redacted with ``secrets``.
         """
         is_transient = is_transient or default_is_transient
-        secrets = tuple(s for s in secrets if s)
+        named = tuple(s for s in secrets if s)
         start = time.monotonic()
         deadline_at = None if self.deadline is None else start + self.deadline
         attempts = 0
@@ -174,7 +174,7 @@ class RetryPolicy:
                         f"the overall deadline of {self.deadline:g} s passed during attempt {attempts}; "
                         "raise `deadline` to allow more time"
                     )
-                    raise self._final(error, attempts, start, what, describe, secrets, "") from None
+                    raise self._final(error, attempts, start, what, describe, named, "") from None
                 else:
                     error = ProviderTimeoutError(
                         f"no answer within request_timeout={self.request_timeout:g} s; check that the "
@@ -185,17 +185,17 @@ class RetryPolicy:
             always = isinstance(error, ProviderTimeoutError | StreamStallError)
             if not (always or _safe(is_transient, error)):
                 reason = "not retried: not a transient error"
-                raise self._final(error, attempts, start, what, describe, secrets, reason)
+                raise self._final(error, attempts, start, what, describe, named, reason)
             if attempts > self.max_retries:
                 reason = f"gave up after max_retries={self.max_retries}" if self.max_retries else (
                     "retries are disabled (max_retries=0)")
-                raise self._final(error, attempts, start, what, describe, secrets, reason)
+                raise self._final(error, attempts, start, what, describe, named, reason)
             delay = self.backoff(attempts, error)
             if deadline_at is not None and time.monotonic() + delay >= deadline_at:
-                raise self._final(error, attempts, start, what, describe, secrets,
+                raise self._final(error, attempts, start, what, describe, named,
                                   f"stopped retrying: the overall deadline of {self.deadline:g} s would pass")
             log.info(redact(f"{what}: attempt {attempts} failed ({_brief(error)}); retrying in {delay:.2f} s",
-                            secrets))
+                            named))
             await asyncio.sleep(delay)
 
     def _final(

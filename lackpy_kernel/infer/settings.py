@@ -50,11 +50,10 @@ def require_bool(name: str, value: Any) -> bool:
     return value
 
 
-def optional_int(name: str, value: Any, *, minimum: int | None = None,
-                 default: int | None = None) -> int | None:
-    """``value`` when it is an integer (not a bool) >= ``minimum``; ``default`` when it is None."""
+def optional_int(name: str, value: Any, *, minimum: int | None = None) -> int | None:
+    """``value`` when it is None or an integer (not a bool) >= ``minimum``, else ``ValueError``."""
     if value is None:
-        return default
+        return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
