@@ -206,12 +206,12 @@ async def test_an_unreachable_host_fails_clearly_after_retries():
 
 async def test_the_deadline_stops_retrying(server):
     server.default = lb.anthropic_error(529, "overloaded_error", "Overloaded")
-    anthropic = provider(server, policy=fast(max_retries=50, retry_delay=0.1, deadline=0.5))
+    anthropic = provider(server, policy=fast(max_retries=50, retry_delay=0.1, deadline=1.0))
     start = time.monotonic()
-    with pytest.raises(ProviderError, match=r"deadline of 0\.5 s"):
+    with pytest.raises(ProviderError, match=r"deadline of 1 s"):
         await anthropic.generate(INTENT, TOOLS)
-    assert time.monotonic() - start < 1.0
-    assert 2 <= len(server.requests) <= 5
+    assert time.monotonic() - start < 3.0  # the deadline, and a margin for a loaded machine
+    assert 1 <= len(server.requests) <= 10  # not the 51 attempts max_retries allows
 
 
 # --- the key never leaks -----------------------------------------------------------------------------
