@@ -6,6 +6,7 @@ import logging
 import time
 import traceback
 
+import anthropic as _client  # noqa: F401 - imported up front: a first import is slow, not a timeout
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError

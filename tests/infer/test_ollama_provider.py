@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import ollama as _client  # noqa: F401 - imported up front: a first import is slow, not a timeout
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
