@@ -76,6 +76,20 @@ async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings
     assert second == {"num_predict": 77}
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_raw_sends_one_prompt_to_api_generate(server, stream):
+    seen: list[str] = []
+    ollama = provider(server, stream=stream, generation=GenerationSettings(raw=True, max_tokens=64))
+    assert await ollama.generate(INTENT, TOOLS, {"on_text": seen.append}) == PROGRAM
+    [request] = server.requests
+    assert request.path == "/api/generate"
+    body = request.json
+    assert body["raw"] is True and "messages" not in body
+    assert body["prompt"].startswith(FRAMING) and body["prompt"].endswith(f"Intent: {INTENT}\nProgram:\n")
+    assert body["options"] == {"num_predict": 64, "stop": ["\nIntent:"]}
+    assert (seen[-1] == PROGRAM and len(seen) > 1) if stream else seen == []
+
+
 async def test_a_given_system_prompt_is_used_verbatim(server):
     await provider(server).generate(INTENT, TOOLS, {"system_prompt": "SYSTEM PROMPT FROM THE DISPATCHER"})
     assert server.requests[0].json["messages"][0]["content"] == "SYSTEM PROMPT FROM THE DISPATCHER"
