@@ -160,10 +160,10 @@ def default_max_tokens(examples: Iterable[Example | Mapping[str, Any]]) -> int:
 
     A token is about three characters of code, so the longest example's
     length in characters is roughly three times its tokens; the result is
-    kept between 256 and 1024 (512 without examples).
+    kept between 192 and 1024 (512 without examples).
     """
     longest = max((len(Example.coerce(e).code) for e in examples), default=0)
-    return 512 if not longest else max(256, min(1024, longest))
+    return 512 if not longest else max(192, min(1024, longest))
 
 
 def format_params_description(params: Mapping[str, Any]) -> str:
