@@ -116,7 +116,8 @@ def build_system_prompt(
     framing. ``variables_desc`` describes the session's variables (see
     :func:`lackpy_kernel.infer.context.describe_variables`). Up to
     ``n_examples`` examples from ``example_pool`` are chosen by their word
-    overlap with ``intent`` and written in the layout of :func:`program_slot`.
+    overlap with ``intent`` and written in the layout of :func:`program_slot`,
+    the closest last.
     """
     hint = getattr(interpreter, "system_prompt_hint", None)
     sections = [hint() if callable(hint) else FRAMING]
@@ -128,8 +129,8 @@ def build_system_prompt(
         sections.append("The notebook's variables (use them by name):\n" + variables_desc.strip())
     sections.append("Rules:\n" + CONSTRAINTS)
     examples = select_examples(intent, example_pool or [], n_examples) if intent else []
-    if examples:
-        sections.append("Examples:\n\n" + "\n\n".join(format_example(e) for e in examples))
+    if examples:  # the closest example last, next to where the model writes
+        sections.append("Examples:\n\n" + "\n\n".join(format_example(e) for e in reversed(examples)))
     return "\n\n".join(sections) + "\n"
 
 
