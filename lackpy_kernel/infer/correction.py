@@ -170,12 +170,12 @@ def _syntax_error(text: str) -> SyntaxError | None:
 
 
 def _starts_like_code(text: str) -> bool:
-    """Whether the first line reads as code: it parses, alone or as the head of a block or a bracket."""
+    """Whether the first line reads as code: it parses (alone or as a block's head) or has code's marks.
+
+    A line with a bracket or an ``=`` is broken code, not prose: its syntax error is worth showing.
+    """
     first = next((line for line in text.splitlines() if line.strip()), "").strip()
-    if _parses(first) or _parses(first + "\n    pass"):
-        return True
-    problem = _syntax_error(first)  # an open bracket continued on the next lines is code too
-    return problem is not None and "was never closed" in (problem.msg or "")
+    return _parses(first) or _parses(first + "\n    pass") or any(mark in first for mark in "()[]=")
 
 
 def deterministic_cleanup(program: str, allowed_names: Set[str]) -> str | None:

@@ -98,6 +98,8 @@ def test_text_that_does_not_parse_is_called_prose_or_cut_off_not_a_syntax_error_
     cut = clean_reply("total = len(read_file('notes.txt').splitlines(", check, ALLOWED)
     assert len(cut.errors) == 1 and cut.errors[0].startswith("the reply was cut off at line 1")
     assert "raise max_tokens" in cut.errors[0]
+    broken = clean_reply("data/notes.txt = read_file('notes.txt')", check, ALLOWED)
+    assert broken.is_program and broken.errors[0].startswith("line 1, col 1: syntax error: cannot assign")
 
 
 async def test_a_reply_of_comments_only_is_not_a_program(server):
