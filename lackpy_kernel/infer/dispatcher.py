@@ -195,19 +195,10 @@ class _Attempt:
         self._step(provider, "cleanup", "; ".join(tries[0].did) or "found nothing to clean", tries[0])
         if tries[0].valid:
             return self._result(provider, raw, tries[0].program, "cleanup", 1)
-        steps, last_raw, retried = 1, raw, False
-        calls_left = _rounds(provider)
-        while calls_left > 0:
-            if not retried:
-                retried = True
-                if copies_prompt(last_raw, self.prompt_text):
-                    self._step(provider, "retry", "skipped: the reply copies the prompt", None)
-                    continue
-                step, shown, reply = "retry", tries[-1], self._retry(provider, tries[-1])
-            else:
-                shown = max(tries, key=_score)
-                step, reply = "fixer", self._fix(provider, shown)
-            calls_left -= 1
+        steps = 1
+        for step in self._plan(provider, raw):
+            shown = tries[-1] if step == "retry" else max(tries, key=_score)
+            reply = self._retry(provider, shown) if step == "retry" else self._fix(provider, shown)
             steps += 1
             answer = await reply
             if isinstance(answer, _Failed):
@@ -217,13 +208,19 @@ class _Attempt:
                 continue
             cleaned = self._clean(answer)
             tries.append(cleaned)
-            did = "; ".join([_asked(step, shown, tries[:-1]), *cleaned.did])
-            self._step(provider, step, did, cleaned)
+            self._step(provider, step, "; ".join([_asked(step, shown, tries[:-1]), *cleaned.did]), cleaned)
             if cleaned.valid:
                 return self._result(provider, answer, cleaned.program, step, steps)
-            last_raw = answer
         best = max(tries, key=_score)
         return f"invalid program after correction: {'; '.join(best.errors[:3])}"
+
+    def _plan(self, provider: InferenceProvider, raw: str) -> list[str]:
+        """The model calls the chain may make: a retry, then fixers; no retry after a copy of the prompt."""
+        rounds = _rounds(provider)
+        if rounds and copies_prompt(raw, self.prompt_text):
+            self._step(provider, "retry", "skipped: the reply copies the prompt", None)
+            return ["fixer"] * rounds
+        return ["retry", *["fixer"] * (rounds - 1)] if rounds else []
 
     def _retry(self, provider: InferenceProvider, rejected: Cleaned) -> Awaitable[Any]:
         config = dict(self._config(provider, "retry"), previous_program=_program_of(rejected))
