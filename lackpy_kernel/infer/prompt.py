@@ -199,13 +199,20 @@ def first_errors(errors: Sequence[str]) -> str:
     return "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
 
 
-def feedback_message(intent: str, errors: Sequence[str], program: str | None = None) -> str:
-    """A retry's user turn: the intent, an excerpt of the rejected program, its first errors, the slot."""
+def feedback_message(intent: str, errors: Sequence[str], program: str | None = None, *,
+                     show_program: bool = True) -> str:
+    """The user turn after a rejected reply: the intent, what was wrong, the program slot.
+
+    With ``show_program`` an excerpt of ``program`` is shown (a fixer repairs it); without, only
+    its first errors (a retry asks again: a small model shown its program copies it back).
+    """
     parts = [f"{INTENT_LABEL} {' '.join(intent.split())}"]
-    if program and program.strip():
+    if not (program and program.strip()):
+        parts.append("The previous reply was not a program.")
+    elif show_program:
         parts.append(f"This program was rejected:\n{excerpt(program)}")
     else:
-        parts.append("The previous reply was not a program.")
+        parts.append("The previous program was rejected.")
     parts.append(f"Errors: {first_errors(errors)}")
     parts.append(f"Write the whole corrected program.\n{PROGRAM_LABEL}\n")
     return "\n".join(parts)
@@ -226,10 +233,16 @@ def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any
 def user_message_for(
     intent: str, config: Mapping[str, Any] | None, error_feedback: Sequence[str] | None
 ) -> str:
-    """The program slot for ``intent``, or on a retry the feedback on the previous program."""
+    """The program slot for ``intent``, or on a retry what was wrong with the previous program.
+
+    A retry shows the first errors only; standing in for a fixer (``config["fixer"]``), an
+    excerpt of the program too.
+    """
     if not error_feedback:
         return program_slot(intent)
-    return feedback_message(intent, error_feedback, (config or {}).get("previous_program"))
+    config = config or {}
+    return feedback_message(intent, error_feedback, config.get("previous_program"),
+                            show_program=bool(config.get("fixer")))
 
 
 def generate_prompt(

@@ -134,16 +134,17 @@ async def test_an_invented_error_list_on_retry_does_not_replace_the_first_progra
     assert "repair attempt 1, the best so far" in result.attempts_log[-1]["did"]
 
 
-async def test_the_retry_shows_a_bounded_excerpt_and_only_the_first_errors(server):
+async def test_the_fixer_is_shown_a_bounded_excerpt_and_the_first_errors_the_retry_only_errors(server):
     long_program = "\n".join(f"x{n} = open('f{n}')" for n in range(60))
-    server.script(lb.ollama_answer(long_program), lb.ollama_answer(GOOD))
+    server.script(lb.ollama_answer(long_program), lb.ollama_answer("I cannot do that."),
+                  lb.ollama_answer(GOOD))
     result = await generate(chat_ollama(server))
-    assert result.correction_strategy == "retry"
-    retry = server.requests[1].json["messages"][1]["content"]
-    assert "x0 = open('f0')" in retry and f"x{EXCERPT_LINES} = open" not in retry and "(cut)" in retry
-    assert retry.count("open") <= EXCERPT_LINES + 2 and "(and 58 more)" in retry
-    assert len(retry) < 1200
-    assert retry.endswith("Program:\n")
+    assert result.correction_strategy == "fixer"
+    retry, fixer = (request.json["messages"][1]["content"] for request in server.requests[1:])
+    assert "x0 = open" not in retry and "Errors: line 1, col 6:" in retry and "(and 58 more)" in retry
+    assert "x0 = open('f0')" in fixer and f"x{EXCERPT_LINES} = open" not in fixer and "(cut)" in fixer
+    assert fixer.count("open") <= EXCERPT_LINES + 2 and "(and 58 more)" in fixer
+    assert len(fixer) < 1200 and fixer.endswith("Program:\n")
 
 
 @pytest.mark.parametrize("rounds", [0, 1, 2, 3])

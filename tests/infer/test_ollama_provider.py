@@ -95,12 +95,15 @@ async def test_a_given_system_prompt_is_used_verbatim(server):
     assert server.requests[0].json["messages"][0]["content"] == "SYSTEM PROMPT FROM THE DISPATCHER"
 
 
-async def test_a_retry_sends_the_errors_and_the_previous_program(server):
+async def test_a_retry_sends_the_first_errors_and_a_fixer_standing_in_the_program_too(server):
     config = {"previous_program": "import os", "system_prompt": "S"}
     await provider(server).generate(INTENT, TOOLS, config, error_feedback=["import is not allowed"])
-    user = server.requests[0].json["messages"][1]["content"]
-    assert user.startswith(f"Intent: {INTENT}") and "import os" in user
-    assert "Errors: import is not allowed" in user and user.endswith("Program:\n")
+    await provider(server).generate(INTENT, TOOLS, dict(config, fixer=True), error_feedback=["import"])
+    retry, fixer = (request.json["messages"][1]["content"] for request in server.requests)
+    assert retry.startswith(f"Intent: {INTENT}\nThe previous program was rejected.")
+    assert "import os" not in retry  # a small model shown its program copies it back
+    assert "Errors: import is not allowed" in retry and retry.endswith("Program:\n")
+    assert "This program was rejected:\nimport os" in fixer
 
 
 async def test_fix_is_a_fresh_fixer_conversation(server):

@@ -191,7 +191,7 @@ def test_prompt_helpers():
     assert system_prompt_for("x", "tools", {"system_prompt": "GIVEN"}) == "GIVEN"
     assert user_message_for("read a file", None, None) == "Intent: read a file\nProgram:\n"
     retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
-    assert retry.startswith("Intent: read a file") and "x = open('f')" in retry
+    assert retry.startswith("Intent: read a file\nThe previous program was rejected.")
     assert "Errors: open is not allowed" in retry and retry.endswith("Program:\n")
     fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
     assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
