@@ -44,9 +44,9 @@ class InferenceDispatcher:
     A reply that is not a valid program goes through the correction chain
     before the dispatcher moves on: a free cleanup (:func:`.correction.clean_reply`),
     then up to the provider's ``correction_rounds`` model calls (default 2): a
-    retry showing an excerpt of the rejected program and its first errors
-    (skipped when the reply only copied the prompt), then fresh fixers (the
-    provider's ``fix``, else ``generate`` again) given the best attempt so far.
+    retry told the first errors (skipped when the reply only copied the
+    prompt), then fresh fixers (the provider's ``fix``, else ``generate``
+    again) shown an excerpt of the best attempt so far and its first errors.
     Each reply is cleaned up the same way. ``attempts_log`` says what each
     step did.
     """
@@ -294,12 +294,12 @@ def _program_of(attempt: Cleaned) -> str | None:
 
 
 def _asked(step: str, shown: Cleaned, tries: Sequence[Cleaned]) -> str:
-    """What a retry or fixer was shown: an excerpt and the first errors, or that it was no program."""
-    what = (f"an excerpt of the rejected program and its first {min(len(shown.errors), FEEDBACK_ERRORS)} "
-            "error(s)") if shown.is_program else "word that the reply was not a program"
+    """What a retry or fixer was told: the first errors (a fixer also an excerpt), or "not a program"."""
+    errors = f"its first {min(len(shown.errors), FEEDBACK_ERRORS)} error(s)"
     if step == "retry":
-        return f"asked again with {what}"
+        return "asked again with " + (errors if shown.is_program else "word that the reply was not a program")
     number = next(i for i, attempt in enumerate(tries, start=1) if attempt is shown)
+    what = f"an excerpt of it and {errors}" if shown.is_program else "word that it was not a program"
     return f"asked a fresh fixer to repair attempt {number}, the best so far, with {what}"
 
 

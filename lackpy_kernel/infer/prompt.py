@@ -9,8 +9,9 @@ begin with ``Intent:``, which is therefore the default stop sequence
 (:data:`DEFAULT_STOP`); :func:`default_max_tokens` sizes the token limit
 from the examples.
 
-A retry or a fixer shows a bounded excerpt of the rejected program and only
-its first errors (one line, not a bullet list a small model would imitate).
+A retry is told only the first errors of the rejected reply (one line, not a
+bullet list a small model would imitate; shown its own program, a small model
+copies it back); a fixer is shown a bounded excerpt of the best attempt too.
 """
 
 from __future__ import annotations
