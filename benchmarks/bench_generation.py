@@ -59,14 +59,14 @@ from lackpy_kernel.run.runner import RestrictedRunner
 # --- the fixture workspace ------------------------------------------------------------------------
 
 FILES = {
-    "notes.txt": "alpha\nbeta\ngamma\ndelta\n",
-    "todo.txt": "buy milk\nwrite report\ncall Ada\nfix bug 42\n",
+    "notes.txt": "alpha\nbeta\ngamma\ndelta\nepsilon\nzeta\n",
+    "todo.txt": "buy milk\nwrite report\ncall Ada\nfix bug 42\nrelax\n",
     "ABOUT.md": "# Demo\n\nA small project that loads and shows users.\n\n## Usage\n\nRun it with app.\n",
     "config.json": '{"name": "demo", "version": "1.2.0", "debug": false}\n',
-    "data/people.csv": "name,age\nAda,36\nAlan,41\nGrace,85\n",
+    "data/people.csv": "name,age\nAda,36\nAlan,41\nGrace,85\nLinus,56\n",
     "docs/intro.md": "# Intro\n\nWhat this is.\n",
     "docs/guide.md": "# Guide\n\nHow to use it.\n\nMore.\n",
-    "docs/api.md": "# API\n",
+    "src/cli.py": "from app import main\n\n\ndef run():\n    return main()\n",
     "src/app.py": ("from util import read_settings\n\n\nclass App:\n    pass\n\n\ndef load(path):\n"
                    "    return read_settings(path)\n\n\ndef main():\n    config = load('config.json')\n"
                    "    return App()\n"),
@@ -135,7 +135,7 @@ INTENTS = [
     Intent("find all callers of load", None, rules=True, check=mentions("main")),
     Intent("glob src/*.py", files_matching(".py", "src/"), rules=True, check=same_paths),
     # model-only
-    Intent("count the lines in notes.txt", 4),
+    Intent("count the lines in notes.txt", len(lines("notes.txt"))),
     Intent("how many characters are in notes.txt", len(text("notes.txt"))),
     Intent("how many python files are there", len(files_matching(".py"))),
     Intent("list the markdown files under docs", files_matching(".md", "docs/"), check=same_paths),
@@ -146,12 +146,13 @@ INTENTS = [
     Intent("count the markdown files in the whole project", len(files_matching(".md"))),
     Intent("return the lines of todo.txt sorted alphabetically", sorted(lines("todo.txt"))),
     Intent("which lines of todo.txt contain the word bug", ["fix bug 42"]),
-    Intent("how many rows does data/people.csv have, without the header", 3),
+    Intent("how many rows does data/people.csv have, without the header",
+           len(lines("data/people.csv")) - 1),
     Intent("return the header line of data/people.csv", "name,age"),
     Intent("list the python files in src", files_matching(".py", "src/"), check=same_paths),
     Intent("which file defines the class User", None, check=mentions("src/models.py")),
     Intent("which functions call read_settings", None, check=mentions("load", "helper")),
-    Intent("return the length of the longest line in notes.txt", 5),
+    Intent("return the length of the longest line in notes.txt", max(len(x) for x in lines("notes.txt"))),
     Intent("does notes.txt contain the word beta", True),
     Intent("return the lines of notes.txt in reverse order", lines("notes.txt")[::-1]),
     Intent("how many blank lines are in ABOUT.md", sum(1 for x in lines("ABOUT.md") if not x.strip())),
@@ -165,8 +166,10 @@ INTENTS = [
     Intent("count how many times the letter a appears in notes.txt", text("notes.txt").count("a")),
     Intent("return the words of the first line of todo.txt", ["buy", "milk"]),
     Intent("how many lines does src/app.py have", len(lines("src/app.py"))),
-    Intent("return the names in data/people.csv", ["Ada", "Alan", "Grace"]),
-    Intent("how many lines of todo.txt have more than one word", 4),
+    Intent("return the names in data/people.csv",
+           [row.split(",")[0] for row in lines("data/people.csv")[1:]]),
+    Intent("how many lines of todo.txt have more than one word",
+           sum(len(x.split()) > 1 for x in lines("todo.txt"))),
 ]
 
 
