@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
+from .commit import Commit, UnitLog
 from .plain import find_non_plain
 from .runner import ExecutionResult
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
 GRACE_SECONDS = 10.0
+READ_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,12 @@ def sandbox_supported() -> bool:
 class Sandbox:
     """A session in a worker process; programs run in forked children under limits.
 
-    ``run`` is thread-safe with ``interrupt``: call ``interrupt`` from another
-    thread (or a signal handler) to stop the running program. If the worker
-    dies it is restarted with the session's last good variables.
+    ``start`` launches the worker in the background (a program sent before it is
+    ready waits for it); otherwise the first ``run`` starts it. ``run`` is
+    thread-safe with ``interrupt``: call ``interrupt`` from another thread (or a
+    signal handler) to stop the running program. If the worker dies it is
+    restarted with the session's last good variables, of which this side keeps
+    a pickled copy (only what each program changed crosses the pipe).
     """
 
     def __init__(
@@ -51,14 +56,41 @@ class Sandbox:
         self.workspace = Path(workspace).resolve()
         self.limits = limits or SandboxLimits()
         self.kits_dir = str(kits_dir) if kits_dir is not None else None
+        self.variable_types: dict[str, str] = {}  # the session's variables: name -> type name
         self._process: subprocess.Popen | None = None
         self._reader = wire.FrameReader()
-        self._session_blob: bytes | None = None
-        self.variable_types: dict[str, str] = {}  # the session's variables: name -> type name
+        self._preamble = 0  # frames the worker sends before its next reply (ready, restored)
+        self._restore_pending = False
+        self._copy = UnitLog(keep_blobs=True)
+        self._start_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._run_lock = threading.Lock()
 
     # -- public -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker in the background, unless it runs; returns at once."""
+        with self._start_lock:
+            if not self._alive():
+                self._spawn()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Start the worker if needed and wait until it has said it is ready (at most
+        ``timeout`` seconds); whether it is."""
+        with self._run_lock:
+            try:
+                self._settle(GRACE_SECONDS if timeout is None else timeout)
+            except TimeoutError:
+                return False
+            except (OSError, EOFError, wire.WireError):
+                self._kill_worker()
+                return False
+        return True
+
+    @property
+    def ready(self) -> bool:
+        """Whether the worker runs and has said it is ready (this does not wait)."""
+        return self._alive() and self._preamble == 0 and not self._restore_pending
 
     def run(
         self,
@@ -83,15 +115,13 @@ class Sandbox:
             reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS)
         if "error" in reply:
             return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
-        if keep and reply.get("session") is not None:
-            self._session_blob = reply["session"]
-            self.variable_types = dict(reply.get("names") or {})
+        if keep and reply.get("commit") is not None:
+            self._remember(Commit.from_dict(reply["commit"]))
         return ExecutionResult.from_dict(reply["result"])
 
     def interrupt(self) -> None:
         """Stop the program that is running, if any; the session stays as it was."""
-        process = self._process
-        if process is None or process.poll() is not None:
+        if not self._alive():
             return
         try:
             self._send({"op": "cancel"})
@@ -100,24 +130,25 @@ class Sandbox:
 
     def reset(self) -> None:
         """Forget the session's variables."""
-        self._session_blob = None
+        self._copy.clear()
         self.variable_types = {}
-        if self._process is not None and self._process.poll() is None:
+        if self._alive():
             with self._run_lock:
                 self._exchange({"op": "reset"}, GRACE_SECONDS)
 
     @property
     def worker_pid(self) -> int | None:
         """The worker's process id while it runs."""
-        return self._process.pid if self._process and self._process.poll() is None else None
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
 
     def close(self) -> None:
-        """Stop the worker (it also stops by itself when this process exits)."""
+        """Stop the worker and its child, and wait until both are gone."""
         process, self._process = self._process, None
         if process is None:
             return
         if process.stdin:
-            process.stdin.close()
+            process.stdin.close()  # the worker kills its child and exits at once
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
@@ -149,21 +180,42 @@ class Sandbox:
             "max_result_bytes": self.limits.max_result_mb * 1_000_000,
         }
 
+    def _remember(self, commit: Commit) -> None:
+        self._copy.apply(commit)
+        for name in commit.deleted:
+            self.variable_types.pop(name, None)
+        self.variable_types.update(commit.types)
+
     def _exchange(self, request: dict[str, Any], wait: float) -> dict[str, Any]:
         """Send a request and read its reply, restarting the worker if it died."""
         try:
-            self._ensure_worker()
+            self._settle(wait)
             self._send(request)
             return self._receive(wait)
         except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
             self._kill_worker()
-            kept = "kept" if self._session_blob is not None else "empty (nothing was kept yet)"
+            kept = "kept" if self._copy.units else "empty (nothing was kept yet)"
             return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
                               f"program and the session's variables are {kept}")}
 
-    def _ensure_worker(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            return
+    def _settle(self, wait: float) -> None:
+        """Start the worker if needed, restore the session into a new one, and read what it
+        says before its first reply."""
+        self.start()
+        if self._restore_pending:
+            self._restore_pending = False
+            self._preamble += 1
+            self._send({"op": "restore", "units": self._copy.live_units()})
+        while self._preamble:
+            frame = self._receive(wait)
+            if not isinstance(frame, dict) or not frame.keys() & {"ready", "ok"}:
+                raise wire.WireError(f"the worker said {str(frame)[:80]!r} instead of ready")
+            self._preamble -= 1
+
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _spawn(self) -> None:
         self._kill_worker()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "lackpy_kernel.run.worker"],
@@ -174,18 +226,21 @@ class Sandbox:
             env=_worker_env(),
         )
         self._reader = wire.FrameReader()
-        if self._session_blob is not None:
-            self._send({"op": "restore", "session": self._session_blob})
-            self._receive(GRACE_SECONDS)
+        self._preamble = 1
+        self._restore_pending = bool(self._copy.units)
 
     def _send(self, message: dict[str, Any]) -> None:
-        assert self._process is not None and self._process.stdin is not None
+        process = self._process
+        if process is None or process.stdin is None:
+            raise EOFError("the worker is not running")
         with self._write_lock:
-            wire.write_all(self._process.stdin.fileno(), wire.dumps(message))
+            wire.write_all(process.stdin.fileno(), wire.dumps(message))
 
-    def _receive(self, wait: float) -> dict[str, Any]:
-        assert self._process is not None and self._process.stdout is not None
-        fd = self._process.stdout.fileno()
+    def _receive(self, wait: float) -> Any:
+        process = self._process
+        if process is None or process.stdout is None:
+            raise EOFError("the worker is not running")
+        fd = process.stdout.fileno()
         deadline = time.monotonic() + wait
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
@@ -196,7 +251,7 @@ class Sandbox:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not selector.select(remaining):
                     raise TimeoutError(f"no reply within {wait:g} s")
-                data = os.read(fd, 1 << 16)
+                data = os.read(fd, max(READ_CHUNK, min(self._reader.missing(), 1 << 24)))
                 if not data:
                     raise EOFError("the worker exited")
                 self._reader.feed(data)

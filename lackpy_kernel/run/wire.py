@@ -77,6 +77,11 @@ class FrameReader:
             return None
         return _HEADER.unpack_from(self.buffer)[0]
 
+    def missing(self) -> int:
+        """How many more bytes the frame being read needs (0 before its header arrives)."""
+        size = self.pending_body_size()
+        return 0 if size is None else max(0, _HEADER.size + size - len(self.buffer))
+
     def next_frame(self) -> Any | None:
         """The next complete message, or None if more bytes are needed."""
         size = self.pending_body_size()

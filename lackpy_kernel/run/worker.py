@@ -1,28 +1,39 @@
-"""The sandbox worker: a single-threaded process that forks one child per program.
+"""The sandbox worker: a single-threaded process that runs each program in a fresh forked child.
 
-Run as ``python -m lackpy_kernel.run.worker``. It reads requests from stdin
-and writes replies to stdout (frames, see ``wire``). It holds the session's
-variables; a child runs each program under a memory limit and is killed at
-its deadline, so a program that fails or is stopped leaves the session as it
-was. The worker ignores SIGINT and exits when its parent closes stdin.
+Run as ``python -m lackpy_kernel.run.worker``. It reads requests from stdin and
+writes replies to stdout (frames, see ``wire``); its first frame says it is ready.
+It holds the session's variables. While it waits for a request it already holds
+the next child, forked with the session as it is and waiting on its own pipe, so
+a program only has to be sent. The child runs it under a memory limit and is
+killed at its deadline, so a program that fails or is stopped leaves the session
+as it was; a program that succeeds sends back only the variables it may have
+changed (see ``commit``). After each program the next child is forked, off the
+critical path. The worker ignores SIGINT and exits when its parent closes stdin,
+taking its child with it.
+
+Requests: ``run`` (replies ``{"result", "commit"}``), ``cancel`` (stops the running
+program; ignored between programs), ``reset`` and ``restore`` (reply ``{"ok": True}``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
 import os
-import pickle
 import resource
 import selectors
 import signal
-import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from lackpy_kernel.kit import builtin_toolbox, resolve_kit
+from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
 
 from . import wire
+from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, names_in
 from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
@@ -31,6 +42,7 @@ STDIN, STDOUT = 0, 1
 READ_CHUNK = 1 << 16
 CHILD_FAILED = 3
 PR_SET_PDEATHSIG = 1
+INTERRUPTED = "interrupted: the program was stopped before it finished"
 
 
 def main() -> None:
@@ -40,85 +52,253 @@ def main() -> None:
 
 
 class Worker:
-    """The worker's state: the session's variables (the parent keeps the pickled copy)."""
+    """The worker's state: the session's variables, their units, and the waiting child.
+
+    While the worker waits, its child reads the parent's next request itself (one
+    process less to wake on the critical path) and tells the worker what it took:
+    a program it starts (the worker then watches it), or another request it hands
+    back. While a program runs the worker reads stdin, where only ``cancel`` comes.
+    """
 
     def __init__(self) -> None:
         self.session: dict[str, Any] = {}
-        self.reader = wire.FrameReader()
+        self.log = UnitLog(keep_blobs=False)
+        self.requests = wire.FrameReader()  # stdin, while no child is reading it
+        self.spare: Child | None = None
+        self.like: dict = {  # the last program's request, less its program: the next warm-up's
+            "op": "run", "kit": [], "workspace": os.getcwd(), "kits_dir": None, "keep": True,
+            "timeout": 120.0, "memory_mb": 512, "max_result_bytes": 64_000_000}
 
-    def serve(self) -> None:
-        while True:
-            request = self.next_request()
-            if request is None:
-                return
-            reply = self.handle(request)
-            if reply is not None:
-                wire.write_frame(STDOUT, reply)
+    def serve(self) -> NoReturn:
+        """Fork the first child, say so, then answer requests until the parent goes."""
+        self.spare = self.fork_spare()
+        try:
+            wire.write_frame(STDOUT, {"ready": os.getpid()})
+            while True:
+                self.next_event()
+        except BrokenPipeError:
+            pass  # the parent went away while we answered
+        self.exit()
 
-    def next_request(self) -> dict | None:
-        while True:
-            frame = self.reader.next_frame()
-            if frame is not None:
-                return frame
-            data = os.read(STDIN, READ_CHUNK)
+    def fork_spare(self) -> Child:
+        """A child with the session as it is now; it reads stdin from where we stopped."""
+        pending = bytes(self.requests.buffer)
+        self.requests = wire.FrameReader()
+        return Child.fork(self.session, self.log, self.like, pending)
+
+    def next_event(self) -> None:
+        """Wait for the child to take a request from stdin, and act on it."""
+        child = self.spare
+        assert child is not None
+        event = child.first_frame()
+        if event is None:  # it died before it took a request (it was killed, or ran out of memory)
+            child.reap()
+            self.spare = self.fork_spare()
+            return
+        self.spare = None
+        self.requests.feed(event["leftover"])
+        if event["kind"] == "closed":
+            child.kill()
+            self.exit()
+        if event["kind"] == "started":
+            self.run(child, event["request"])
+            child.kill(wait=False)
+            self.spare = self.fork_spare()
+            child.reap()  # after the fork: the new child warms up meanwhile
+        else:
+            child.kill()
+            self.handle(event["request"])
+            self.spare = self.fork_spare()
+
+    def handle(self, request: dict) -> None:
+        op = request.get("op")
+        if op == "reset":
+            self.replace_session({}, [])
+        elif op == "restore":
+            units = [(list(names), blob) for names, blob in request["units"]]
+            self.replace_session(restored(units), units)
+        else:
+            raise wire.WireError(f"unknown request {str(op)[:40]!r}")
+        wire.write_frame(STDOUT, {"ok": True})
+
+    def run(self, child: Child, request: dict) -> None:
+        """Watch the child run its program; reply, and keep what it changed."""
+        self.like = request
+        outcome = watch(child, request, self.requests)
+        if outcome is STDIN_CLOSED:
+            self.exit()
+        sent = outcome.get("commit") if request.get("keep", True) else None
+        outcome = {**outcome, "commit": None}
+        commit, loaded = None, {}
+        if sent is not None:
+            try:
+                commit, loaded = _read_commit(sent)
+                outcome["commit"] = commit.to_dict()
+            except wire.WireError as exc:
+                outcome = _failure("SandboxError", f"the program's process sent a bad reply: {exc}")
+        wire.write_frame(STDOUT, outcome)
+        if commit is not None:
+            self.apply(commit, loaded)
+
+    def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
+        for name in commit.deleted:
+            self.session.pop(name, None)
+        self.session.update(loaded)
+        self.log.apply(commit)
+
+    def replace_session(self, session: dict[str, Any], units: list) -> None:
+        self.session = session
+        self.log.clear()
+        for names, blob in units:
+            self.log.add(names, blob)
+
+    def exit(self) -> NoReturn:
+        child, self.spare = self.spare, None
+        if child is not None:
+            child.kill()
+        os._exit(0)
+
+
+def _read_commit(data: Any) -> tuple[Commit, dict[str, Any]]:
+    """The child's commit and the values it carries, read back before anyone relies on them.
+    Raises WireError when it is malformed."""
+    try:
+        commit = Commit.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise wire.WireError(f"malformed commit: {type(exc).__name__}") from None
+    loaded: dict[str, Any] = {}
+    for names, blob in commit.units:
+        loaded.update(load_unit(names, blob))
+    return commit, loaded
+
+
+def restored(units: list[tuple[list[str], bytes]]) -> dict[str, Any]:
+    """The session held by ``units`` (read with the plain-data unpickler)."""
+    session: dict[str, Any] = {}
+    for names, blob in units:
+        session.update(load_unit(names, blob))
+    return session
+
+
+class Child:
+    """A forked child that runs one program: its pid, its two pipes, and what it sent."""
+
+    def __init__(self, pid: int, to_child: int, from_child: int) -> None:
+        self.pid, self.to_child, self.from_child = pid, to_child, from_child
+        self.frames = wire.FrameReader()
+        self.reaped = False
+
+    @classmethod
+    def fork(cls, session: dict[str, Any], log: UnitLog, like: dict, pending: bytes) -> Child:
+        """Fork a child with ``session`` as it is now, warmed up with a request ``like`` the
+        next one; it reads its request from stdin, after the bytes ``pending``."""
+        down_read, down_write = os.pipe()
+        up_read, up_write = os.pipe()
+        worker_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            os.close(down_write)
+            os.close(up_read)
+            _child_main(up_write, down_read, worker_pid, _Snapshot(session, log, like, pending))
+        os.close(down_read)
+        os.close(up_write)
+        return cls(pid, down_write, up_read)
+
+    def first_frame(self) -> dict | None:
+        """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
+        if it died first."""
+        while (frame := self.frames.next_frame()) is None:
+            data = os.read(self.from_child, READ_CHUNK)
             if not data:
                 return None
-            self.reader.feed(data)
+            self.frames.feed(data)
+        if (type(frame) is not dict or frame.get("kind") not in ("started", "handoff", "closed")
+                or type(frame.get("leftover")) is not bytes):
+            raise wire.WireError(f"the waiting child said {str(frame)[:80]!r}")
+        return frame
 
-    def handle(self, request: dict) -> dict | None:
-        op = request.get("op")
-        if op == "run":
-            return self.run(request)
-        if op == "reset":
-            self.session = {}
-            return {"ok": True}
-        if op == "restore":
-            self.session = wire.loads_body(request["session"])
-            return {"ok": True}
-        return None  # a late "cancel" for a program that already finished
+    def kill(self, *, wait: bool = True) -> None:
+        """Kill the child (if it still runs) and, with ``wait``, reap it."""
+        if not self.reaped:
+            os.kill(self.pid, signal.SIGKILL)
+        if wait:
+            self.reap()
 
-    def run(self, request: dict) -> dict:
-        keep = request.get("keep", True)
-        session = self.session if keep else {}
-        outcome = run_in_child(request, session, self.reader)
-        if outcome.get("exit") == "stdin-closed":
-            sys.exit(0)
-        blob = outcome.get("session")
-        if keep and blob is not None:
-            self.session = wire.loads_body(blob)
-        return outcome
+    def reap(self) -> int | None:
+        """Wait for the child to end; its wait status (None if already reaped). Closes the pipes."""
+        status = None
+        if not self.reaped:
+            _, status = os.waitpid(self.pid, 0)
+            self.reaped = True
+        for fd in (self.to_child, self.from_child):
+            if fd >= 0:
+                os.close(fd)
+        self.to_child = self.from_child = -1
+        return status
 
 
-def run_in_child(request: dict, session: dict[str, Any], requests: wire.FrameReader) -> dict:
-    """Fork a child to run the program; wait for its frame, the deadline or a cancel."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        _child_main(write_end, request, session)
-    os.close(write_end)
-    try:
-        return _await_child(pid, read_end, request, requests)
-    finally:
-        os.close(read_end)
+STDIN_CLOSED: dict = {"exit": "stdin-closed"}
+
+
+def watch(child: Child, request: dict, requests: wire.FrameReader) -> dict:
+    """The started child's reply, or a failure at the deadline, on a cancel or if it dies."""
+    frames = _ChildFrames(child.frames, request)
+    timeout = float(request["timeout"])
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(child.from_child, selectors.EVENT_READ, "child")
+        selector.register(STDIN, selectors.EVENT_READ, "parent")
+        try:
+            frames.feed(b"")  # what came with "started"
+        except wire.WireError as exc:
+            return _stop(child, frames.bad(exc, request))
+        while frames.final is None:
+            if requests.next_frame() is not None:  # while a program runs, only "cancel" comes
+                return _stop(child, frames.failed("KeyboardInterrupt", INTERRUPTED))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return _stop(child, frames.failed("TimeoutError", _timeout_message(timeout)))
+            for key, _ in selector.select(remaining):
+                if key.data == "parent":
+                    data = os.read(STDIN, READ_CHUNK)
+                    if not data:
+                        return _stop(child, STDIN_CLOSED)
+                    requests.feed(data)
+                    continue
+                data = os.read(child.from_child, frames.wanted())
+                if not data:
+                    return _collect(child, frames, request)
+                try:
+                    frames.feed(data)
+                except wire.WireError as exc:
+                    return _stop(child, frames.bad(exc, request))
+    return frames.final
 
 
 class _ChildFrames:
     """What the child sent: the files it modified as it went, then its result frame."""
 
-    def __init__(self, request: dict) -> None:
-        self.reader = wire.FrameReader(max_body=int(request["max_result_bytes"]) + READ_CHUNK)
+    def __init__(self, reader: wire.FrameReader, request: dict) -> None:
+        self.reader = reader
+        self.reader.max_body = int(request["max_result_bytes"]) + READ_CHUNK
         self.modified: list[str] = []
         self.final: dict | None = None
 
+    def wanted(self) -> int:
+        """How much to read next: the rest of a big frame at once, else a chunk."""
+        return max(READ_CHUNK, min(self.reader.missing(), 1 << 24))
+
     def feed(self, data: bytes) -> None:
         self.reader.feed(data)
-        while (frame := self.reader.next_frame()) is not None:
-            if set(frame) == {"modified"}:
-                if frame["modified"] not in self.modified:
-                    self.modified.append(frame["modified"])
+        while self.final is None and (frame := self.reader.next_frame()) is not None:
+            kind = frame.get("kind") if type(frame) is dict else None
+            if kind == "modified" and type(frame.get("path")) is str:
+                if frame["path"] not in self.modified:
+                    self.modified.append(frame["path"])
+            elif kind == "done":
+                self.final = _checked(frame)
             else:
-                self.final = frame
+                raise wire.WireError(f"unexpected frame {str(kind)[:40]!r}")
 
     def failed(self, error_type: str, message: str) -> dict:
         """A failure that still lists the files the program changed before it stopped."""
@@ -126,68 +306,34 @@ class _ChildFrames:
         outcome["result"]["trace"]["files_modified"] = list(self.modified)
         return outcome
 
+    def bad(self, exc: wire.WireError, request: dict) -> dict:
+        """The failure for a frame too large or malformed."""
+        if isinstance(exc, wire.FrameTooLarge):
+            return self.failed("ResultTooLarge", _too_big_message(request))
+        return self.failed("SandboxError", f"the program's process sent a bad reply: {exc}")
 
-def _await_child(pid: int, read_end: int, request: dict, requests: wire.FrameReader) -> dict:
-    timeout = float(request["timeout"])
-    frames = _ChildFrames(request)
-    deadline = time.monotonic() + timeout
-    selector = selectors.DefaultSelector()
-    selector.register(read_end, selectors.EVENT_READ, "child")
-    selector.register(STDIN, selectors.EVENT_READ, "parent")
-    child_open = True
+
+def _checked(frame: dict) -> dict:
+    """The child's final frame as the parent will read it; WireError if it is malformed."""
     try:
-        while child_open:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return _stop(pid, frames.failed("TimeoutError", _timeout_message(timeout)))
-            for key, _ in selector.select(remaining):
-                if key.data == "parent":
-                    said = _read_parent(key.fileobj, requests)
-                    if said == "closed":
-                        return _stop(pid, {"exit": "stdin-closed"})
-                    if said == "cancel":
-                        return _stop(pid, frames.failed("KeyboardInterrupt", INTERRUPTED))
-                    continue
-                data = os.read(read_end, READ_CHUNK)
-                if not data:
-                    child_open = False
-                    break
-                try:
-                    frames.feed(data)
-                except wire.FrameTooLarge:
-                    return _stop(pid, frames.failed("ResultTooLarge", _too_big_message(request)))
-                except wire.WireError as exc:
-                    return _stop(pid, frames.failed(
-                        "SandboxError", f"the program's process sent a bad reply: {exc}"))
-    finally:
-        selector.close()
-    return _collect(pid, frames, request)
+        result = ExecutionResult.from_dict(frame["result"]).to_dict()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise wire.WireError(f"malformed result: {type(exc).__name__}") from None
+    return {"result": result, "commit": frame.get("commit")}
 
 
-INTERRUPTED = "interrupted: the program was stopped before it finished"
-
-
-def _read_parent(stdin: int, requests: wire.FrameReader) -> str | None:
-    """"closed" when the parent went away, "cancel" when it asked to stop, else None."""
-    data = os.read(stdin, READ_CHUNK)
-    if not data:
-        return "closed"
-    requests.feed(data)
-    # While a program runs the parent sends nothing but "cancel".
-    return "cancel" if requests.next_frame() is not None else None
-
-
-def _collect(pid: int, frames: _ChildFrames, request: dict) -> dict:
-    _, status = os.waitpid(pid, 0)
-    if frames.final is not None:
-        return frames.final
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
+def _collect(child: Child, frames: _ChildFrames, request: dict) -> dict:
+    """The failure for a child that ended without its result frame."""
+    status = child.reap()
+    if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
         return frames.failed("SandboxError", "the program's process crashed (segmentation "
                              "fault); a value is probably nested too deeply. Flatten it.")
-    if os.WIFSIGNALED(status):
+    if status is not None and os.WIFSIGNALED(status):
         how = f"was killed by signal {os.WTERMSIG(status)}"
-    else:
+    elif status is not None:
         how = f"exited with status {os.WEXITSTATUS(status)}"
+    else:
+        how = "ended"
     return frames.failed(
         "SandboxError",
         f"the program's process {how} before it replied; it probably ran out of memory "
@@ -195,15 +341,14 @@ def _collect(pid: int, frames: _ChildFrames, request: dict) -> dict:
     )
 
 
-def _stop(pid: int, outcome: dict) -> dict:
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+def _stop(child: Child, outcome: dict) -> dict:
+    child.kill()
     return outcome
 
 
 def _failure(error_type: str, message: str) -> dict:
     result = ExecutionResult(False, error=message, error_type=error_type)
-    return {"result": result.to_dict(), "session": None}
+    return {"result": result.to_dict(), "commit": None}
 
 
 def _timeout_message(timeout: float) -> str:
@@ -220,21 +365,94 @@ def _too_big_message(request: dict) -> str:
 # --- the child -------------------------------------------------------------
 
 
-def _child_main(write_end: int, request: dict, session: dict[str, Any]) -> None:
-    """Run one program and write one frame; never returns."""
-    code = 0
+@dataclass
+class _Snapshot:
+    """What a child starts from: the session as it was when it was forked."""
+
+    session: dict[str, Any]
+    log: UnitLog
+    like: dict  # the last program's request, for the warm-up
+    pending: bytes  # stdin the worker read but did not use
+
+
+def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoReturn:
+    """Take one request from stdin, run it and write its frames up; never returns."""
     try:
+        _die_with_parent(worker_pid)
+        gc.freeze()  # the session's objects stay shared: collections here never touch them
+        _warm_up(snapshot)
+        request = _take_request(snapshot.pending, up)
+        _detach_standard_streams()
         _confine(request)
-        frame = _run_request(request, session, lambda path: wire.write_frame(
-            write_end, {"modified": path}))
-        wire.write_all(write_end, _encode(frame, request))
+        frame = _run_request(request, snapshot.session, snapshot.log, lambda path: wire.write_frame(
+            up, {"kind": "modified", "path": path}))
+        wire.write_all(up, _encode(frame, request))
     except BaseException as exc:
         try:
             message = f"the sandbox could not finish the program: {type(exc).__name__}: {exc}"
-            wire.write_all(write_end, wire.dumps(_failure("SandboxError", message)))
+            wire.write_all(up, wire.dumps({"kind": "done", **_failure("SandboxError", message)}))
         except BaseException:
-            code = CHILD_FAILED
-    os._exit(code)
+            os._exit(CHILD_FAILED)
+    # Wait to be killed: tearing this process down now would hold up the worker's reply.
+    while os.read(down, READ_CHUNK):
+        pass
+    os._exit(0)
+
+
+def _take_request(pending: bytes, up: int) -> dict:
+    """Read stdin up to the next program and tell the worker it started; any other request
+    (or stdin closing) is handed back to the worker, and this child exits."""
+    reader = wire.FrameReader()
+    reader.feed(pending)
+    while True:
+        frame = reader.next_frame()
+        if frame is None:
+            data = os.read(STDIN, max(READ_CHUNK, min(reader.missing(), 1 << 24)))
+            if not data:
+                _hand_back(up, {"kind": "closed"}, reader)
+            reader.feed(data)
+            continue
+        op = frame.get("op") if type(frame) is dict else None
+        if op == "cancel":
+            continue  # late, for a program that already finished
+        if op != "run":
+            _hand_back(up, {"kind": "handoff", "request": frame}, reader)
+        told = {key: value for key, value in frame.items() if key not in ("program", "params")}
+        wire.write_frame(up, {"kind": "started", "request": told, "leftover": bytes(reader.buffer)})
+        return frame
+
+
+def _hand_back(up: int, event: dict, reader: wire.FrameReader) -> NoReturn:
+    wire.write_frame(up, {**event, "leftover": bytes(reader.buffer)})
+    os._exit(0)
+
+
+WARM_UP_PROGRAM = "sorted([len('..'), 1 + 1])"  # no tool, and no name a variable could have
+
+
+def _warm_up(snapshot: _Snapshot) -> None:
+    """Run a tiny program the way the next one will run (like the last request), before
+    that one arrives.
+
+    A forked child copies each memory page it first writes to (reference counts
+    are writes), and maps each page of code it first runs; doing that here for what
+    every program touches (kit resolution, the validator, the compiler, the runner,
+    the commit, pickling) takes it off the critical path.
+    """
+    request = {**snapshot.like, "program": WARM_UP_PROGRAM, "params": {},
+               "return_variables": False}
+    with contextlib.suppress(Exception):
+        frame = _run_request(request, snapshot.session, snapshot.log, lambda path: None)
+        _encode(frame, request)
+
+
+def _detach_standard_streams() -> None:
+    """Point stdin and stdout at /dev/null: the program's process talks to the worker only,
+    on its own pipe."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, STDIN)
+    os.dup2(null, STDOUT)
+    os.close(null)
 
 
 def _encode(frame: dict, request: dict) -> bytes:
@@ -248,15 +466,18 @@ def _encode(frame: dict, request: dict) -> bytes:
         if len(data) <= int(request["max_result_bytes"]):
             return data
         message = _too_big_message(request)
-    failure = _failure("ResultTooLarge", message)
-    trace = frame["result"]["trace"]
+    return wire.dumps(_failed_after(frame["result"]["trace"], "ResultTooLarge", message))
+
+
+def _failed_after(trace: dict[str, Any], error_type: str, message: str) -> dict:
+    """The final frame of a program that ran but cannot be kept: it still lists its files."""
+    failure = _failure(error_type, message)
     failure["result"]["trace"].update(files_read=trace["files_read"],
                                       files_modified=trace["files_modified"])
-    return wire.dumps(failure)
+    return {"kind": "done", **failure}
 
 
 def _confine(request: dict) -> None:
-    _die_with_parent()
     memory = int(request["memory_mb"]) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -265,54 +486,92 @@ def _confine(request: dict) -> None:
     os.chdir(request["workspace"])
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(worker_pid: int) -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # not Linux: the worker still kills its children at their deadline
+    if os.getppid() != worker_pid:
+        os._exit(0)  # the worker died before the line above took effect
 
 
-def _run_request(request: dict, session: dict[str, Any], on_modified: Any) -> dict:
-    workspace = Path(request["workspace"])
+def _run_request(request: dict, session: dict[str, Any], log: UnitLog,
+                 on_modified: Callable[[str], None]) -> dict:
     try:
-        toolbox = builtin_toolbox(workspace)
-        kit = resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
+        kit = _kit_for(request)
     except Exception as exc:
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
-        return {"result": failure.to_dict(), "session": None}
+        return {"kind": "done", "result": failure.to_dict(), "commit": None}
+    keep = request.get("keep", True)
     result = RestrictedRunner().run(
-        request["program"], kit.callables, request.get("params"), variables=session,
-        on_file_modified=on_modified,
+        request["program"], kit.callables, request.get("params"),
+        variables=session if keep else {}, on_file_modified=on_modified,
     )
     if result.error_type == "MemoryError":
         result.error += (f"; the limit is {request['memory_mb']} MB "
                          "([sandbox] memory_mb in .lackpy/config.toml)")
-    return _reply(result, request)
+    return _reply(result, request, session if keep else {}, log)
 
 
-def _reply(result: ExecutionResult, request: dict) -> dict:
-    """The child's frame: the result in plain data, and the new session when kept."""
-    session_blob, names = None, None
+_resolved_kits: dict[str, ResolvedKit] = {}  # in a child: the kit its warm-up resolved
+
+
+def _kit_for(request: dict) -> ResolvedKit:
+    """The request's kit, resolved; a kit given as tool names is resolved once per child
+    (a kit file's name is read each time: the file may change)."""
+    kit = request["kit"]
+    if not isinstance(kit, (list, dict)):
+        return _resolve(request)
+    key = repr((kit, request["workspace"], request.get("kits_dir")))
+    if key not in _resolved_kits:
+        _resolved_kits[key] = _resolve(request)
+    return _resolved_kits[key]
+
+
+def _resolve(request: dict) -> ResolvedKit:
+    toolbox = builtin_toolbox(Path(request["workspace"]))
+    return resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
+
+
+def _reply(result: ExecutionResult, request: dict, before: dict[str, Any], log: UnitLog) -> dict:
+    """The child's frame: the result in plain data, and what changed in the session when kept."""
+    commit = None
     if result.success:
-        kept, dropped = _plain_variables(result.variables)
+        named = names_in(request["program"])
+        changed, deleted = changed_names(before, result.variables, named, log)
+        kept, dropped = _plain_values({name: result.variables[name] for name in changed})
         if dropped:
             result.notes.append(
                 "not kept (only plain data persists; wrap iterators in list(...)): "
                 + ", ".join(f"{name} ({kind})" for name, kind in dropped)
             )
-        result.variables = _shown(kept) if request.get("return_variables") else {}
+        deleted += [name for name, _ in dropped if name in before]
+        if request.get("return_variables"):
+            result.variables = _shown({name: value for name, value in result.variables.items()
+                                       if name not in dict(dropped)})
+        else:
+            result.variables = {}
         if request.get("keep", True):
+            trace = result.trace.to_dict()
             try:
-                session_blob = pickle.dumps(kept, protocol=wire.PROTOCOL)
-                names = {name: type(value).__name__ for name, value in kept.items()}
+                commit = make_commit(kept, deleted)
             except RecursionError:
-                return _failure("RecursionError", "a variable is nested too deeply to keep "
-                                "between programs; flatten it or set it to None")
+                return _failed_after(trace, "RecursionError", "a variable is nested too deeply "
+                                     "to keep between programs; flatten it or set it to None")
+            if log.size_after(commit) > int(request["max_result_bytes"]):
+                return _failed_after(trace, "ResultTooLarge", _session_too_big(request))
         if find_non_plain(result.output) is not None:
             result.notes.append(f"the output, of type {type(result.output).__name__}, is shown as text")
             result.output = summarize(result.output)
-    return {"result": result.to_dict(), "session": session_blob, "names": names}
+    return {"kind": "done", "result": result.to_dict(),
+            "commit": commit.to_dict() if commit else None}
+
+
+def _session_too_big(request: dict) -> str:
+    limit = int(request["max_result_bytes"]) / 1_000_000
+    return (f"the session's variables would be over the {limit:g} MB limit; "
+            "set big variables to None (or %reset) and keep smaller values")
 
 
 def _shown(variables: dict[str, Any]) -> dict[str, Any]:
@@ -321,7 +580,7 @@ def _shown(variables: dict[str, Any]) -> dict[str, Any]:
             for name, value in variables.items()}
 
 
-def _plain_variables(variables: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def _plain_values(variables: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     kept, dropped = {}, []
     for name, value in variables.items():
         bad = find_non_plain(value)

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,169 @@ def test_an_interrupted_program_lists_its_writes(sandbox):
     result = sandbox.run("write_file('a2.txt', 'x')\nsum(range(1000000000000))", KIT)
     assert result.error_type == "KeyboardInterrupt"
     assert result.trace.files_modified == ["a2.txt"]
+
+
+# -- the worker holds the next child; only what a program changed comes back ----------
+
+
+def test_a_program_sent_before_the_worker_is_ready_waits_for_it(workspace):
+    with Sandbox(workspace, LIMITS) as box:
+        box.start()
+        started = box.worker_pid
+        assert not box.ready  # nothing has been read from it yet
+        result = box.run("1 + 1", KIT)
+        assert result.output == 2
+        assert box.worker_pid == started
+        assert box.ready
+        assert _workers_of(os.getpid()) == [started]
+
+
+def test_start_twice_starts_one_worker(workspace):
+    with Sandbox(workspace, LIMITS) as box:
+        box.start()
+        box.start()
+        assert box.wait_ready(timeout=60)
+        assert _workers_of(os.getpid()) == [box.worker_pid]
+
+
+def test_between_programs_the_worker_holds_one_fresh_child(sandbox):
+    assert sandbox.wait_ready(timeout=60)
+    seen = [_waiting_child(sandbox.worker_pid)]
+    for _ in range(3):
+        assert sandbox.run("1 + 1", KIT).success
+        seen.append(_waiting_child(sandbox.worker_pid, not_one_of=seen))
+
+
+def test_a_waiting_child_that_dies_is_replaced(sandbox):
+    sandbox.run("kept = [1]", KIT)
+    waiting = _waiting_child(sandbox.worker_pid)
+    os.kill(waiting, signal.SIGKILL)
+    assert _gone_within(waiting, 5)
+    assert sandbox.run("kept", KIT).output == [1]
+
+
+def test_a_session_holding_a_large_value_does_not_send_it_again(workspace):
+    limits = SandboxLimits(timeout=30, memory_mb=1024, max_result_mb=100)
+    with Sandbox(workspace, limits) as box:
+        assert box.run("big = 'x' * 50000000\nsmall = [1]", KIT).success
+        written = _bytes_written(box.worker_pid)
+        for _ in range(3):
+            assert box.run("1 + 1", KIT).output == 2
+            assert box.run("small.append(len(big))", KIT).success
+        assert _bytes_written(box.worker_pid) - written < 1_000_000
+        assert box.run("[len(big), small]", KIT).output == [50000000, [1] + [50000000] * 3]
+
+
+def test_a_change_through_a_shared_value_reaches_every_variable_that_shares_it(sandbox):
+    sandbox.run("a = [1]\nb = {'a': a}\nn = 5", KIT)
+    sandbox.run("c = 'unrelated'", KIT)
+    sandbox.run("b['a'].append(2)", KIT)  # names b only; a shares the list
+    assert sandbox.run("[a, b, a is b['a']]", KIT).output == [[1, 2], {"a": [1, 2]}, True]
+    sandbox.run("d = [b]", KIT)  # d shares b, made in another program
+    sandbox.run("d[0]['a'].append(3)", KIT)
+    assert sandbox.run("[a, b['a'], d[0]['a']]", KIT).output == [[1, 2, 3]] * 3
+
+
+def test_sharing_survives_a_worker_restart(sandbox):
+    sandbox.run("a = [1]\nb = {'a': a}", KIT)
+    sandbox.run("s = 'text'\nb['a'].append(2)", KIT)
+    os.kill(sandbox.worker_pid, signal.SIGKILL)
+    time.sleep(0.1)
+    sandbox.run("a.append(3)", KIT)
+    assert sandbox.run("[a, b, s]", KIT).output == [[1, 2, 3], {"a": [1, 2, 3]}, "text"]
+
+
+def test_a_name_written_in_another_form_still_counts_as_named(sandbox):
+    sandbox.run("x = [1]", KIT)
+    sandbox.run("ｘ.append(2)", KIT)  # NFKC: the same name as x
+    assert sandbox.run("x", KIT).output == [1, 2]
+
+
+def test_a_variable_replaced_by_something_not_plain_is_dropped(sandbox):
+    sandbox.run("it = [1]\nkept = 1", KIT)
+    result = sandbox.run("it = enumerate([1])", KIT)
+    assert any("it (enumerate)" in note for note in result.notes)
+    assert not sandbox.run("it", KIT).success
+    assert "it" not in sandbox.variable_types
+    assert sandbox.variable_types == {"kept": "int"}
+
+
+def test_the_session_as_a_whole_stays_under_the_reply_limit(sandbox):
+    # max_result_mb is 8: each value fits, together they do not
+    assert sandbox.run("a = 'a' * 5000000", KIT).success
+    result = sandbox.run("b = 'b' * 5000000", KIT)
+    assert result.error_type == "ResultTooLarge"
+    assert "session's variables" in result.error
+    assert "b" not in sandbox.variable_types
+    assert sandbox.run("len(a)", KIT).output == 5000000
+    assert sandbox.run("a = None\nb = 'b' * 5000000", KIT).success
+
+
+def test_variable_types_follow_each_program(sandbox):
+    sandbox.run("a = 1\nb = [1]", KIT)
+    sandbox.run("a = 'one'", KIT)
+    assert sandbox.variable_types == {"a": "str", "b": "list"}
+
+
+# -- shutting down ---------------------------------------------------------------------
+
+
+def test_closing_leaves_no_process(workspace):
+    box = Sandbox(workspace, LIMITS)
+    box.run("x = 1", KIT)
+    worker = box.worker_pid
+    processes = [worker, _waiting_child(worker)]
+    box.close()
+    for pid in processes:
+        assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived close()"
+
+
+def test_closing_during_a_program_leaves_no_process(workspace):
+    box = Sandbox(workspace, LIMITS)
+    box.run("x = 1", KIT)
+    worker = box.worker_pid
+    running = threading.Thread(target=box.run, args=("sum(range(1000000000000))", KIT))
+    running.start()
+    time.sleep(0.5)
+    processes = [worker, *_children_of(worker)]
+    box.close()
+    running.join(10)
+    for pid in processes:
+        assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived close()"
+
+
+def test_closing_a_worker_that_is_still_starting_leaves_no_process(workspace):
+    box = Sandbox(workspace, LIMITS)
+    box.start()
+    worker = box.worker_pid
+    box.close()
+    assert not Path(f"/proc/{worker}").exists()
+
+
+def _waiting_child(worker, not_one_of=()):
+    """The one child the worker holds between programs, once the last program's is reaped
+    (and the next one forked: it is none of ``not_one_of``)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = _children_of(worker)
+        if len(children) == 1 and children[0] not in not_one_of:
+            return children[0]
+        time.sleep(0.01)
+    raise AssertionError(f"the worker holds {children}, not one new child")
+
+
+def _workers_of(pid):
+    workers = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            if b"lackpy_kernel.run.worker" in cmdline:
+                workers.append(int(child))
+    return workers
+
+
+def _bytes_written(pid):
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("wchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no wchar in /proc/PID/io")
