@@ -16,6 +16,7 @@ from . import wire
 from .commit import Commit, UnitLog
 from .plain import find_non_plain
 from .runner import ExecutionResult
+from .spawn import adopt_early, spawn_worker, stop_worker
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
 GRACE_SECONDS = 10.0
@@ -145,17 +146,8 @@ class Sandbox:
     def close(self) -> None:
         """Stop the worker and its child, and wait until both are gone."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.stdin:
-            process.stdin.close()  # the worker kills its child and exits at once
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout:
-            process.stdout.close()
+        if process is not None:
+            stop_worker(process)
 
     def __enter__(self) -> Sandbox:
         return self
@@ -217,14 +209,7 @@ class Sandbox:
 
     def _spawn(self) -> None:
         self._kill_worker()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "lackpy_kernel.run.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            start_new_session=True,  # Ctrl-C in a terminal reaches us, not the worker
-            cwd=self.workspace,
-            env=_worker_env(),
-        )
+        self._process = adopt_early(self.workspace) or spawn_worker(self.workspace)
         self._reader = wire.FrameReader()
         self._preamble = 1
         self._restore_pending = bool(self._copy.units)
@@ -266,12 +251,3 @@ class Sandbox:
         for pipe in (process.stdin, process.stdout):
             if pipe:
                 pipe.close()
-
-
-def _worker_env() -> dict[str, str]:
-    """The environment for the worker: ours, with our package importable."""
-    env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    env["PYTHONSAFEPATH"] = "1"
-    return env

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from tests.support.processes import children_of, gone, gone_within, workers_of
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
@@ -186,30 +187,14 @@ def test_no_worker_outlives_its_parent(workspace):
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     worker_pid = int(parent.stdout.readline())
     time.sleep(0.5)  # the long program is running in a grandchild now
-    grandchildren = _children_of(worker_pid)
+    grandchildren = children_of(worker_pid)
     parent.kill()
     parent.wait()
     parent.stdout.close()
     for pid in [worker_pid, *grandchildren]:
-        assert _gone_within(pid, 5), f"process {pid} outlived the kernel"
+        assert gone_within(pid, 5), f"process {pid} outlived the kernel"
 
 
-def _children_of(pid):
-    with open(f"/proc/{pid}/task/{pid}/children") as handle:
-        return [int(child) for child in handle.read().split()]
-
-
-def _gone_within(pid, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as handle:
-                if handle.read().split()[2] == "Z":
-                    return True
-        except FileNotFoundError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_crash_in_the_program_is_named_and_the_session_survives(sandbox):
@@ -257,7 +242,7 @@ def test_a_program_sent_before_the_worker_is_ready_waits_for_it(workspace):
         assert result.output == 2
         assert box.worker_pid == started
         assert box.ready
-        assert _workers_of(os.getpid()) == [started]
+        assert workers_of(os.getpid()) == [started]
 
 
 def test_start_twice_starts_one_worker(workspace):
@@ -265,7 +250,7 @@ def test_start_twice_starts_one_worker(workspace):
         box.start()
         box.start()
         assert box.wait_ready(timeout=60)
-        assert _workers_of(os.getpid()) == [box.worker_pid]
+        assert workers_of(os.getpid()) == [box.worker_pid]
 
 
 def test_between_programs_the_worker_holds_one_fresh_child(sandbox):
@@ -280,7 +265,7 @@ def test_a_waiting_child_that_dies_is_replaced(sandbox):
     sandbox.run("kept = [1]", KIT)
     waiting = _waiting_child(sandbox.worker_pid)
     os.kill(waiting, signal.SIGKILL)
-    assert _gone_within(waiting, 5)
+    assert gone_within(waiting, 5)
     assert sandbox.run("kept", KIT).output == [1]
 
 
@@ -357,7 +342,7 @@ def test_closing_leaves_no_process(workspace):
     processes = [worker, _waiting_child(worker)]
     box.close()
     for pid in processes:
-        assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived close()"
+        assert gone(pid), f"process {pid} outlived close()"
 
 
 def test_closing_during_a_program_leaves_no_process(workspace):
@@ -367,11 +352,11 @@ def test_closing_during_a_program_leaves_no_process(workspace):
     running = threading.Thread(target=box.run, args=("sum(range(1000000000000))", KIT))
     running.start()
     time.sleep(0.5)
-    processes = [worker, *_children_of(worker)]
+    processes = [worker, *children_of(worker)]
     box.close()
     running.join(10)
     for pid in processes:
-        assert not Path(f"/proc/{pid}").exists(), f"process {pid} outlived close()"
+        assert gone(pid), f"process {pid} outlived close()"
 
 
 def test_closing_a_worker_that_is_still_starting_leaves_no_process(workspace):
@@ -379,7 +364,7 @@ def test_closing_a_worker_that_is_still_starting_leaves_no_process(workspace):
     box.start()
     worker = box.worker_pid
     box.close()
-    assert not Path(f"/proc/{worker}").exists()
+    assert gone(worker)
 
 
 def _waiting_child(worker, not_one_of=()):
@@ -387,21 +372,12 @@ def _waiting_child(worker, not_one_of=()):
     (and the next one forked: it is none of ``not_one_of``)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        children = _children_of(worker)
+        children = children_of(worker)
         if len(children) == 1 and children[0] not in not_one_of:
             return children[0]
         time.sleep(0.01)
     raise AssertionError(f"the worker holds {children}, not one new child")
 
-
-def _workers_of(pid):
-    workers = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"lackpy_kernel.run.worker" in cmdline:
-                workers.append(int(child))
-    return workers
 
 
 def _bytes_written(pid):
