@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from lackpy_kernel.errors import KitError
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
@@ -117,6 +118,17 @@ class LackpySession:
 
         return await self.service.delegation(intent, resolved, given, run=run,
                                              runner=in_session, rules=rules)
+
+    def start(self) -> None:
+        """Start the sandbox worker in the background if this session's programs will run
+        there, so that the first finds it ready; returns at once. A kit that does not
+        resolve starts nothing (the first program says what is wrong)."""
+        try:
+            resolved = self.resolved_kit()
+        except KitError:
+            return
+        if self.service.sandbox_applies(resolved):
+            self._session_sandbox().start()
 
     def reset(self) -> None:
         """Forget the session's variables (the kit and parameters stay)."""

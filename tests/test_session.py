@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from lackpy_kernel.errors import GenerationError, UnknownKitError
 from lackpy_kernel.service import Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
 from tests.support.audit import opened_paths, recorded_events
+from tests.support.processes import gone, workers_of
 
 
 @pytest.fixture
@@ -106,3 +108,27 @@ def test_delegation_of_a_written_program_reports_no_run():
     result = written.to_dict()
     assert result["success"] is True and result["output"] is None and result["trace"] == []
     assert result["execution_time_ms"] == 0.0
+
+
+async def test_start_readies_the_worker_and_the_first_cell_uses_it(workspace):
+    with LackpyService(workspace, LackpyConfig(kit_default="mine")) as service:
+        session = LackpySession(service)
+        try:
+            session.start()
+            session.start()  # a second call starts no second worker
+            started = workers_of(os.getpid())
+            assert len(started) == 1
+            assert (await session.run("len(read_file('notes.txt'))")).output == 11
+            assert workers_of(os.getpid()) == started
+        finally:
+            session.close()
+        assert gone(started[0])
+
+
+async def test_start_starts_nothing_when_programs_run_in_process(workspace):
+    config = LackpyConfig(kit_default="mine", sandbox_enabled=False)
+    with LackpyService(workspace, config) as service:
+        session = LackpySession(service)
+        session.start()
+        assert workers_of(os.getpid()) == []
+        assert (await session.run("1 + 1")).output == 2
