@@ -1,9 +1,10 @@
 """``python -m lackpy_kernel``: start the kernel (``-f CONNECTION_FILE``, as the kernelspec does).
 
 ``python -m lackpy_kernel install`` installs the kernelspec; ``python -m lackpy_kernel
-run FILE`` (or any other ``lackpy`` command) is the command line.
+run FILE`` (any first argument that is not an option) is the command line.
 """
 
+import os
 import sys
 
 
@@ -13,10 +14,15 @@ def main() -> None:
         from lackpy_kernel.install import main as install
 
         sys.exit(install(sys.argv[2:]))
-    from lackpy_kernel.cli import COMMANDS, entry
+    if first and not first[0].startswith("-"):
+        from lackpy_kernel.cli import entry
 
-    if first and (first[0] in COMMANDS or first[0] == "mcp"):
         entry(sys.argv[1:])
+    if sys.platform.startswith("linux"):
+        # The sandbox worker boots while the kernel imports Jupyter; the session adopts it.
+        from lackpy_kernel.run.spawn import start_early
+
+        start_early(os.getcwd())
     from ipykernel.kernelapp import IPKernelApp
 
     from lackpy_kernel.kernel import LackpyKernel

@@ -8,6 +8,7 @@ import builtins
 import codeop
 import contextlib
 import fnmatch
+import functools
 import inspect
 import re
 import signal
@@ -24,6 +25,7 @@ from lackpy_kernel.config import LackpyConfig, load_config
 from lackpy_kernel.errors import ConfigError, KitError, error_text
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 from lackpy_kernel.magic_syntax import split_cell
+from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
@@ -33,7 +35,6 @@ from .output import CellError, CellOutput, show_result
 HISTORY_SESSION = 1
 HISTORY_LIMIT = 1000  # cells kept for history requests
 HISTORY_OUTPUT = 10_000  # characters of each cell's output kept
-SHUTDOWN_GRACE_S = 0.25
 _IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
 _MAGIC_AT = re.compile(r"^%{1,2}([A-Za-z_][A-Za-z0-9_]*)")
@@ -66,6 +67,9 @@ class LackpyKernel(Kernel):
         self.problems: list[str] = []
         self.service = LackpyService(self.workspace, self._read_lackpy_config())
         self.lackpy = self._start_session()
+        self.lackpy.start()  # the worker boots in the background (adopting one __main__ began)
+        discard_early()  # one the session did not adopt: programs run in this process
+        self._stop_after_control: list[Callable[[], Any]] = []
         self.output = CellOutput(self)
         self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
         self.history: list[tuple[int, str, str]] = []
@@ -261,15 +265,23 @@ class LackpyKernel(Kernel):
         return {"status": "ok", "restart": restart}
 
     async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
-        # ipykernel stops the main loop from this (control) thread and then flushes stdout
-        # here; if the main thread has meanwhile closed IOPub, that flush blocks for good
-        # and the process lingers. Stopping the main loop a moment later lets it finish.
+        # ipykernel stops the main loop from this (control) thread, then process_control
+        # flushes stdout here; if the main thread has meanwhile closed IOPub, that flush
+        # waits 10 s for a thread that is gone. So the stop waits until that flush is done.
+        if threading.current_thread() is threading.main_thread():  # on the shell channel
+            await super().shutdown_request(stream, ident, parent)
+            return
         main_loop = self.io_loop
-        self.io_loop = _DelayedStop(main_loop, SHUTDOWN_GRACE_S)
+        self.io_loop = _HeldStop(main_loop, self._stop_after_control)
         try:
             await super().shutdown_request(stream, ident, parent)
         finally:
             self.io_loop = main_loop
+
+    async def process_control(self, msg: Any) -> None:
+        await super().process_control(msg)
+        while self._stop_after_control:
+            self.io_loop.add_callback(self._stop_after_control.pop(0))
 
     # -- messages -------------------------------------------------------------
 
@@ -282,15 +294,15 @@ class LackpyKernel(Kernel):
         return {"status": "error", "execution_count": self.execution_count, **content}
 
 
-class _DelayedStop:
-    """Stands in for the main IOLoop during shutdown: callbacks run after a short delay."""
+class _HeldStop:
+    """Stands in for the main IOLoop during shutdown: the callbacks ipykernel schedules on it
+    (stopping it) are held in ``held`` until the control message is fully processed."""
 
-    def __init__(self, loop: Any, delay: float) -> None:
-        self._loop, self._delay = loop, delay
+    def __init__(self, loop: Any, held: list[Callable[[], Any]]) -> None:
+        self._loop, self._held = loop, held
 
     def add_callback(self, callback: Callable[..., Any], *args: Any) -> None:
-        # add_callback is the loop's only thread-safe entry; it then schedules the delay.
-        self._loop.add_callback(self._loop.call_later, self._delay, callback, *args)
+        self._held.append(functools.partial(callback, *args))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loop, name)

@@ -44,13 +44,15 @@ class Kernel:
     """A running lackpy kernel and a blocking client, in a workspace folder."""
 
     def __init__(self, workspace: Path, kernel_name: str = KERNEL_NAME,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, *, wait: bool = True) -> None:
+        """Start the kernel; with ``wait``, return once it answers (else at once)."""
         self.workspace = workspace
         self.manager = KernelManager(kernel_name=kernel_name)
         self.manager.start_kernel(cwd=str(workspace), **({"env": env} if env else {}))
         self.client = self.manager.client()
         self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
+        if wait:
+            self.client.wait_for_ready(timeout=60)
 
     def execute(self, code: str, timeout: float = 60, **options: Any) -> Outcome:
         msg_id = self.client.execute(code, **options)
