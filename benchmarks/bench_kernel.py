@@ -15,9 +15,10 @@ both alike.
    their connection every 10 ms (pyzmq's default is 100 ms), so the figure is not
    rounded up to the client's retry interval while the kernel is not yet bound.
    Each such kernel then runs a first ``1 + 1`` cell (after ``wait_for_ready``,
-   untimed), whose cost is reported apart: lackpy starts its sandbox worker on
-   the first cell. Each kernel is then shut down (``shutdown_kernel(now=False)``,
-   the polite request: interrupt, shutdown_request, then SIGTERM after half of
+   untimed), whose cost is reported apart: lackpy starts its sandbox worker as
+   the kernel starts, and a first cell that comes before it is ready waits for it.
+   Each kernel is then shut down (``shutdown_kernel(now=False)``, the polite
+   request: interrupt, shutdown_request, then SIGTERM after half of
    ``shutdown_wait_time`` if the process is still there), and that is timed too;
    any shutdown that needed SIGTERM or SIGKILL is reported.
 2. Execute round trip of ``1 + 1`` in a warm kernel (one warm-up cell first):
@@ -26,6 +27,12 @@ both alike.
 3. The same for a cell that reads a 340-byte file of the workspace:
    ``len(read_file('a.txt'))`` in lackpy (a traced tool call in the sandbox
    worker) against ``len(open('a.txt').read())`` in the Python kernel.
+
+4. Memory: the proportional set size (PSS, from ``/proc/PID/smaps_rollup``; shared
+   pages split between the processes that share them) of each kernel's whole process
+   tree: for lackpy the kernel, its sandbox worker and the worker's idle child. Taken
+   once the cells' kernels are ready and idle, and again after their 100 cells; USS
+   (the pages no other process shares) is printed beside it.
 
 Times are medians (and p90 where there are enough samples); the ratio is
 lackpy / python3. The kernels' stderr is captured, and any lines found there,
@@ -52,6 +59,7 @@ KERNELS = ("lackpy", "python3")
 TRIVIAL = "1 + 1"
 TOOL_CELL = {"lackpy": "len(read_file('a.txt'))", "python3": "len(open('a.txt').read())"}
 TIMEOUT = 60.0
+SETTLE = 1.0  # seconds of quiet before memory is read: lackpy forks its next child after a cell
 
 
 class Kernel:
@@ -69,6 +77,10 @@ class Kernel:
         self.kc = self.km.client(context=context)
         self.kc.start_channels()
         return started_to_reply(self.kc, started)
+
+    @property
+    def pid(self) -> int:
+        return self.km.provisioner.process.pid
 
     def ready(self) -> None:
         """Wait until IOPub is connected too (untimed), so that no status message is lost."""
@@ -162,14 +174,17 @@ def bench_startup(workspace: Path, context: zmq.Context, stderr: dict[str, IO[st
 
 
 def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
-                cells: int, samples: dict, anomalies: list[str]) -> None:
+                cells: int, samples: dict, memory: dict, anomalies: list[str]) -> None:
     kernels: dict[str, Kernel] = {}
     try:
         for name in KERNELS:
             kernels[name] = Kernel(name)
             kernels[name].start(workspace, context, stderr[name])
             kernels[name].ready()
-        for name, kernel in kernels.items():  # warm up: lackpy's sandbox worker starts here
+        time.sleep(SETTLE)
+        for name, kernel in kernels.items():
+            memory["after start"][name] = tree_memory(kernel.pid)
+        for name, kernel in kernels.items():  # warm up
             round_trip(kernel.kc, TRIVIAL)
             round_trip(kernel.kc, TOOL_CELL[name])
         for index in range(cells):
@@ -181,6 +196,9 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
                 reply, idle = round_trip(kc, TOOL_CELL[name])
                 samples["read a.txt cell -> execute_reply"][name].append(reply)
                 samples["read a.txt cell -> idle"][name].append(idle)
+        time.sleep(SETTLE)
+        for name, kernel in kernels.items():
+            memory[f"after {2 * cells + 2} cells"][name] = tree_memory(kernel.pid)
     finally:
         for name, kernel in kernels.items():
             took, how = kernel.shutdown()
@@ -202,6 +220,41 @@ def report(samples: dict, with_p90: set[str]) -> None:
         for label, stat in rows:
             a, b = stat(ours), stat(peer)
             print(f"{metric + ' ' + label:{width}}  {a * 1e3:9.2f}  {b * 1e3:9.2f}  {a / b:13.2f}x")
+
+
+def tree_memory(pid: int) -> tuple[float, float, int]:
+    """PSS and USS in MB of ``pid`` and all its descendants, and how many processes."""
+    pss = uss = 0
+    pids = descendants(pid)
+    for each in pids:
+        fields = {}
+        for line in Path(f"/proc/{each}/smaps_rollup").read_text().splitlines()[1:]:
+            key, value = line.split(":", 1)
+            fields[key] = int(value.split()[0])
+        pss += fields["Pss"]
+        uss += fields["Private_Clean"] + fields["Private_Dirty"]
+    return pss / 1024, uss / 1024, len(pids)
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    found, queue = [], [pid]
+    while queue:
+        each = queue.pop()
+        found.append(each)
+        for task in Path(f"/proc/{each}/task").iterdir():
+            queue += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def report_memory(memory: dict) -> None:
+    print(f"{'memory, whole process tree (MB)':32}  {'lackpy':>15}  {'python3':>15}  "
+          f"{'PSS ratio':>9}")
+    for when, by_kernel in memory.items():
+        ours, peer = by_kernel["lackpy"], by_kernel["python3"]
+        print(f"{'PSS / USS ' + when:32}  {ours[0]:6.1f} / {ours[1]:6.1f}  "
+              f"{peer[0]:6.1f} / {peer[1]:6.1f}  {ours[0] / peer[0]:8.2f}x"
+              f"   ({ours[2]} and {peer[2]} processes)")
 
 
 def stderr_notes(files: dict[str, Path]) -> list[str]:
@@ -228,6 +281,7 @@ def main() -> None:
               "(python -m lackpy_kernel install; python -m ipykernel install)")
         return
     samples: dict[str, dict[str, list[float]]] = defaultdict(lambda: {k: [] for k in KERNELS})
+    memory: dict[str, dict[str, tuple[float, float, int]]] = defaultdict(dict)
     anomalies: list[str] = []
     context = zmq.Context()
     context.setsockopt(zmq.RECONNECT_IVL, 10)
@@ -240,7 +294,7 @@ def main() -> None:
         stderr = {name: stack.enter_context(path.open("w")) for name, path in logs.items()}
         try:
             bench_startup(workspace, context, stderr, starts, samples, anomalies)
-            bench_cells(workspace, context, stderr, cells, samples, anomalies)
+            bench_cells(workspace, context, stderr, cells, samples, memory, anomalies)
         finally:
             for handle in stderr.values():
                 handle.flush()
@@ -248,6 +302,7 @@ def main() -> None:
             context.term()
         report(samples, with_p90={metric for metric in samples
                                   if metric.startswith(("cell", "read", "shutdown"))})
+        report_memory(memory)
     for note in anomalies:
         print(f"note: {note}")
 
