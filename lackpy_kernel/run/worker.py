@@ -37,6 +37,7 @@ from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, name
 from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
+from .walls import build_walls
 
 STDIN, STDOUT = 0, 1
 READ_CHUNK = 1 << 16
@@ -112,6 +113,11 @@ class Worker:
 
     def handle(self, request: dict) -> None:
         op = request.get("op")
+        if op == "run":  # for a child walled for its workspace: the next one reads it again
+            self.like = {key: value for key, value in request.items()
+                         if key not in ("program", "params")}
+            self.requests.buffer[0:0] = wire.dumps(request)
+            return
         if op == "reset":
             self.replace_session({}, [])
         elif op == "restore":
@@ -381,8 +387,10 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
         _die_with_parent(worker_pid)
         gc.freeze()  # the session's objects stay shared: collections here never touch them
         _warm_up(snapshot)
-        request = _take_request(snapshot.pending, up)
-        _detach_standard_streams()
+        null = os.open(os.devnull, os.O_RDWR)
+        put_up_walls(snapshot.like)
+        request = _take_request(snapshot, up)
+        _detach_standard_streams(null)
         _confine(request)
         frame = _run_request(request, snapshot.session, snapshot.log, lambda path: wire.write_frame(
             up, {"kind": "modified", "path": path}))
@@ -399,11 +407,12 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     os._exit(0)
 
 
-def _take_request(pending: bytes, up: int) -> dict:
-    """Read stdin up to the next program and tell the worker it started; any other request
-    (or stdin closing) is handed back to the worker, and this child exits."""
+def _take_request(snapshot: _Snapshot, up: int) -> dict:
+    """Read stdin up to the next program and tell the worker it started. Any other request,
+    a program for another workspace or kits folder than this child's walls were built for,
+    or stdin closing, is handed back to the worker, and this child exits."""
     reader = wire.FrameReader()
-    reader.feed(pending)
+    reader.feed(snapshot.pending)
     while True:
         frame = reader.next_frame()
         if frame is None:
@@ -415,7 +424,7 @@ def _take_request(pending: bytes, up: int) -> dict:
         op = frame.get("op") if type(frame) is dict else None
         if op == "cancel":
             continue  # late, for a program that already finished
-        if op != "run":
+        if op != "run" or _walled_for(frame) != _walled_for(snapshot.like):
             _hand_back(up, {"kind": "handoff", "request": frame}, reader)
         told = {key: value for key, value in frame.items() if key not in ("program", "params")}
         wire.write_frame(up, {"kind": "started", "request": told, "leftover": bytes(reader.buffer)})
@@ -446,10 +455,25 @@ def _warm_up(snapshot: _Snapshot) -> None:
         _encode(frame, request)
 
 
-def _detach_standard_streams() -> None:
-    """Point stdin and stdout at /dev/null: the program's process talks to the worker only,
-    on its own pipe."""
-    null = os.open(os.devnull, os.O_RDWR)
+def put_up_walls(like: dict) -> list[str]:
+    """The OS walls (``walls``) for a program's process, built for a request ``like`` the
+    next: its workspace read-write, its kits folder readable. Returns those put up."""
+    return build_walls(like["workspace"], _readable(like))
+
+
+def _walled_for(request: dict) -> tuple[str, str | None]:
+    """What a child's walls are built for: the workspace, and the kits folder it reads."""
+    return os.path.realpath(request["workspace"]), request.get("kits_dir")
+
+
+def _readable(request: dict) -> list[str]:
+    """What a program's process reads besides the workspace and Python: the kits folder."""
+    return [request["kits_dir"]] if request.get("kits_dir") else []
+
+
+def _detach_standard_streams(null: int) -> None:
+    """Point stdin and stdout at ``null`` (/dev/null, opened before the walls went up): the
+    program's process talks to the worker only, on its own pipe."""
     os.dup2(null, STDIN)
     os.dup2(null, STDOUT)
     os.close(null)

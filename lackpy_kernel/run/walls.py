@@ -1,0 +1,291 @@
+"""The second wall: the Linux kernel confines a program's process, where it can.
+
+The forked child that runs a program puts these up before it takes its program,
+and can never take them down:
+
+- ``no_new_privs``: nothing it runs can gain privileges (needed for the others);
+- Landlock, filesystem: the workspace read-write, the Python installation and this
+  package read-only, nothing else at all; TCP bind and connect refused (ABI 4); no
+  signal to a process outside the sandbox and no abstract Unix socket (ABI 6).
+  Landlock grants rights to whole trees, so ``.lackpy/`` inside the workspace is
+  kept read-only by the file tools alone;
+- seccomp: ``execve``, ``ptrace``, new sockets, new processes and the other system
+  calls a lackpy program never needs fail with ``EPERM``.
+
+Where the kernel lacks a feature the child runs without that wall; ``os_walls()``
+says which walls are up on this machine. A small ctypes layer: the PyPI packages
+(``landlock``, a development release; ``pyseccomp``, last released in 2021 and
+needing libseccomp) are less kept than the three system calls they wrap.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import struct
+import sys
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# prctl, seccomp
+PR_SET_SECCOMP = 22
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_NO_NEW_PRIVS = 39
+SECCOMP_MODE_FILTER = 2
+SECCOMP_GET_ACTION_AVAIL = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+
+# Landlock (include/uapi/linux/landlock.h)
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+FS_REMOVE_DIR, FS_REMOVE_FILE, FS_MAKE_CHAR, FS_MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+FS_MAKE_REG, FS_MAKE_SOCK, FS_MAKE_FIFO, FS_MAKE_BLOCK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+FS_MAKE_SYM, FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 12, 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
+_FS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+READ_ONLY = FS_READ_FILE | FS_READ_DIR
+READ_WRITE = (READ_ONLY | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE_DIR
+              | FS_MAKE_REG | FS_REFER | FS_TRUNCATE)
+
+# seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6]
+_NR, _ARCH, _ARG1 = 0, 4, 24
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+_TIOCSTI, _TIOCLINUX = 0x5412, 0x541C  # ioctls that type into, or control, a terminal
+
+
+@dataclass(frozen=True)
+class _Arch:
+    audit: int
+    ioctl: int
+    refused: dict[str, int]
+    x32_bit: int = 0  # syscall numbers at or above this (x86_64's x32 ABI) are refused
+
+
+_COMMON_NAMES = (
+    "execve execveat ptrace process_vm_readv process_vm_writev kcmp "
+    "socket socketpair bind listen accept accept4 connect "
+    "clone clone3 unshare setns mount umount2 pivot_root chroot "
+    "kexec_load kexec_file_load init_module finit_module delete_module "
+    "bpf perf_event_open userfaultfd io_uring_setup io_uring_enter io_uring_register "
+    "keyctl add_key request_key acct swapon swapoff reboot settimeofday clock_settime adjtimex "
+    "personality open_by_handle_at name_to_handle_at mknodat "
+    "pidfd_open pidfd_getfd pidfd_send_signal kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo"
+).split()
+_ARCHES = {
+    "x86_64": _Arch(0xC000003E, 16, {
+        "execve": 59, "execveat": 322, "ptrace": 101, "process_vm_readv": 310,
+        "process_vm_writev": 311, "kcmp": 312, "socket": 41, "socketpair": 53, "bind": 49,
+        "listen": 50, "accept": 43, "accept4": 288, "connect": 42, "clone": 56, "clone3": 435,
+        "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
+        "chroot": 161, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175,
+        "finit_module": 313, "delete_module": 176, "bpf": 321, "perf_event_open": 298,
+        "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
+        "io_uring_register": 427, "keyctl": 250, "add_key": 248, "request_key": 249,
+        "acct": 163, "swapon": 167, "swapoff": 168, "reboot": 169, "settimeofday": 164,
+        "clock_settime": 227, "adjtimex": 159, "personality": 135, "open_by_handle_at": 304,
+        "name_to_handle_at": 303, "mknodat": 259, "pidfd_open": 434, "pidfd_getfd": 438,
+        "pidfd_send_signal": 424, "kill": 62, "tkill": 200, "tgkill": 234,
+        "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+        "fork": 57, "vfork": 58, "mknod": 133,
+    }, x32_bit=0x40000000),
+    "aarch64": _Arch(0xC00000B7, 29, {
+        "execve": 221, "execveat": 281, "ptrace": 117, "process_vm_readv": 270,
+        "process_vm_writev": 271, "kcmp": 272, "socket": 198, "socketpair": 199, "bind": 200,
+        "listen": 201, "accept": 202, "accept4": 242, "connect": 203, "clone": 220,
+        "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "chroot": 51, "kexec_load": 104, "kexec_file_load": 294,
+        "init_module": 105, "finit_module": 273, "delete_module": 106, "bpf": 280,
+        "perf_event_open": 241, "userfaultfd": 282, "io_uring_setup": 425,
+        "io_uring_enter": 426, "io_uring_register": 427, "keyctl": 219, "add_key": 217,
+        "request_key": 218, "acct": 89, "swapon": 224, "swapoff": 225, "reboot": 142,
+        "settimeofday": 170, "clock_settime": 112, "adjtimex": 171, "personality": 92,
+        "open_by_handle_at": 265, "name_to_handle_at": 264, "mknodat": 33,
+        "pidfd_open": 434, "pidfd_getfd": 438, "pidfd_send_signal": 424, "kill": 129,
+        "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+    }),
+}
+assert all(set(_COMMON_NAMES) <= arch.refused.keys() for arch in _ARCHES.values())
+
+
+@dataclass(frozen=True)
+class Wall:
+    """One OS-level wall around a program's process: whether it is up here, and what it does
+    (or why it is not up)."""
+
+    name: str
+    up: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data, for JSON."""
+        return asdict(self)
+
+
+def os_walls() -> list[Wall]:
+    """The OS walls the sandbox puts around each program on this machine (probed: nothing
+    is applied to this process)."""
+    if not sys.platform.startswith("linux"):
+        return [Wall("os walls", False, f"only on Linux, not {sys.platform}")]
+    abi = landlock_abi()
+    lacking = "this kernel has no Landlock (Linux 5.13+, with landlock in the boot's lsm= list)"
+    return [
+        Wall("no_new_privs", _prctl(PR_GET_NO_NEW_PRIVS) >= 0,
+             "the program cannot gain privileges (setuid files, capabilities)"),
+        Wall("landlock filesystem", abi >= 1,
+             f"Landlock ABI {abi}: the workspace read-write, Python and lackpy read-only, "
+             "nothing else (.lackpy/ is read-only through the file tools only)"
+             if abi >= 1 else lacking),
+        Wall("landlock network", abi >= 4, "no TCP bind or connect" if abi >= 4 else
+             f"needs Landlock ABI 4 (Linux 6.7); this kernel has {abi or 'none'}"),
+        Wall("landlock scope", abi >= 6,
+             "no signal to a process outside the sandbox, no abstract Unix socket"
+             if abi >= 6 else f"needs Landlock ABI 6 (Linux 6.12); this kernel has {abi or 'none'}"),
+        _seccomp_wall(),
+    ]
+
+
+def build_walls(workspace: str | os.PathLike[str], read_only: Iterable[str | os.PathLike[str]]
+                ) -> list[str]:
+    """Confine this process for good (call it in the program's child only): ``workspace``
+    read-write, ``read_only`` and Python's own files readable, the rest as the module says.
+    Returns the names of the walls put up; a wall the kernel lacks is skipped."""
+    if not sys.platform.startswith("linux") or _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
+        return []
+    up = ["no_new_privs"]
+    abi = landlock_abi()
+    if abi >= 1 and _landlock(abi, os.fspath(workspace), [*read_only, *python_paths()]):
+        up.append("landlock filesystem")
+        up += ["landlock network"] if abi >= 4 else []
+        up += ["landlock scope"] if abi >= 6 else []
+    arch = _ARCHES.get(platform.machine())
+    if arch is not None and _seccomp(arch):
+        up.append("seccomp")
+    return up
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI version this kernel offers (0: none)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    version = _syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(version, 0)
+
+
+def python_paths() -> list[str]:
+    """What Python needs to read to go on running: its installation and its import path."""
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path,
+             str(Path(__file__).resolve().parents[2])}
+    return sorted(path for path in roots if path and os.path.exists(path))
+
+
+# -- internals -----------------------------------------------------------------------
+
+
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _syscall(number: int, *args: Any) -> int:
+    assert _libc is not None
+    _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall(ctypes.c_long(number), *args)
+
+
+def _prctl(option: int, *args: Any) -> int:
+    if _libc is None:
+        return -1
+    values = [ctypes.c_ulong(arg) if isinstance(arg, int) else arg for arg in args]
+    values += [ctypes.c_ulong(0)] * (4 - len(values))
+    return _libc.prctl(ctypes.c_int(option), *values)
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _landlock(abi: int, workspace: str, read_only: Iterable[str | os.PathLike[str]]) -> bool:
+    handled = _FS_BY_ABI[max(version for version in _FS_BY_ABI if version <= abi)]
+    attr = _RulesetAttr(handled, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
+                        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
+    if ruleset < 0:
+        return False
+    try:
+        rules = [(path, READ_ONLY) for path in read_only] + [(workspace, READ_WRITE)]
+        for path, rights in rules:
+            _allow(ruleset, os.fspath(path), rights & handled)
+        return _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
+    finally:
+        os.close(ruleset)
+
+
+def _allow(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # gone, or unreadable: nothing to allow
+    try:
+        if not os.path.isdir(path):
+            rights &= _FILE_RIGHTS
+        rule = _PathBeneathAttr(rights, fd)
+        if _syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                    ctypes.byref(rule), 0) != 0:
+            raise OSError(ctypes.get_errno(), f"landlock_add_rule({path!r})")
+    finally:
+        os.close(fd)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+
+def _seccomp_program(arch: _Arch) -> list[tuple[int, int, int, int]]:
+    """A BPF program: refuse (EPERM) the listed calls, the terminal ioctls, other ABIs."""
+    deny = SECCOMP_RET_ERRNO | errno.EPERM
+    numbers = sorted(set(arch.refused.values()))
+    program = [(_BPF_LD_W_ABS, 0, 0, _ARCH), (_BPF_JEQ_K, 1, 0, arch.audit), (_BPF_RET_K, 0, 0, deny),
+               (_BPF_LD_W_ABS, 0, 0, _NR)]
+    if arch.x32_bit:
+        program += [(_BPF_JGE_K, 0, 1, arch.x32_bit), (_BPF_RET_K, 0, 0, deny)]
+    for number in numbers:
+        program += [(_BPF_JEQ_K, 0, 1, number), (_BPF_RET_K, 0, 0, deny)]
+    program += [(_BPF_JEQ_K, 0, 4, arch.ioctl), (_BPF_LD_W_ABS, 0, 0, _ARG1),
+                (_BPF_JEQ_K, 1, 0, _TIOCSTI), (_BPF_JEQ_K, 0, 1, _TIOCLINUX),
+                (_BPF_RET_K, 0, 0, deny), (_BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    return program
+
+
+def _seccomp(arch: _Arch) -> bool:
+    program = _seccomp_program(arch)
+    code = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+    fprog = _SockFprog(len(program), code)
+    return _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog)) == 0
+
+
+def _seccomp_wall() -> Wall:
+    arch = _ARCHES.get(platform.machine())
+    if arch is None:
+        return Wall("seccomp", False, f"no filter written for {platform.machine()}")
+    action = ctypes.c_uint32(SECCOMP_RET_ERRNO)
+    available = _syscall(317 if platform.machine() == "x86_64" else 277,
+                         SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(action)) == 0
+    if not available:
+        return Wall("seccomp", False, "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)")
+    return Wall("seccomp", True, f"{len(set(arch.refused.values()))} system calls refused: "
+                "exec, ptrace, sockets, new processes, mounts, kernel modules, signals, "
+                "and terminal input")
