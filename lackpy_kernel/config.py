@@ -22,10 +22,11 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "inference": {"order": (list,), "record": (bool,), "providers": (dict,)},
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
-                "max_result_mb": (int,)},
+                "max_result_mb": (int,), "max_tool_calls": (int,)},
     "tools": {"providers": (dict,)},
 }
-POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb")}
+POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
+            ("sandbox", "max_tool_calls")}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -68,6 +69,7 @@ class LackpyConfig:
     sandbox_timeout: float = 120.0
     sandbox_memory_mb: int = 512
     sandbox_max_result_mb: int = 64
+    sandbox_max_tool_calls: int = 10_000
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
 
@@ -228,6 +230,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_timeout = float(sandbox.get("timeout", config.sandbox_timeout))
     config.sandbox_memory_mb = sandbox.get("memory_mb", config.sandbox_memory_mb)
     config.sandbox_max_result_mb = sandbox.get("max_result_mb", config.sandbox_max_result_mb)
+    config.sandbox_max_tool_calls = sandbox.get("max_tool_calls", config.sandbox_max_tool_calls)
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
 

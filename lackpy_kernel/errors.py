@@ -11,6 +11,7 @@
         * WorkspaceError (PermissionError): a path outside the workspace, or not allowed there.
             * WorkspacePathTypeError (TypeError): a path that is not a ``str``.
         * WriteBudgetError (OSError): a program wrote more than its budget.
+        * ToolCallBudgetError: a program called its tools more often than its budget.
         * TooManyMatchesError (ValueError): a pattern matched more files than allowed.
         * ToolCallError: a tool from a tool source failed to answer (its server died, it answered
           what is not plain data).
@@ -81,6 +82,7 @@ __all__ = [
     "TemplateError",
     "TemporalError",
     "TemporalUnreachableError",
+    "ToolCallBudgetError",
     "ToolCallError",
     "ToolCallTimeoutError",
     "ToolError",
@@ -148,6 +150,10 @@ class WorkspacePathTypeError(WorkspaceError, TypeError):
 
 class WriteBudgetError(ToolError, OSError):
     """A program tried to write more than its budget (bytes in all, or files)."""
+
+
+class ToolCallBudgetError(ToolError):
+    """A program called its tools more often than its budget (``[sandbox] max_tool_calls``)."""
 
 
 class TooManyMatchesError(ToolError, ValueError):

@@ -413,7 +413,7 @@ class LackpyService:
     def sandbox_limits(self) -> SandboxLimits:
         """The configured per-program limits."""
         return SandboxLimits(self.config.sandbox_timeout, self.config.sandbox_memory_mb,
-                             self.config.sandbox_max_result_mb)
+                             self.config.sandbox_max_result_mb, self.config.sandbox_max_tool_calls)
 
     @property
     def sandbox_worker_pid(self) -> int | None:
@@ -450,7 +450,8 @@ class LackpyService:
                 box.run, box.interrupt, program, alias_map(resolved), params, keep=False,
                 return_variables=True)
             return result
-        return RestrictedRunner().run_validated(program, check, resolved.callables, params)
+        runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
+        return runner.run_validated(program, check, resolved.callables, params)
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:

@@ -188,8 +188,8 @@ class LackpySession:
         scratch = copy.deepcopy(self._variables)  # a failed program must not change them
         self.running_here = True
         try:
-            result = RestrictedRunner().run_validated(program, check, resolved.callables,
-                                                      params, scratch)
+            runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
+            result = runner.run_validated(program, check, resolved.callables, params, scratch)
         except KeyboardInterrupt:
             return _interrupted()
         finally:

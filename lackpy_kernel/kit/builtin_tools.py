@@ -5,13 +5,21 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from . import code_search
 from .atomic import SUPPORTS_DIR_FD, atomic_write_bytes_at, atomic_write_text
 from .builtin_specs import PROVIDER_NAME, tool_specs
-from .effects import check_write_budget, record_read, record_write
+from .effects import (
+    check_folder_budget,
+    check_write_budget,
+    record_folder,
+    record_read,
+    record_write,
+)
+from .errors import WorkspaceError
 from .pathmatch import TooManyMatchesError, compile_pattern, match_files
 from .spec import ToolSpec
 from .toolbox import Toolbox
@@ -135,7 +143,9 @@ def _read_text(workspace: Workspace, real: Path, shown: str) -> str:
         raise _no_such_file(shown) from None
     with open(fd, "rb") as stream:
         workspace.check_opened(fd, shown)
-        _check_is_file(os.fstat(fd), shown)
+        info = os.fstat(fd)
+        _check_is_file(info, shown)
+        _check_one_name(info, shown)
         data = stream.read(MAX_READ_BYTES + 1)
     if len(data) > MAX_READ_BYTES:
         raise ValueError(
@@ -163,8 +173,22 @@ def _check_is_file(info: os.stat_result, shown: str) -> None:
         raise ValueError(f"{shown!r} is not a regular file; read_file reads regular files only")
 
 
+def _check_one_name(info: os.stat_result, shown: str) -> None:
+    """Refuse a file with more than one hard link: its other names cannot be seen from here,
+    and one may lie outside the workspace (reading it would read that file; writing, in
+    place, would change it)."""
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise WorkspaceError(
+            f"{shown!r} has {info.st_nlink} hard links: the same file has another name, which "
+            f"may lie outside the workspace, so the file tools neither read nor write it; "
+            f"copy it to a file of its own and use the copy"
+        )
+
+
 def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None:
     """Write ``text`` to the resolved path ``real``, within the write budget, and record it."""
+    with suppress(FileNotFoundError, NotADirectoryError):
+        _check_one_name(os.stat(real, follow_symlinks=False), shown)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as error:
@@ -183,20 +207,22 @@ def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None
         finally:
             os.close(dir_fd)
     else:  # no *at() calls (Windows): the path checks of resolve() are all there is
-        _make_folders(real.parent, shown)
+        _make_folders(workspace, real.parent, shown)
         atomic_write_text(real, text)
     record_write(relative, len(data))
 
 
-def _make_folders(folder: Path, shown: str) -> None:
+def _make_folders(workspace: Workspace, folder: Path, shown: str) -> None:
     # One level at a time: pathlib's mkdir(parents=True) recurses once per missing folder.
     missing = []
     while not folder.is_dir():
         missing.append(folder)
         folder = folder.parent
     for path in reversed(missing):
+        check_folder_budget(shown, len(Path(workspace.relative(path)).parts))
         try:
             path.mkdir(exist_ok=True)
+            record_folder()
         except (FileExistsError, NotADirectoryError):
             raise NotADirectoryError(
                 f"cannot create the folders for {shown!r}: a file is in the way"

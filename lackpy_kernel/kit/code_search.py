@@ -103,7 +103,9 @@ def _parse(workspace: Workspace, path: str) -> tuple[ast.Module, list[str]] | No
             # Check what was opened: a folder on the way may have become a link meanwhile.
             workspace.check_opened(stream.fileno(), path)
             info = os.fstat(stream.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES:
+            # a file with another name (a hard link) may be one outside: not searched
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_SOURCE_BYTES \
+                    or info.st_nlink > 1:
                 return None
             source = decode_source(stream.read(MAX_SOURCE_BYTES + 1))
         with warnings.catch_warnings():

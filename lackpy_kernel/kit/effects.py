@@ -17,9 +17,12 @@ from dataclasses import dataclass, field
 
 from .errors import WriteBudgetError
 
-# The most one program (one recording) may write: bytes in all, and distinct files.
+# The most one program (one recording) may write: bytes in all, distinct files, folders it
+# makes, and how deep below the workspace it may make one.
 WRITE_BUDGET_BYTES = 256 * 1024 * 1024
 WRITE_BUDGET_FILES = 10_000
+WRITE_BUDGET_FOLDERS = 1_000
+MAX_FOLDER_DEPTH = 32
 
 
 @dataclass
@@ -29,6 +32,7 @@ class FileEffects:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     bytes_written: int = 0
+    folders_made: int = 0
     on_modified: Callable[[str], None] | None = None
 
 
@@ -88,6 +92,31 @@ def check_write_budget(path: str, size: int) -> None:
             f"{len(effects.files_modified)} files, the most it may; {path!r} would be one more "
             f"(limits are per program)"
         )
+
+
+def check_folder_budget(path: str, depth: int) -> None:
+    """Raise ``WriteBudgetError`` if making a folder ``depth`` levels below the workspace,
+    on the way to ``path``, would overrun the budget of the program being recorded."""
+    effects = _current.get()
+    if effects is None:
+        return
+    if depth > MAX_FOLDER_DEPTH:
+        raise WriteBudgetError(
+            f"write budget exceeded: {path!r} would need a folder {depth} levels below the "
+            f"workspace; a program may make folders at most {MAX_FOLDER_DEPTH} levels deep"
+        )
+    if effects.folders_made >= WRITE_BUDGET_FOLDERS:
+        raise WriteBudgetError(
+            f"write budget exceeded: this program already made {effects.folders_made} folders, "
+            f"the most it may; {path!r} would need another (limits are per program)"
+        )
+
+
+def record_folder() -> None:
+    """Note that a tool made a folder (it counts against the write budget)."""
+    effects = _current.get()
+    if effects is not None:
+        effects.folders_made += 1
 
 
 def _size_text(size: int) -> str:

@@ -8,6 +8,7 @@ import stat
 from contextlib import suppress
 from pathlib import Path
 
+from .effects import check_folder_budget, record_folder
 from .errors import WorkspaceError, WorkspacePathTypeError
 
 CONFIG_DIR = ".lackpy"
@@ -90,12 +91,14 @@ class Workspace:
         parts = [] if relative == "." else Path(relative).parts
         if ".." in parts:
             raise self._outside_error(text)
+        if not os.path.isdir(folder):  # refused before any folder is made, not half-way
+            check_folder_budget(text, len(parts))
         fd = os.open(self._root, _DIR_FLAGS)
         try:
-            for part in parts:
+            for depth, part in enumerate(parts, 1):
                 parent, fd = fd, -1
                 try:
-                    fd = _open_child_folder(parent, part, text)
+                    fd = _open_child_folder(parent, part, text, depth)
                 finally:
                     os.close(parent)
             self.check_opened(fd, text, write=True)
@@ -170,13 +173,15 @@ class Workspace:
             return False
 
 
-def _open_child_folder(parent: int, name: str, text: str) -> int:
+def _open_child_folder(parent: int, name: str, text: str, depth: int) -> int:
     try:
         return _open_folder_at(parent, name, text)
     except FileNotFoundError:
         pass
+    check_folder_budget(text, depth)
     with suppress(FileExistsError):  # made meanwhile by someone else: open what is there
         os.mkdir(name, dir_fd=parent)
+        record_folder()
     return _open_folder_at(parent, name, text)
 
 

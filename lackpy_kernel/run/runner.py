@@ -105,7 +105,15 @@ def validation_failure(issues: list[Issue]) -> ExecutionResult:
 
 
 class RestrictedRunner:
-    """Validate, compile and run lackpy programs with empty ``__builtins__``."""
+    """Validate, compile and run lackpy programs with empty ``__builtins__``.
+
+    ``max_tool_calls`` caps the tool calls of each program (None: no cap); a call past
+    it raises ToolCallBudgetError in the program, however the calls are made
+    (``sorted(paths, key=read_file)`` makes one per path).
+    """
+
+    def __init__(self, *, max_tool_calls: int | None = None) -> None:
+        self.max_tool_calls = max_tool_calls
 
     def run(
         self,
@@ -156,7 +164,9 @@ class RestrictedRunner:
         scope.update(safe_builtins(stdout))
         scope.update(variables)
         scope.update(params)
-        scope.update({name: plain_tool(name, fn, trace) for name, fn in namespace.items()})
+        budget = CallBudget(self.max_tool_calls)
+        scope.update({name: plain_tool(name, fn, trace, budget=budget)
+                      for name, fn in namespace.items()})
         with effects.recording(on_file_modified) as log:
             try:
                 exec(_compile(tree), scope)
@@ -191,10 +201,30 @@ def _compile(tree: ast.Module):
     return compile(ast.Module(body=body, type_ignores=[]), PROGRAM_FILENAME, "exec")
 
 
-def plain_tool(name: str, fn: Callable[..., Any], trace: Trace) -> Callable[..., Any]:
-    """``fn`` traced, taking and returning plain data only."""
+class CallBudget:
+    """The tool calls one program may still make (``limit`` None: no limit)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.made = limit, 0
+
+    def spend(self, tool: str) -> None:
+        """Count a call of ``tool``; raise ToolCallBudgetError past the limit."""
+        if self.limit is not None and self.made >= self.limit:
+            raise errors.ToolCallBudgetError(
+                f"tool call budget exceeded: this program already made {self.made} tool calls, "
+                f"the most it may, and {tool}() would be one more; call tools on fewer items "
+                "or raise [sandbox] max_tool_calls in .lackpy/config.toml (limits are per program)"
+            )
+        self.made += 1
+
+
+def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
+               budget: CallBudget | None = None) -> Callable[..., Any]:
+    """``fn`` traced, taking and returning plain data only, each call spent from ``budget``."""
 
     def checked(*args: Any, **kwargs: Any) -> Any:
+        if budget is not None:
+            budget.spend(name)
         bad = find_non_plain(args) or (find_non_plain(kwargs) if kwargs else None)
         if bad is not None:
             raise TypeError(f"{name}() takes plain data, not {bad.__name__}; pass strings, "

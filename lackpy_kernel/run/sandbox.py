@@ -25,11 +25,12 @@ READ_CHUNK = 1 << 16
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-program limits: wall-clock seconds, address-space MB, reply MB."""
+    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls."""
 
     timeout: float = 120.0
     memory_mb: int = 512
     max_result_mb: int = 64
+    max_tool_calls: int = 10_000
 
 
 def sandbox_supported() -> bool:
@@ -170,6 +171,7 @@ class Sandbox:
             "timeout": self.limits.timeout,
             "memory_mb": self.limits.memory_mb,
             "max_result_bytes": self.limits.max_result_mb * 1_000_000,
+            "max_tool_calls": self.limits.max_tool_calls,
         }
 
     def _remember(self, commit: Commit) -> None:

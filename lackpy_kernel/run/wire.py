@@ -38,8 +38,50 @@ def dumps(message: Any) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+# The opcodes a pickle of plain data uses (protocol 5, as ``dumps`` writes it), by their
+# argument: a fixed number of bytes, or a length of so many bytes followed by that much.
+# PUT, BINPUT and LONG_BINPUT are not among them: a huge memo index makes the unpickler
+# allocate a memo table that large (a 9-byte frame, gigabytes); our pickles use MEMOIZE.
+_FIXED_ARGUMENT = {
+    **dict.fromkeys(b"(.012N]ae)t}dsu\x85\x86\x87\x88\x89\x8f\x90\x91\x93\x94R", 0),
+    **{ord("K"): 1, ord("h"): 1, ord("M"): 2, ord("J"): 4, ord("j"): 4, ord("G"): 8,
+       0x80: 1, 0x95: 8},  # BININT1 BINGET BININT2 BININT LONG_BINGET BINFLOAT PROTO FRAME
+}
+_SIZED_ARGUMENT = {0x8C: 1, ord("X"): 4, 0x8D: 8, ord("C"): 1, ord("B"): 4, 0x8E: 8, 0x8A: 1,
+                   0x8B: 4}  # SHORT_BINUNICODE BINUNICODE BINUNICODE8, the same for bytes, LONG1/4
+_STOP = ord(".")
+
+
+def check_opcodes(body: bytes) -> None:
+    """Raise WireError unless ``body`` is a pickle made of the opcodes plain data needs.
+
+    One step per opcode, the data of strings and bytes skipped: linear in the pickle, and
+    what the unpickler then allocates is bounded by the pickle's size.
+    """
+    fixed, sized = _FIXED_ARGUMENT, _SIZED_ARGUMENT
+    position, end = 0, len(body)
+    while position < end:
+        opcode = body[position]
+        position += 1
+        width = fixed.get(opcode)
+        if width is not None:
+            if opcode == _STOP:
+                return
+            position += width
+            continue
+        width = sized.get(opcode)
+        if width is None:
+            raise WireError(f"refusing pickle opcode {bytes([opcode])!r} at byte {position - 1}: "
+                            "frames carry plain data only")
+        length = int.from_bytes(body[position:position + width], "little")
+        position += width + length
+    raise WireError("malformed frame: the pickle ends before its STOP")
+
+
 def loads_body(body: bytes) -> Any:
-    """Read back one frame's body (without its header)."""
+    """Read back one frame's body (without its header): plain data only, checked opcode by
+    opcode first (``check_opcodes``). Raises WireError."""
+    check_opcodes(body)
     try:
         return _PlainUnpickler(io.BytesIO(body)).load()
     except WireError:

@@ -528,7 +528,7 @@ def _run_request(request: dict, session: dict[str, Any], log: UnitLog,
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
         return {"kind": "done", "result": failure.to_dict(), "commit": None}
     keep = request.get("keep", True)
-    result = RestrictedRunner().run(
+    result = RestrictedRunner(max_tool_calls=request.get("max_tool_calls")).run(
         request["program"], kit.callables, request.get("params"),
         variables=session if keep else {}, on_file_modified=on_modified,
     )
