@@ -461,14 +461,19 @@ def put_up_walls(like: dict) -> list[str]:
     return build_walls(like["workspace"], _readable(like))
 
 
-def _walled_for(request: dict) -> tuple[str, str | None]:
-    """What a child's walls are built for: the workspace, and the kits folder it reads."""
-    return os.path.realpath(request["workspace"]), request.get("kits_dir")
+def _walled_for(request: dict) -> tuple[str, list[str]]:
+    """What a child's walls are built for: the workspace, and what it reads outside."""
+    return os.path.realpath(request["workspace"]), _readable(request)
 
 
 def _readable(request: dict) -> list[str]:
-    """What a program's process reads besides the workspace and Python: the kits folder."""
-    return [request["kits_dir"]] if request.get("kits_dir") else []
+    """What a program's process reads besides the workspace and Python: the kits folder,
+    unless it is in the workspace (``.lackpy/kits``, as a service's is)."""
+    kits = request.get("kits_dir")
+    if not kits:
+        return []
+    workspace, kits = os.path.realpath(request["workspace"]), os.path.realpath(kits)
+    return [] if os.path.commonpath([workspace, kits]) == workspace else [kits]
 
 
 def _detach_standard_streams(null: int) -> None:

@@ -385,3 +385,14 @@ def _bytes_written(pid):
         if line.startswith("wchar:"):
             return int(line.split()[1])
     raise AssertionError("no wchar in /proc/PID/io")
+
+
+def test_a_kits_folder_outside_the_workspace_is_readable_to_programs(tmp_path):
+    workspace, kits = tmp_path / "ws", tmp_path / "kits"
+    workspace.mkdir()
+    kits.mkdir()
+    (workspace / "a.txt").write_text("hello")
+    (kits / "mine.kit").write_text("read_file\n")
+    with Sandbox(workspace, LIMITS, kits_dir=kits) as box:
+        assert box.run("read_file('a.txt')", "mine").output == "hello"
+        assert box.run("read_file('a.txt')", "mine").output == "hello"
