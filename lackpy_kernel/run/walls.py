@@ -78,7 +78,8 @@ _COMMON_NAMES = (
     "bpf perf_event_open userfaultfd io_uring_setup io_uring_enter io_uring_register "
     "keyctl add_key request_key acct swapon swapoff reboot settimeofday clock_settime adjtimex "
     "personality open_by_handle_at name_to_handle_at mknodat "
-    "pidfd_open pidfd_getfd pidfd_send_signal kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo"
+    "pidfd_open pidfd_getfd pidfd_send_signal kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo "
+    "landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp prctl"
 ).split()
 _ARCHES = {
     "x86_64": _Arch(0xC000003E, 16, {
@@ -95,7 +96,8 @@ _ARCHES = {
         "name_to_handle_at": 303, "mknodat": 259, "pidfd_open": 434, "pidfd_getfd": 438,
         "pidfd_send_signal": 424, "kill": 62, "tkill": 200, "tgkill": 234,
         "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
-        "fork": 57, "vfork": 58, "mknod": 133,
+        "fork": 57, "vfork": 58, "mknod": 133, "landlock_create_ruleset": 444,
+        "landlock_add_rule": 445, "landlock_restrict_self": 446, "seccomp": 317, "prctl": 157,
     }, x32_bit=0x40000000),
     "aarch64": _Arch(0xC00000B7, 29, {
         "execve": 221, "execveat": 281, "ptrace": 117, "process_vm_readv": 270,
@@ -111,6 +113,8 @@ _ARCHES = {
         "open_by_handle_at": 265, "name_to_handle_at": 264, "mknodat": 33,
         "pidfd_open": 434, "pidfd_getfd": 438, "pidfd_send_signal": 424, "kill": 129,
         "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
+        "landlock_create_ruleset": 444, "landlock_add_rule": 445, "landlock_restrict_self": 446,
+        "seccomp": 277, "prctl": 167,
     }),
 }
 assert all(set(_COMMON_NAMES) <= arch.refused.keys() for arch in _ARCHES.values())
@@ -153,23 +157,57 @@ def os_walls() -> list[Wall]:
     ]
 
 
+@dataclass
+class WallPlan:
+    """The walls for one workspace, built ahead (the Landlock ruleset, the seccomp filter) so
+    that putting them up in a program's child is three system calls."""
+
+    ruleset: int  # a Landlock ruleset fd, -1 without Landlock
+    abi: int
+    seccomp_filter: bytes | None
+
+    @classmethod
+    def prepare(cls, workspace: str | os.PathLike[str],
+                read_only: Iterable[str | os.PathLike[str]]) -> WallPlan:
+        """Build the walls for ``workspace`` (read-write) and ``read_only`` (and Python's
+        own files, readable); nothing is applied to this process."""
+        if not sys.platform.startswith("linux"):
+            return cls(-1, 0, None)
+        abi = landlock_abi()
+        ruleset = _landlock_ruleset(abi, os.fspath(workspace), [*read_only, *python_paths()])
+        arch = _ARCHES.get(platform.machine())
+        return cls(ruleset, abi if ruleset >= 0 else 0,
+                   _seccomp_filter(arch) if arch is not None else None)
+
+    def put_up(self) -> list[str]:
+        """Confine this process for good (call it in a program's child only); the names of
+        the walls put up. The ruleset's fd is closed here: no program can widen it."""
+        if not sys.platform.startswith("linux") or _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
+            return []
+        up = ["no_new_privs"]
+        if self.ruleset >= 0:
+            restricted = _syscall(SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) == 0
+            os.close(self.ruleset)
+            if restricted:
+                up += ["landlock filesystem", *(["landlock network"] if self.abi >= 4 else []),
+                       *(["landlock scope"] if self.abi >= 6 else [])]
+        if self.seccomp_filter is not None and _seccomp(self.seccomp_filter):
+            up.append("seccomp")
+        return up
+
+    def close(self) -> None:
+        """Let go of the ruleset (in the process that prepared it)."""
+        if self.ruleset >= 0:
+            os.close(self.ruleset)
+            self.ruleset = -1
+
+
 def build_walls(workspace: str | os.PathLike[str], read_only: Iterable[str | os.PathLike[str]]
                 ) -> list[str]:
-    """Confine this process for good (call it in the program's child only): ``workspace``
+    """Confine this process for good (call it in a program's child only): ``workspace``
     read-write, ``read_only`` and Python's own files readable, the rest as the module says.
     Returns the names of the walls put up; a wall the kernel lacks is skipped."""
-    if not sys.platform.startswith("linux") or _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
-        return []
-    up = ["no_new_privs"]
-    abi = landlock_abi()
-    if abi >= 1 and _landlock(abi, os.fspath(workspace), [*read_only, *python_paths()]):
-        up.append("landlock filesystem")
-        up += ["landlock network"] if abi >= 4 else []
-        up += ["landlock scope"] if abi >= 6 else []
-    arch = _ARCHES.get(platform.machine())
-    if arch is not None and _seccomp(arch):
-        up.append("seccomp")
-    return up
+    return WallPlan.prepare(workspace, read_only).put_up()
 
 
 def landlock_abi() -> int:
@@ -217,21 +255,27 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def _landlock(abi: int, workspace: str, read_only: Iterable[str | os.PathLike[str]]) -> bool:
+def _landlock_ruleset(abi: int, workspace: str, read_only: Iterable[str | os.PathLike[str]]
+                      ) -> int:
+    """A Landlock ruleset fd allowing ``workspace`` and ``read_only``; -1 without Landlock."""
+    if abi < 1:
+        return -1
     handled = _FS_BY_ABI[max(version for version in _FS_BY_ABI if version <= abi)]
     attr = _RulesetAttr(handled, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), 0)
     if ruleset < 0:
-        return False
+        return -1
     try:
         rules = [(path, READ_ONLY) for path in read_only] + [(workspace, READ_WRITE)]
         for path, rights in rules:
             _allow(ruleset, os.fspath(path), rights & handled)
-        return _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
-    finally:
+    except BaseException:
         os.close(ruleset)
+        raise
+    os.set_inheritable(ruleset, False)  # forked children have it; programs it starts would not
+    return ruleset
 
 
 def _allow(ruleset: int, path: str, rights: int) -> None:
@@ -270,10 +314,12 @@ def _seccomp_program(arch: _Arch) -> list[tuple[int, int, int, int]]:
     return program
 
 
-def _seccomp(arch: _Arch) -> bool:
-    program = _seccomp_program(arch)
-    code = b"".join(struct.pack("HBBI", *instruction) for instruction in program)
-    fprog = _SockFprog(len(program), code)
+def _seccomp_filter(arch: _Arch) -> bytes:
+    return b"".join(struct.pack("HBBI", *instruction) for instruction in _seccomp_program(arch))
+
+
+def _seccomp(code: bytes) -> bool:
+    fprog = _SockFprog(len(code) // 8, code)
     return _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog)) == 0
 
 

@@ -37,7 +37,7 @@ from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, name
 from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
-from .walls import build_walls
+from .walls import WallPlan
 
 STDIN, STDOUT = 0, 1
 READ_CHUNK = 1 << 16
@@ -66,6 +66,8 @@ class Worker:
         self.log = UnitLog(keep_blobs=False)
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
+        self.walls: WallPlan | None = None
+        self.walls_key: tuple | None = None
         self.like: dict = {  # the last program's request, less its program: the next warm-up's
             "op": "run", "kit": [], "workspace": os.getcwd(), "kits_dir": None, "keep": True,
             "timeout": 120.0, "memory_mb": 512, "max_result_bytes": 64_000_000}
@@ -85,7 +87,18 @@ class Worker:
         """A child with the session as it is now; it reads stdin from where we stopped."""
         pending = bytes(self.requests.buffer)
         self.requests = wire.FrameReader()
-        return Child.fork(self.session, self.log, self.like, pending)
+        return Child.fork(_Snapshot(self.session, self.log, self.like, pending,
+                                    self.walls_for(self.like)))
+
+    def walls_for(self, like: dict) -> WallPlan:
+        """The walls for programs like ``like``, built once per workspace and kits folder."""
+        key = _walled_for(like)
+        if self.walls_key != key:
+            if self.walls is not None:
+                self.walls.close()
+            self.walls, self.walls_key = wall_plan(like), key
+        assert self.walls is not None
+        return self.walls
 
     def next_event(self) -> None:
         """Wait for the child to take a request from stdin, and act on it."""
@@ -195,9 +208,9 @@ class Child:
         self.reaped = False
 
     @classmethod
-    def fork(cls, session: dict[str, Any], log: UnitLog, like: dict, pending: bytes) -> Child:
-        """Fork a child with ``session`` as it is now, warmed up with a request ``like`` the
-        next one; it reads its request from stdin, after the bytes ``pending``."""
+    def fork(cls, snapshot: _Snapshot) -> Child:
+        """Fork a child with the session as it is now, warmed up with a request like the
+        next one; it reads its request from stdin, after the bytes the worker read."""
         down_read, down_write = os.pipe()
         up_read, up_write = os.pipe()
         worker_pid = os.getpid()
@@ -205,7 +218,7 @@ class Child:
         if pid == 0:
             os.close(down_write)
             os.close(up_read)
-            _child_main(up_write, down_read, worker_pid, _Snapshot(session, log, like, pending))
+            _child_main(up_write, down_read, worker_pid, snapshot)
         os.close(down_read)
         os.close(up_write)
         return cls(pid, down_write, up_read)
@@ -379,6 +392,7 @@ class _Snapshot:
     log: UnitLog
     like: dict  # the last program's request, for the warm-up
     pending: bytes  # stdin the worker read but did not use
+    walls: WallPlan  # built for like's workspace
 
 
 def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoReturn:
@@ -388,7 +402,7 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
         gc.freeze()  # the session's objects stay shared: collections here never touch them
         _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
-        put_up_walls(snapshot.like)
+        snapshot.walls.put_up()
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
@@ -455,10 +469,10 @@ def _warm_up(snapshot: _Snapshot) -> None:
         _encode(frame, request)
 
 
-def put_up_walls(like: dict) -> list[str]:
-    """The OS walls (``walls``) for a program's process, built for a request ``like`` the
-    next: its workspace read-write, its kits folder readable. Returns those put up."""
-    return build_walls(like["workspace"], _readable(like))
+def wall_plan(like: dict) -> WallPlan:
+    """The OS walls (``walls``) for programs ``like`` this request: its workspace read-write,
+    its kits folder readable."""
+    return WallPlan.prepare(like["workspace"], _readable(like))
 
 
 def _walled_for(request: dict) -> tuple[str, list[str]]:

@@ -2,13 +2,14 @@
 Linux kernel itself refuses what a program must not do.
 
 Each test forks a child, puts up the walls exactly as the sandbox worker does for a
-program (``worker.put_up_walls``), then calls the raw operation (``open``, the file
+program (``worker.wall_plan(...).put_up()``), then calls the raw operation (``open``, the file
 tool's body without its path check, ``socket``, ``execv``, ``kill``). A wall this
 machine's kernel lacks is skipped, and says so.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -24,8 +25,8 @@ from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import _read_text, _write_text
 from lackpy_kernel.run import Sandbox, SandboxLimits
-from lackpy_kernel.run.walls import os_walls
-from lackpy_kernel.run.worker import put_up_walls
+from lackpy_kernel.run.walls import WallPlan, os_walls
+from lackpy_kernel.run.worker import wall_plan
 from tests.support.processes import children_of
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux walls")
@@ -47,14 +48,17 @@ def arena(tmp_path):
     return workspace, outside
 
 
-def in_walled_child(workspace: Path, attempt: Callable[[], object]) -> dict:
-    """Run ``attempt`` in a forked child behind the walls; what it returned or raised."""
+def in_walled_child(workspace: Path, attempt: Callable[[], object],
+                    plan: WallPlan | None = None) -> dict:
+    """Run ``attempt`` in a forked child behind the walls (``plan``'s, by default a plan for
+    ``workspace`` made as the worker makes it); what it returned or raised."""
+    plan = plan or wall_plan({"workspace": str(workspace), "kits_dir": None})
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         os.close(read_end)
         try:
-            up = put_up_walls({"workspace": str(workspace), "kits_dir": None})
+            up = plan.put_up()
             try:
                 outcome = {"up": up, "value": repr(attempt())}
             except BaseException as exc:
@@ -63,6 +67,7 @@ def in_walled_child(workspace: Path, attempt: Callable[[], object]) -> dict:
         finally:
             os._exit(0)
     os.close(write_end)
+    plan.close()
     data = b""
     while chunk := os.read(read_end, 65536):
         data += chunk
@@ -192,3 +197,24 @@ def _one_child(worker: int) -> int:
                 return children[0]
         time.sleep(0.02)
     raise AssertionError("the worker holds no walled child")
+
+
+@needs("landlock filesystem")
+def test_a_walled_child_cannot_widen_the_ruleset_the_next_child_uses(arena):
+    workspace, _ = arena
+    plan = wall_plan({"workspace": str(workspace), "kits_dir": None})
+    shared = plan.ruleset  # the worker keeps it for the next child; this one must let go
+    outcome = in_walled_child(workspace, lambda: os.fstat(shared), plan)
+    assert outcome.get("error") == "OSError" and outcome.get("errno") == 9, outcome  # EBADF
+
+
+@needs("seccomp")
+def test_a_walled_child_cannot_outlive_the_worker_by_clearing_its_death_signal(arena):
+    workspace, _ = arena
+
+    def clear_death_signal():
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, 0, 0, 0, 0), ctypes.get_errno()  # PR_SET_PDEATHSIG, 0
+
+    outcome = in_walled_child(workspace, clear_death_signal)
+    assert outcome.get("value") == "(-1, 1)", outcome  # EPERM
