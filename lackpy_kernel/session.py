@@ -22,7 +22,6 @@ from lackpy_kernel.service import (
     KitOrResolved,
     LackpyService,
     alias_map,
-    in_thread,
     validate_for,
 )
 
@@ -161,9 +160,8 @@ class LackpySession:
         elif (mismatch := self._place_for(resolved)) is not None:
             result = ExecutionResult(False, error=mismatch, error_type="KitError")
         elif self._sandboxed:
-            box = self._session_sandbox()
-            result = await in_thread(box.run, box.interrupt, program, alias_map(resolved),
-                                     dict(params))
+            result = await self._session_sandbox().run_async(program, alias_map(resolved),
+                                                             dict(params))
         else:
             result = self._run_here(program, check, resolved, params)
         return self._finish(result)

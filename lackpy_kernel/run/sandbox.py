@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import selectors
 import subprocess
@@ -115,11 +116,30 @@ class Sandbox:
         request = self._request(program, kit, params, keep, return_variables)
         with self._run_lock:
             reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS)
-        if "error" in reply:
-            return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
-        if keep and reply.get("commit") is not None:
-            self._remember(Commit.from_dict(reply["commit"]))
-        return ExecutionResult.from_dict(reply["result"])
+        return self._result_of(reply, keep)
+
+    async def run_async(
+        self,
+        program: str,
+        kit: Any,
+        params: dict[str, Any] | None = None,
+        *,
+        keep: bool = True,
+        return_variables: bool = False,
+    ) -> ExecutionResult:
+        """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
+        wake) once the worker is ready. Cancelling the await stops the program (the session
+        stays as it was) and raises CancelledError, unless the result came first."""
+        bad = find_non_plain(params or {})
+        if bad is not None or not self.ready or not self._run_lock.acquire(blocking=False):
+            return await _in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
+                                    return_variables=return_variables)
+        try:
+            request = self._request(program, kit, params, keep, return_variables)
+            reply = await self._exchange_async(request, self.limits.timeout + GRACE_SECONDS)
+        finally:
+            self._run_lock.release()
+        return self._result_of(reply, keep)
 
     def interrupt(self) -> None:
         """Stop the program that is running, if any; the session stays as it was."""
@@ -174,6 +194,75 @@ class Sandbox:
             "max_tool_calls": self.limits.max_tool_calls,
         }
 
+    def _result_of(self, reply: dict[str, Any], keep: bool) -> ExecutionResult:
+        if "error" in reply:
+            return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
+        if keep and reply.get("commit") is not None:
+            self._remember(Commit.from_dict(reply["commit"]))
+        return ExecutionResult.from_dict(reply["result"])
+
+    async def _exchange_async(self, request: dict[str, Any], wait: float) -> dict[str, Any]:
+        """``_exchange`` on the running loop: send, then await the reply's bytes."""
+        loop = asyncio.get_running_loop()
+        process = self._process
+        assert process is not None and process.stdout is not None
+        fd = process.stdout.fileno()
+        reply: asyncio.Future = loop.create_future()
+
+        def readable() -> None:
+            try:
+                data = os.read(fd, max(READ_CHUNK, min(self._reader.missing(), 1 << 24)))
+                if not data:
+                    raise EOFError("the worker exited")
+                self._reader.feed(data)
+                frame = self._reader.next_frame()
+            except (OSError, EOFError, wire.WireError) as exc:
+                frame = exc
+            if frame is not None and not reply.done():
+                reply.set_result(frame)
+
+        loop.add_reader(fd, readable)
+        try:
+            self._send(request)
+            frame = await self._await_reply(reply, wait)
+        except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
+            failure: BaseException | None = exc
+        except asyncio.CancelledError:
+            loop.remove_reader(fd)
+            if not reply.done() or isinstance(reply.result(), BaseException):
+                self._kill_worker()  # it did not answer the cancel: the next run restarts it
+            raise
+        else:
+            failure = None
+        loop.remove_reader(fd)
+        if failure is not None:
+            self._kill_worker()
+            return self._failed_worker(failure)
+        return frame
+
+    async def _await_reply(self, reply: asyncio.Future, wait: float) -> dict[str, Any]:
+        """The reply frame within ``wait`` seconds. Cancelled, it stops the program and
+        re-raises; a result that came first stands."""
+        try:
+            frame = await asyncio.wait_for(asyncio.shield(reply), wait)
+        except asyncio.CancelledError:
+            if not reply.done():
+                self.interrupt()
+                await asyncio.wait([reply], timeout=GRACE_SECONDS)
+            if not reply.done() or isinstance(reply.result(), BaseException):
+                raise
+            frame = reply.result()
+            if frame.get("result", {}).get("error_type") == "KeyboardInterrupt":
+                raise
+        if isinstance(frame, BaseException):
+            raise frame
+        return frame
+
+    def _failed_worker(self, exc: BaseException) -> dict[str, Any]:
+        kept = "kept" if self._copy.units else "empty (nothing was kept yet)"
+        return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
+                          f"program and the session's variables are {kept}")}
+
     def _remember(self, commit: Commit) -> None:
         self._copy.apply(commit)
         for name in commit.deleted:
@@ -188,9 +277,7 @@ class Sandbox:
             return self._receive(wait)
         except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
             self._kill_worker()
-            kept = "kept" if self._copy.units else "empty (nothing was kept yet)"
-            return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
-                              f"program and the session's variables are {kept}")}
+            return self._failed_worker(exc)
 
     def _settle(self, wait: float) -> None:
         """Start the worker if needed, restore the session into a new one, and read what it
@@ -253,3 +340,16 @@ class Sandbox:
         for pipe in (process.stdin, process.stdout):
             if pipe:
                 pipe.close()
+
+
+async def _in_thread(call: Any, interrupt: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a blocking sandbox call in a thread; cancelling the await stops the program."""
+    task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.done() and not task.cancelled() and task.exception() is None:
+            return task.result()  # it finished as the interrupt came: its result stands
+        interrupt()
+        await asyncio.wait([task], timeout=GRACE_SECONDS)
+        raise

@@ -1,5 +1,6 @@
 """The sandbox worker: limits, atomic sessions, interrupts, and surviving its own death."""
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -396,3 +397,46 @@ def test_a_kits_folder_outside_the_workspace_is_readable_to_programs(tmp_path):
     with Sandbox(workspace, LIMITS, kits_dir=kits) as box:
         assert box.run("read_file('a.txt')", "mine").output == "hello"
         assert box.run("read_file('a.txt')", "mine").output == "hello"
+
+
+# -- run_async: the reply awaited on the event loop -------------------------------------
+
+
+async def test_run_async_runs_in_the_session(sandbox):
+    assert sandbox.wait_ready(timeout=60)
+    assert (await sandbox.run_async("n = 20", KIT)).success
+    assert (await sandbox.run_async("n + 1", KIT)).output == 21
+    assert sandbox.run("n", KIT).output == 20  # the same session as run()
+
+
+async def test_run_async_before_the_worker_is_ready_waits_for_it(workspace):
+    with Sandbox(workspace, LIMITS) as box:
+        box.start()
+        assert (await box.run_async("1 + 1", KIT)).output == 2
+        assert workers_of(os.getpid()) == [box.worker_pid]
+
+
+async def test_cancelling_run_async_stops_the_program_and_keeps_the_session(sandbox):
+    assert sandbox.wait_ready(timeout=60)
+    await sandbox.run_async("kept = 1", KIT)
+    task = asyncio.ensure_future(sandbox.run_async("sum(range(1000000000000))", KIT))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    started = time.monotonic()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < LIMITS.timeout
+    assert (await sandbox.run_async("kept + 1", KIT)).output == 2
+
+
+async def test_run_async_survives_a_killed_worker(sandbox):
+    assert sandbox.wait_ready(timeout=60)
+    await sandbox.run_async("x = [1]", KIT)
+    old_pid = sandbox.worker_pid
+    os.kill(old_pid, signal.SIGKILL)
+    first = await sandbox.run_async("x", KIT)  # either it finds the worker gone and restarts
+    if not first.success:  # it, or the worker dies under it and the next program restarts it
+        assert first.error_type == "SandboxError" and "restarted" in first.error
+        first = await sandbox.run_async("x", KIT)
+    assert first.output == [1]
+    assert sandbox.worker_pid != old_pid
