@@ -285,6 +285,7 @@ class LackpyService:
             extra_rules=[no_rebinding(resolved.callables), *(rules or [])],
             interpreter=interpreter,
             example_pool=[example for spec in resolved.tools.values() for example in spec.examples],
+            tool_names=sorted(resolved.callables),  # the names programs call: aliases included
         )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated

@@ -211,3 +211,12 @@ async def test_an_inference_mode_other_than_one_shot_is_refused(service):
         await service.delegate("read the file notes.txt", kit="read_file", mode="spm")
     written = await service.generate("read the file notes.txt", kit="read_file", mode="1-shot")
     assert written.provider_name == "rules"
+
+
+async def test_the_rules_tier_sees_the_kits_tools_not_the_parameters(service):
+    """A parameter named like a tool is no tool: the rules tier must not write a call to it."""
+    with pytest.raises(RuntimeError, match="rules: no program"):
+        await service.generate("read the file notes.txt", kit=["find_files"],
+                               params={"read_file": "x"})
+    written = await service.generate("read the file notes.txt", kit=["read_file"])
+    assert written.provider_name == "rules"
