@@ -42,6 +42,12 @@
     * TemporalError (RuntimeError): a plan on Temporal went wrong outside its steps (no worker
       answered, a run that is not there or not paused, a workflow that was terminated).
         * TemporalUnreachableError (ConnectionError): the Temporal server cannot be reached.
+    * ToolTimeoutError (TimeoutError): an agent's tool call ran past ``tool_timeout``; the
+      model gets it as an error result and the run goes on.
+    * MaxTurnsExceeded (RuntimeError): an agent used ``max_turns`` model turns without a
+      final answer.
+    * AgentOutputError (ValueError): an agent's final answer did not fit its ``output`` type,
+      after one retry.
 
 One exception stands outside the tree: ``PlanPaused`` derives from ``BaseException``
 (as ``KeyboardInterrupt`` does), so a step's ``except Exception`` cannot swallow a pause.
@@ -55,6 +61,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AgentOutputError",
     "ConcurrentPlanRunError",
     "ConfigError",
     "GenerationError",
@@ -63,6 +70,7 @@ __all__ = [
     "LackpyRuntimeError",
     "LackpyValidationError",
     "LimitError",
+    "MaxTurnsExceeded",
     "MissingExtraError",
     "PlanCompileError",
     "PlanPaused",
@@ -87,6 +95,7 @@ __all__ = [
     "ToolCallTimeoutError",
     "ToolError",
     "ToolSourceError",
+    "ToolTimeoutError",
     "TooManyMatchesError",
     "UnknownKitError",
     "UnknownToolError",
@@ -314,6 +323,20 @@ class TemporalError(LackpyError, RuntimeError):
 
 class TemporalUnreachableError(TemporalError, ConnectionError):
     """The Temporal server at the address cannot be reached; nothing was started or changed."""
+class ToolTimeoutError(LackpyError, TimeoutError):
+    """A tool call of an agent ran past ``LLMEngine(tool_timeout=...)`` and was stopped (a kit
+    tool's sandboxed program is killed; a Python callable's thread is abandoned). The engine
+    reports it to the model as an error result; the run goes on."""
+
+
+class MaxTurnsExceeded(LackpyError, RuntimeError):
+    """An agent used its ``max_turns`` model turns and still asked for tools; raise
+    ``max_turns``, or give the agent a narrower task."""
+
+
+class AgentOutputError(LackpyError, ValueError):
+    """An agent's final answer could not be read as its ``output`` type, even after the model
+    was told what was wrong and answered again."""
 
 
 class PlanPaused(BaseException):

@@ -442,3 +442,177 @@ def _pieces(text: str) -> list[str]:
     if current:
         pieces.append(current)
     return pieces or [""]
+
+
+# --- tool calling: one scripted model turn, in each protocol -----------------------------------------
+#
+# A turn is text and tool calls; ``calls`` are (name, arguments) pairs, where arguments are
+# a dict, or a str sent as it is (JSON that does not parse, for the malformed-arguments
+# tests; Ollama's client only reads objects). Usage is counted from the request and the
+# answer, a token per four bytes, so benchmarks compare like with like.
+
+TOOL_PROTOCOLS = ("anthropic", "ollama", "openai")
+Call = tuple[str, Any]
+
+
+def tool_turn(protocol: str, text: str = "", calls: Iterable[Call] = (), *,
+              stall_after: int | None = None) -> Step:
+    """One model turn in ``protocol``'s tool-calling wire format, streamed when the request
+    streams; ``stall_after`` stops a stream after that many chunks (and keeps it open)."""
+    builder = {"anthropic": _anthropic_tool_turn, "ollama": _ollama_tool_turn,
+               "openai": _openai_tool_turn}[protocol]
+    return builder(text, list(calls), stall_after)
+
+
+def tool_error(protocol: str, status: int, message: str,
+               headers: Mapping[str, str] | None = None) -> Step:
+    """An HTTP error in ``protocol``'s error format (429, 500, ...)."""
+    if protocol == "anthropic":
+        kind = "rate_limit_error" if status == 429 else "api_error"
+        return anthropic_error(status, kind, message, headers)
+    if protocol == "ollama":
+        return ollama_error(status, message, headers)
+    body = {"error": {"message": message, "type": "rate_limit_exceeded" if status == 429
+                      else "server_error", "param": None, "code": None}}
+    return json_reply(body, status=status, headers=headers)
+
+
+def usage_of(request: Request, answer: str) -> tuple[int, int]:
+    """Input and output tokens of a request and its answer: a token per four bytes."""
+    return max(len(request.body) // 4, 1), len(answer.encode()) // 4 + 1
+
+
+def turn_text(text: str, calls: list[Call]) -> str:
+    """All a turn says, as its output tokens are counted."""
+    return text + "".join(name + (args if isinstance(args, str) else json.dumps(args))
+                          for name, args in calls)
+
+
+def _arguments_json(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _halves(text: str) -> list[str]:
+    middle = len(text) // 2
+    return [text[:middle], text[middle:]] if middle else [text]
+
+
+def _anthropic_tool_turn(text: str, calls: list[Call], stall_after: int | None) -> Step:
+    def step(handler: _Handler, request: Request) -> None:
+        data = request.json or {}
+        model = data.get("model", "m")
+        tokens_in, tokens_out = usage_of(request, turn_text(text, calls))
+        stop = "tool_use" if calls else "end_turn"
+        ids = [f"toolu_{request_number(handler)}_{index}" for index in range(len(calls))]
+        if not data.get("stream"):
+            content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            content += [{"type": "tool_use", "id": ident, "name": name, "input": arguments}
+                        for ident, (name, arguments) in zip(ids, calls, strict=True)]
+            message = _anthropic_message(model, "")
+            message.update(content=content, stop_reason=stop,
+                           usage={"input_tokens": tokens_in, "output_tokens": tokens_out})
+            json_reply(message)(handler, request)
+            return
+        start = _anthropic_message(model, "")
+        start.update(content=[], stop_reason=None, usage={"input_tokens": tokens_in, "output_tokens": 1})
+        events = [_sse("message_start", {"type": "message_start", "message": start})]
+        index = 0
+        if text:
+            events.append(_sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                                       "content_block": {"type": "text", "text": ""}}))
+            events += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                                    "delta": {"type": "text_delta", "text": piece}})
+                       for piece in _pieces(text)]
+            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+            index = 1
+        for ident, (name, arguments) in zip(ids, calls, strict=True):
+            events.append(_sse("content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "tool_use", "id": ident, "name": name, "input": {}}}))
+            events += [_sse("content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": piece}})
+                for piece in _halves(_arguments_json(arguments))]
+            events.append(_sse("content_block_stop", {"type": "content_block_stop", "index": index}))
+            index += 1
+        events += [
+            _sse("message_delta", {"type": "message_delta",
+                                   "delta": {"stop_reason": stop, "stop_sequence": None},
+                                   "usage": {"output_tokens": tokens_out}}),
+            _sse("message_stop", {"type": "message_stop"}),
+        ]
+        chunked(events, "text/event-stream", stall_after=stall_after,
+                headers={"request-id": "req_loopback"})(handler, request)
+
+    return step
+
+
+def _ollama_tool_turn(text: str, calls: list[Call], stall_after: int | None) -> Step:
+    def step(handler: _Handler, request: Request) -> None:
+        data = request.json or {}
+        model = data.get("model", "m")
+        tokens_in, tokens_out = usage_of(request, turn_text(text, calls))
+        tool_calls = [{"function": {"name": name, "arguments": arguments}} for name, arguments in calls]
+        done = _ollama_body(model, "", True)
+        done.update(done_reason="stop", prompt_eval_count=tokens_in, eval_count=tokens_out)
+        if not data.get("stream", True):
+            done["message"] = {"role": "assistant", "content": text, "tool_calls": tool_calls}
+            json_reply(done)(handler, request)
+            return
+        lines = [_ollama_body(model, piece, False) for piece in (_pieces(text) if text else [])]
+        if tool_calls:
+            line = _ollama_body(model, "", False)
+            line["message"]["tool_calls"] = tool_calls
+            lines.append(line)
+        lines.append(done)
+        chunked([(json.dumps(line) + "\n").encode() for line in lines], "application/x-ndjson",
+                stall_after=stall_after)(handler, request)
+
+    return step
+
+
+def _openai_tool_turn(text: str, calls: list[Call], stall_after: int | None) -> Step:
+    def step(handler: _Handler, request: Request) -> None:
+        data = request.json or {}
+        model = data.get("model", "m")
+        tokens_in, tokens_out = usage_of(request, turn_text(text, calls))
+        usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                 "total_tokens": tokens_in + tokens_out}
+        finish = "tool_calls" if calls else "stop"
+        ids = [f"call_{request_number(handler)}_{index}" for index in range(len(calls))]
+        head = {"id": "chatcmpl-loopback", "created": 1700000000, "model": model}
+        if not data.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if calls:
+                message["tool_calls"] = [
+                    {"id": ident, "type": "function",
+                     "function": {"name": name, "arguments": _arguments_json(arguments)}}
+                    for ident, (name, arguments) in zip(ids, calls, strict=True)]
+            json_reply({**head, "object": "chat.completion", "usage": usage, "choices": [
+                {"index": 0, "message": message, "finish_reason": finish}]})(handler, request)
+            return
+
+        def chunk(delta: dict[str, Any], reason: str | None = None) -> bytes:
+            body = {**head, "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": reason}]}
+            return f"data: {json.dumps(body)}\n\n".encode()
+
+        events = [chunk({"role": "assistant", "content": piece}) for piece in (_pieces(text) if text else [])]
+        for index, (ident, (name, arguments)) in enumerate(zip(ids, calls, strict=True)):
+            events.append(chunk({"tool_calls": [{"index": index, "id": ident, "type": "function",
+                                                 "function": {"name": name, "arguments": ""}}]}))
+            events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                       for piece in _halves(_arguments_json(arguments))]
+        events.append(chunk({}, finish))
+        if (data.get("stream_options") or {}).get("include_usage"):
+            last = {**head, "object": "chat.completion.chunk", "choices": [], "usage": usage}
+            events.append(f"data: {json.dumps(last)}\n\n".encode())
+        events.append(b"data: [DONE]\n\n")
+        chunked(events, "text/event-stream", stall_after=stall_after)(handler, request)
+
+    return step
+
+
+def request_number(handler: _Handler) -> int:
+    """How many requests the handler's server has received (this one included)."""
+    return len(handler.server.owner.requests)
