@@ -44,6 +44,8 @@
         * TemporalUnreachableError (ConnectionError): the Temporal server cannot be reached.
     * ToolTimeoutError (TimeoutError): an agent's tool call ran past ``tool_timeout``; the
       model gets it as an error result and the run goes on.
+    * ToolApprovalError (PermissionError): an agent's tool call over its approval ceiling
+      (``auto_run``); the model gets it as an error result.
     * MaxTurnsExceeded (RuntimeError): an agent used ``max_turns`` model turns without a
       final answer.
     * AgentOutputError (ValueError): an agent's final answer did not fit its ``output`` type,
@@ -90,6 +92,7 @@ __all__ = [
     "TemplateError",
     "TemporalError",
     "TemporalUnreachableError",
+    "ToolApprovalError",
     "ToolCallBudgetError",
     "ToolCallError",
     "ToolCallTimeoutError",
@@ -327,6 +330,11 @@ class ToolTimeoutError(LackpyError, TimeoutError):
     """A tool call of an agent ran past ``LLMEngine(tool_timeout=...)`` and was stopped (a kit
     tool's sandboxed program is killed; a Python callable's thread is abandoned). The engine
     reports it to the model as an error result; the run goes on."""
+
+
+class ToolApprovalError(LackpyError, PermissionError):
+    """An agent's tool call needs approval: the tool's grade (a write) is over the agent's
+    ``auto_run`` ceiling, so it did not run. The model is told; the user can allow it."""
 
 
 class MaxTurnsExceeded(LackpyError, RuntimeError):

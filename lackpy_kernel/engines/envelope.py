@@ -87,13 +87,15 @@ class StepResult:
 @dataclass
 class Envelope:
     """A run's result: ``payload`` (the last step's output), ``error`` (an ErrorInfo, or None
-    when it finished), ``trace`` (every tool call of the run, in order) and ``history`` (each
-    completed step's StepResult, in the order they ran)."""
+    when it finished), ``trace`` (every tool call of the run, in order), ``history`` (each
+    completed step's StepResult, in the order they ran; an agent's model turns, a replan's
+    rounds) and ``metadata`` (an agent's model, provider, turns, tokens and time)."""
 
     payload: Any = None
     error: ErrorInfo | None = None
     trace: list[TraceEntry] = field(default_factory=list)
     history: list[StepResult] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -123,7 +125,8 @@ class Envelope:
         return {"payload": self.payload,
                 "error": self.error.to_dict() if self.error else None,
                 "trace": [asdict(entry) for entry in self.trace],
-                "history": [result.to_dict() for result in self.history]}
+                "history": [result.to_dict() for result in self.history],
+                "metadata": dict(self.metadata)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Envelope:
@@ -134,4 +137,5 @@ class Envelope:
             error=ErrorInfo.from_dict(error) if error else None,
             trace=[TraceEntry(**entry) for entry in data.get("trace", [])],
             history=[StepResult.from_dict(item) for item in data.get("history", [])],
+            metadata=dict(data.get("metadata") or {}),
         )

@@ -16,6 +16,7 @@ from .tools_chat import (
     OnText,
     ToolResults,
     Usage,
+    emit_text,
     idle_chunks,
     parse_arguments,
     redacted,
@@ -65,7 +66,7 @@ class AnthropicToolChat:
                 events = await client.messages.create(**body, stream=True)
                 async with events:
                     stream = idle_chunks(self.tier, events, f"the Anthropic stream from {self.where}")
-                    return await _from_events(stream, _redacting(on_text, secrets))
+                    return await _from_events(stream, on_text, secrets)
             finally:
                 await client.close()
 
@@ -122,7 +123,7 @@ def _from_message(message: Any) -> ModelTurn:
     return turn
 
 
-async def _from_events(events: Any, on_text: OnText | None) -> ModelTurn:
+async def _from_events(events: Any, on_text: OnText | None, secrets: tuple[str, ...]) -> ModelTurn:
     """A turn from the stream's raw events: text deltas, and each tool_use block's JSON
     arguments assembled from its ``input_json_delta`` pieces."""
     turn = ModelTurn()
@@ -138,8 +139,7 @@ async def _from_events(events: Any, on_text: OnText | None) -> ModelTurn:
             delta = event.delta
             if delta.type == "text_delta":
                 turn.text += delta.text
-                if on_text is not None:
-                    on_text(delta.text)
+                await emit_text(on_text, redacted(delta.text, secrets))
             elif delta.type == "input_json_delta" and event.index in blocks:
                 blocks[event.index]["json"] += delta.partial_json
         elif kind == "content_block_stop" and event.index in blocks:
@@ -149,10 +149,4 @@ async def _from_events(events: Any, on_text: OnText | None) -> ModelTurn:
             turn.stop_reason = event.delta.stop_reason
             turn.usage.output_tokens = event.usage.output_tokens or 0
     return turn
-
-
-def _redacting(on_text: OnText | None, secrets: tuple[str, ...]) -> OnText | None:
-    if on_text is None:
-        return None
-    return lambda text: on_text(redacted(text, secrets))
 

@@ -16,6 +16,7 @@ streams and redacts keys exactly as the program-writing tiers do. :func:`with_po
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "ToolSchema",
     "Usage",
     "UserMessage",
+    "emit_text",
     "idle_chunks",
     "parse_arguments",
     "tool_chat_model",
@@ -48,7 +50,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-OnText = Callable[[str], None]  # hears each piece of text as the model streams it
+# Hears each piece of text as the model streams it; may be async (a bounded stream waits).
+OnText = Callable[[str], Awaitable[None] | None]
 
 # plugin -> (module with the protocol, its class)
 TOOL_CHAT_PLUGINS = {
@@ -228,6 +231,14 @@ def redacted(text: str, secrets: tuple[str, ...]) -> str:
 
 
 # -- shared by the protocols --------------------------------------------------------------
+
+
+async def emit_text(on_text: OnText | None, piece: str) -> None:
+    """Give ``piece`` to ``on_text`` (awaiting it when it is async)."""
+    if on_text is not None and piece:
+        result = on_text(piece)
+        if inspect.isawaitable(result):
+            await result
 
 
 def parse_arguments(call_id: str, name: str, raw: Any) -> ToolCall:

@@ -16,6 +16,7 @@ from .tools_chat import (
     OnText,
     ToolResults,
     Usage,
+    emit_text,
     idle_chunks,
     parse_arguments,
     with_policy,
@@ -52,7 +53,9 @@ class OllamaToolChat:
             client = ollama.AsyncClient(host=host)
             try:
                 if not self.tier.stream:
-                    return _from_chunks_sync([await client.chat(**body, stream=False)], on_text)
+                    turn = _turn_of([await client.chat(**body, stream=False)])
+                    await emit_text(on_text, turn.text)
+                    return turn
                 chunks = await client.chat(**body, stream=True)
                 return await _from_chunks(idle_chunks(self.tier, chunks,
                                                       f"the Ollama stream from {host}"), on_text)
@@ -103,13 +106,11 @@ async def _from_chunks(chunks: Any, on_text: OnText | None) -> ModelTurn:
     collected = []
     async for chunk in chunks:
         collected.append(chunk)
-        piece = chunk.message.content if chunk.message is not None else None
-        if piece and on_text is not None:
-            on_text(piece)
-    return _from_chunks_sync(collected, None)
+        await emit_text(on_text, chunk.message.content if chunk.message is not None else "")
+    return _turn_of(collected)
 
 
-def _from_chunks_sync(chunks: list[Any], on_text: OnText | None) -> ModelTurn:
+def _turn_of(chunks: list[Any]) -> ModelTurn:
     """A turn from Ollama's answers: the text joined, every chunk's tool calls, and the last
     chunk's counts (``prompt_eval_count``, ``eval_count``)."""
     turn = ModelTurn()
@@ -123,6 +124,4 @@ def _from_chunks_sync(chunks: list[Any], on_text: OnText | None) -> ModelTurn:
         if chunk.done:
             turn.stop_reason = chunk.done_reason
             turn.usage = Usage(chunk.prompt_eval_count or 0, chunk.eval_count or 0)
-    if on_text is not None and turn.text:
-        on_text(turn.text)
     return turn

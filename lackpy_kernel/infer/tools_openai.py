@@ -30,6 +30,7 @@ from .tools_chat import (
     ToolResults,
     Usage,
     arguments_text,
+    emit_text,
     idle_chunks,
     parse_arguments,
     redacted,
@@ -148,8 +149,7 @@ async def _from_chunks(chunks: Any, on_text: OnText | None, secrets: tuple[str, 
         delta = choice.delta
         if delta is not None and delta.content:
             turn.text += delta.content
-            if on_text is not None:
-                on_text(redacted(delta.content, secrets))
+            await emit_text(on_text, redacted(delta.content, secrets))
         for piece in (delta.tool_calls if delta is not None else None) or []:
             call = calls.setdefault(piece.index, {"id": "", "name": "", "arguments": ""})
             call["id"] = piece.id or call["id"]

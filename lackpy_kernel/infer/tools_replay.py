@@ -22,7 +22,7 @@ from typing import Any
 
 from lackpy_kernel.errors import ProviderError
 
-from .tools_chat import ChatRequest, ModelTurn, OnText, ToolCall, Usage, parse_arguments
+from .tools_chat import ChatRequest, ModelTurn, OnText, ToolCall, Usage, emit_text, parse_arguments
 
 __all__ = ["CONVERSATIONS_FILE", "ReplayToolChat", "record_conversation"]
 
@@ -55,8 +55,7 @@ class ReplayToolChat:
         calls = [parse_arguments(f"replay_{number + 1}_{index}", str(call.get("name")),
                                  call.get("arguments"))
                  for index, call in enumerate(recorded.get("calls") or [], 1)]
-        if text and on_text is not None:
-            on_text(text)
+        await emit_text(on_text, text)
         sent = len(json.dumps(request.system or "")) + len(repr(request.messages))
         return ModelTurn(text, calls, Usage(sent // 4, len(text) // 4 + 1),
                          "tool_use" if calls else "end_turn")
