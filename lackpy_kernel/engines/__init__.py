@@ -32,6 +32,7 @@ from .events import AgentEvent, RunContext
 from .execute import ServiceExecutor, StepExecutor
 from .llm import LLMEngine
 from .plan import Plan
+from .replan import PlanRound, ReplanEngine, Task
 from .sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
 from .step import Approval, Delegate, Program, Step
 from .store import Store
@@ -54,11 +55,13 @@ __all__ = [
     "PlanCompileError",
     "PlanPaused",
     "PlanRegistryError",
+    "PlanRound",
     "PlanResumeError",
     "PlanRuntimeError",
     "PlanState",
     "PlanStepError",
     "Program",
+    "ReplanEngine",
     "RunContext",
     "Sentinel",
     "ServiceExecutor",
@@ -67,6 +70,7 @@ __all__ = [
     "StepResult",
     "Store",
     "StreamStallError",
+    "Task",
     "ToolApprovalError",
     "ToolTimeoutError",
     "from_parallel_all",
