@@ -304,7 +304,8 @@ class _Loop:
         started = time.perf_counter()
         try:
             async with asyncio.timeout(timeout):
-                return await self.context.tools.call(call.name, call.arguments, call.problem)
+                arguments = call.arguments if call.arguments is not None else call.raw
+                return await self.context.tools.call(call.name, arguments, call.problem)
         except TimeoutError:
             return CallOutcome.failed(call.name, call.arguments, ToolTimeoutError(
                 f"{call.name} did not finish within tool_timeout={timeout:g} s and was stopped"),

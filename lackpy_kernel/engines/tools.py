@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import inspect
 import json
+import threading
 import time
 import typing
 from collections.abc import Callable, Iterator
@@ -132,10 +133,11 @@ class Toolset:
         """What the model is told about the tools."""
         return [tool.schema for name, tool in self.tools.items() if name not in exclude]
 
-    async def call(self, name: str, arguments: dict[str, Any] | None,
-                   problem: str | None = None) -> CallOutcome:
-        """Run one tool call; every failure (an unknown tool, malformed arguments, a refusal,
-        the tool's own error, a limit) is an error outcome, not an exception."""
+    async def call(self, name: str, arguments: Any, problem: str | None = None) -> CallOutcome:
+        """Run one tool call. ``problem`` says why the model's arguments could not be read,
+        when they could not (``arguments`` is then their text). Every failure (an unknown
+        tool, malformed arguments, a refusal, the tool's own error, a limit) is an error
+        outcome, not an exception."""
         tool = self.tools.get(name)
         if tool is None:
             return CallOutcome.failed(name, arguments, f"there is no tool {name!r}"
@@ -196,8 +198,8 @@ class Toolset:
             listed = "; ".join(str(issue) for issue in check.issues)
             raise UsageError(f"the call is not valid lackpy, nothing ran: {listed}")
         if not self.service.sandbox_applies(kit):
-            return await asyncio.to_thread(RestrictedRunner().run_validated, program, check,
-                                           kit.callables, params)
+            return await in_daemon_thread(RestrictedRunner().run_validated, program, check,
+                                          kit.callables, params)
         with self._box() as box:
             result: ExecutionResult = await in_thread(box.run, box.interrupt, program,
                                                       alias_map(kit), params, keep=False)
@@ -391,7 +393,7 @@ async def _call_python(tool: AgentTool, arguments: dict[str, Any]) -> CallOutcom
         if inspect.iscoroutinefunction(function):
             output = await function(**arguments)
         else:
-            output = await asyncio.to_thread(function, **arguments)
+            output = await in_daemon_thread(function, **arguments)
         if inspect.isawaitable(output):
             output = await output
     except Exception as exc:  # the tool's own failure goes back to the model
@@ -418,6 +420,30 @@ def _success(name: str, arguments: dict[str, Any], output: Any) -> CallOutcome:
     return CallOutcome(result_text(output), False,
                        TraceEntry(0, name, dict(arguments), summarize(output), 0.0, True, None),
                        output)
+
+
+async def in_daemon_thread(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` in a daemon thread of its own. A call that never returns
+    (abandoned at a timeout or an interrupt) keeps only its thread: it does not hold up the
+    event loop's shutdown, as a thread of the default executor would."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if not future.done():
+            future.set_exception(error) if error is not None else future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = function(*args, **kwargs), None
+        except BaseException as exc:  # handed to the awaiting coroutine
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name=f"lackpy-tool-{getattr(function, '__name__', 'call')}",
+                     daemon=True).start()
+    return await future
 
 
 def result_text(output: Any) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.service import LackpyService
+from tests.support import agents, loopback
 
 
 @pytest.fixture
@@ -26,4 +27,27 @@ def service(workspace):
 def sandboxed(workspace):
     """Programs run in the sandbox worker, with a short time limit."""
     with LackpyService(workspace, LackpyConfig(sandbox_timeout=2)) as running:
+        yield running
+
+
+# -- agents against loopback model servers ---------------------------------------------
+
+
+@pytest.fixture
+def model_env(monkeypatch):
+    """No proxy or base-URL variables leak in; the Anthropic key is a known fake."""
+    for name in agents.CLEARED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", agents.KEY)
+
+
+@pytest.fixture(params=loopback.TOOL_PROTOCOLS)
+def protocol(request, model_env):
+    """Each tool-calling wire protocol in turn: anthropic, ollama, openai."""
+    return request.param
+
+
+@pytest.fixture
+def model_server():
+    with loopback.LoopbackServer() as running:
         yield running
