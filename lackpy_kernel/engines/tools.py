@@ -25,7 +25,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from lackpy_kernel.errors import KitError, LackpyError, ToolApprovalError, UsageError
+from lackpy_kernel.errors import (
+    KitError,
+    LackpyError,
+    LimitError,
+    ProgramInterrupted,
+    SandboxError,
+    ToolApprovalError,
+    UsageError,
+)
 from lackpy_kernel.infer.tools_chat import ToolSchema
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.run import (
@@ -167,11 +175,12 @@ class Toolset:
             self._check_grade(tool.name, tool.grade_w)
             params = {f"arg_{key}": value for key, value in arguments.items()}
             call = ", ".join(f"{key}=arg_{key}" for key in arguments)
-            result = await self._run_program(f"{tool.name}({call})", params)
-            return _from_result(tool.name, arguments, result)
+            program = f"{tool.name}({call})"
+            return _from_result(tool.name, arguments, await self._run_program(program, params),
+                                program)
         if tool.kind == LACKPY_TOOL:
-            result = await self._run_lackpy(arguments["program"])
-            return _from_result(tool.name, arguments, result)
+            program = arguments["program"]
+            return _from_result(tool.name, arguments, await self._run_lackpy(program), program)
         if tool.kind == "agent":
             envelope = await tool.target.arun(arguments["task"])
             if not envelope.ok:
@@ -252,6 +261,8 @@ def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
     if isinstance(kit_spec, list) and LACKPY_TOOL in kit_spec:
         kit_spec = [name for name in kit_spec if name != LACKPY_TOOL]
         lackpy = True
+    if isinstance(kit_spec, list) and len(kit_spec) == 1 and isinstance(tools, str):
+        kit_spec = kit_spec[0]  # "debug,lackpy": a kit's name, or one tool's
     resolved = service.resolve_kit(kit_spec) if kit_spec else None
     found: dict[str, AgentTool] = {}
     for alias, spec in (resolved.tools.items() if resolved else ()):
@@ -284,7 +295,7 @@ def _split(tools: Any) -> tuple[Any, list[Any]]:
     """The kit part of ``tools`` (a kit spec, or a list of tool names) and the rest."""
     if isinstance(tools, str):
         names = [name.strip() for name in tools.split(",") if name.strip()]
-        return (tools if len(names) == 1 and names != [LACKPY_TOOL] else names), []
+        return names, []
     if isinstance(tools, dict):
         return tools, []
     if not isinstance(tools, list | tuple):
@@ -408,11 +419,17 @@ async def _call_python(tool: AgentTool, arguments: dict[str, Any]) -> CallOutcom
     return _success(tool.name, arguments, output)
 
 
-def _from_result(name: str, arguments: dict[str, Any], result: ExecutionResult) -> CallOutcome:
+def _from_result(name: str, arguments: dict[str, Any], result: ExecutionResult,
+                 program: str) -> CallOutcome:
+    """A kit call's or a program's outcome: a limit or an interrupt as its lackpy error, the
+    tool's own error as the tool raised it (a one-line call without its line)."""
     try:
         result.raise_for_error()
-    except LackpyError as exc:
+    except (LimitError, ProgramInterrupted, SandboxError, KitError) as exc:
         return CallOutcome.failed(name, arguments, exc)
+    except LackpyError:
+        text = result.error or f"{result.error_type}: the call failed"
+        return CallOutcome.failed(name, arguments, text.removesuffix(f" (line 1: {program})"))
     return _success(name, arguments, result.output)
 
 
