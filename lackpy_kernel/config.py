@@ -1,5 +1,5 @@
 """``.lackpy/config.toml``: inference order and providers, default kit, sandbox limits, tool
-sources."""
+sources, the agent's model."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
                 "max_result_mb": (int,), "max_tool_calls": (int,)},
     "tools": {"providers": (dict,)},
+    "agent": {"model": (str,), "provider": (str,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
@@ -72,6 +73,8 @@ class LackpyConfig:
     sandbox_max_tool_calls: int = 10_000
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
+    agent_model: str | None = None  # %agent's and %replan's model, and its provider
+    agent_provider: str | None = None
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -233,6 +236,9 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_max_tool_calls = sandbox.get("max_tool_calls", config.sandbox_max_tool_calls)
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
+    agent = data.get("agent", {})
+    config.agent_model = agent.get("model", config.agent_model)
+    config.agent_provider = agent.get("provider", config.agent_provider)
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

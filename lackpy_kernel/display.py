@@ -33,6 +33,7 @@ __all__ = [
     "too_large_to_show",
     "table_bundle",
     "trace_bundle",
+    "turns_bundle",
     "validation_error",
 ]
 
@@ -182,6 +183,13 @@ def plan_bundle(rows: list[list[str]], title: str = "") -> dict[str, str]:
 def progress_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
     """A run's steps so far (rows as ``StepLog.rows`` gives them): step, status, runs, ms."""
     return _titled(title, table_bundle(["step", "status", "runs", "ms"], rows))
+
+
+def turns_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
+    """An agent run so far (rows as ``TurnLog.rows`` gives them): turn, step, status, ms."""
+    if not rows:
+        return {"text/plain": title}
+    return _titled(title, table_bundle(["turn", "step", "status", "ms"], rows))
 
 
 def runs_bundle(runs: list[Any]) -> dict[str, str]:

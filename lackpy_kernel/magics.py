@@ -17,6 +17,8 @@ from lackpy_kernel.magic_syntax import Kind, MagicLine, parse_magic_line, shell_
 F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
+    "AGENT_OPTIONS",
+    "AGENT_SUMMARY",
     "DELEGATE_OPTIONS",
     "DELEGATE_SUMMARY",
     "KIT",
@@ -24,6 +26,8 @@ __all__ = [
     "PLAN_OPTIONS",
     "PLAN_REST",
     "PLAN_SUMMARY",
+    "REPLAN_OPTIONS",
+    "REPLAN_SUMMARY",
     "RUN",
     "STEP_OPTIONS",
     "STEP_SUMMARY",
@@ -153,6 +157,26 @@ PLAN_ACTIONS = {
     "save": "NAME", "load": "NAME", "gate": "NAME [PROMPT]", "drop": "NAME", "clear": "",
 }
 PLAN_REST = "[" + " | ".join(f"{a} {w}".strip() for a, w in PLAN_ACTIONS.items()) + "]"
+
+
+# -- what the kernel's and the extension's %agent and %replan share --------------------
+
+MODEL = Option("--model", "value", "the model; default: [agent] model in .lackpy/config.toml", "M")
+PROVIDER = Option("--provider", "value", "a plugin (anthropic, ollama, openai, replay) or a "
+                  "provider configured in .lackpy/config.toml; default: [agent] provider, "
+                  "else routed by the model's name", "P")
+ALLOW_WRITES = Option("--allow-writes", "flag", "let the model call write tools (by default "
+                      "it may only read, as [delegate] auto_run says)")
+MAX_TURNS = Option("--max-turns", "value", "at most N model turns (default 20)", "N")
+AGENT_OPTIONS = (KIT, MAX_TURNS, MODEL, PROVIDER, ALLOW_WRITES)
+AGENT_SUMMARY = ("let a model call the kit's tools, turn by turn, until it answers INTENT; each "
+                 "turn shows as it happens, and the run's calls become the next cell as one "
+                 "program (the ratchet)")
+MAX_ROUNDS = Option("--max-rounds", "value", "at most N rounds (default 20)", "N")
+RESUME = Option("--resume", "flag", "continue the run checkpointed under --key")
+REPLAN_OPTIONS = (KIT, MAX_ROUNDS, KEY, RESUME, MODEL, PROVIDER, ALLOW_WRITES)
+REPLAN_SUMMARY = ("a planner model decides each round's tool calls for INTENT, having seen the "
+                  "rounds before; with --key every round is checkpointed, and --resume goes on")
 
 
 @dataclass

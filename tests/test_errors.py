@@ -31,6 +31,10 @@ EXPECTED_BUILTIN = {
     errors.PlanRuntimeError: RuntimeError,
     errors.ConcurrentPlanRunError: RuntimeError,
     errors.PlanStepError: RuntimeError,
+    errors.ToolTimeoutError: TimeoutError,
+    errors.ToolApprovalError: PermissionError,
+    errors.MaxTurnsExceeded: RuntimeError,
+    errors.AgentOutputError: ValueError,
 }
 
 

@@ -20,6 +20,7 @@ from lackpy_kernel.magics import (
 )
 from lackpy_kernel.session import LackpySession
 
+from .agents import AgentMagics
 from .output import CellError, CellOutput, show_result
 from .plans import PlanMagics
 
@@ -29,9 +30,10 @@ PATTERN = Option("--pattern", "value", "the intents it answers, with {placeholde
                  "the intent that last produced this program", "P")
 
 
-class KernelMagics(PlanMagics):
+class KernelMagics(PlanMagics, AgentMagics):
     """The magics of one kernel: they act on its session and write to its cell output
-    (the plan magics, ``%%step`` and ``%plan``, come from PlanMagics)."""
+    (the plan magics, ``%%step`` and ``%plan``, come from PlanMagics; ``%agent`` and
+    ``%replan`` from AgentMagics)."""
 
     def __init__(self, output: CellOutput, session: LackpySession, workspace: Path) -> None:
         self.output = output

@@ -1,0 +1,162 @@
+"""The kernel's agent magics: ``%agent`` lets a model call the kit's tools turn by turn, with
+each turn shown as it happens, and offers the run's calls as the next cell; ``%replan`` has a
+planner model decide each round. The stop button ends a run cleanly (a ``%replan --key`` run
+is then paused with a checkpoint)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lackpy_kernel.display import output_bundle, turns_bundle
+from lackpy_kernel.engines import Agent, Envelope
+from lackpy_kernel.engines.turns import (
+    TurnLog,
+    notebook_agent,
+    notebook_replan,
+    offer_program,
+    run_summary,
+)
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.magics import (
+    AGENT_OPTIONS,
+    AGENT_SUMMARY,
+    REPLAN_OPTIONS,
+    REPLAN_SUMMARY,
+    Magic,
+    magic,
+)
+from lackpy_kernel.session import LackpySession
+
+from .output import CellError, CellOutput
+
+UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
+Run = Callable[[TurnLog, Callable[[], None]], Awaitable[Envelope]]
+
+
+class AgentMagics:
+    """``%agent`` and ``%replan`` over the kernel's session and service."""
+
+    output: CellOutput
+    session: LackpySession
+    service: Any
+    plans: Any  # the PlanDraft of PlanMagics: its library holds the plan Store
+    _magic: Callable[[str], Magic]
+
+    @magic("agent", AGENT_SUMMARY, options=AGENT_OPTIONS, rest="INTENT")
+    async def agent(self, line: Any) -> None:
+        intent = line.rest
+        if not intent:
+            raise UsageError(f"what should the agent do? usage: {self._magic('agent').usage}")
+        options = line.options
+        agent = notebook_agent(
+            self.service, options.get("--kit") or self.session.kit,
+            model=options.get("--model"), provider=options.get("--provider"),
+            max_turns=_whole(options, "--max-turns"),
+            allow_writes=bool(options.get("--allow-writes")))
+        envelope = await self._live_run(f"agent: {intent}", "turn", lambda log, update: agent.arun(
+            intent, on_event=_listening(log, update), on_text=_streaming(log, update)))
+        self._run_outcome(agent, intent, envelope, "turn")
+
+    @magic("replan", REPLAN_SUMMARY, options=REPLAN_OPTIONS, rest="INTENT")
+    async def replan(self, line: Any) -> None:
+        options = line.options
+        key, resume = options.get("--key"), bool(options.get("--resume"))
+        intent = line.rest or (self._checkpointed_task(key) if resume else "")
+        if not intent:
+            raise UsageError(f"what should the plan do? usage: {self._magic('replan').usage}")
+        agent = notebook_replan(
+            self.service, options.get("--kit") or self.session.kit, key=key, resume=resume,
+            max_rounds=_whole(options, "--max-rounds"), model=options.get("--model"),
+            provider=options.get("--provider"), allow_writes=bool(options.get("--allow-writes")))
+        title = f"replan: {intent}" + (f" (key {key})" if key else "")
+        envelope = await self._live_run(title, "round", lambda log, update: agent.arun(
+            intent, on_event=_listening(log, update)), key)
+        self._run_outcome(agent, intent, envelope, "round")
+
+    # -- helpers ----------------------------------------------------------------
+
+    async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
+        """Run with a display updated as the run goes; the final table follows it."""
+        log = TurnLog(label)
+        display_id = uuid.uuid4().hex
+        self.output.display({"text/plain": title}, display_id)
+        shown = [0.0]
+
+        def update(force: bool = True) -> None:
+            now = time.monotonic()
+            if force or now - shown[0] >= UPDATE_EVERY_S:
+                shown[0] = now
+                self.output.update_display(turns_bundle(title, log.rows()), display_id)
+
+        try:
+            envelope = await run(log, update)
+        except asyncio.CancelledError:
+            log.interrupted()
+            self._finish_run(title, display_id, log)
+            where = f"in {label} {log.turns}" if log.turns else "before its first turn"
+            after = (f"; it is paused with a checkpoint: %replan --resume --key {key} goes on"
+                     if key else "")
+            raise CellError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the tool "
+                                                 f"calls in flight were stopped{after}") from None
+        self._finish_run(title, display_id, log)
+        return envelope
+
+    def _finish_run(self, title: str, display_id: str, log: TurnLog) -> None:
+        # As the plan magics do: the live display goes back to its first text and the final
+        # table follows, so a notebook shows the same whether or not updates were applied.
+        self.output.update_display({"text/plain": title}, display_id)
+        self.output.display(turns_bundle("", log.rows()))
+
+    def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str) -> None:
+        if envelope.error is not None:
+            raise CellError(envelope.error.type, envelope.error.message)
+        self.output.stream("stdout", f"done: {run_summary(envelope, label)}\n")
+        program = offer_program(self.service, agent, intent, envelope)
+        if program is not None:
+            self.output.stream("stdout", "the run's tool calls, as one program, are in the "
+                                         "next cell; %%create NAME saves it as a template\n")
+            self.output.next_input(program.rstrip("\n"))
+        if envelope.payload is not None:
+            self.output.result(output_bundle(_plain(envelope.payload)))
+
+    def _checkpointed_task(self, key: str | None) -> str:
+        if key is None:
+            raise UsageError("--resume needs --key K: the key the run was checkpointed under")
+        run = self.plans.library.run(key)
+        if run is None:
+            raise UsageError(f"no run under the key {key!r}; %plan status lists them")
+        return str(run.task)
+
+
+def _listening(log: TurnLog, update: Callable[..., None]) -> Callable[[Any], None]:
+    def on_event(event: Any) -> None:
+        log(event)
+        update()
+
+    return on_event
+
+
+def _streaming(log: TurnLog, update: Callable[..., None]) -> Callable[[str], None]:
+    def on_text(piece: str) -> None:
+        log.text(piece)
+        update(force=False)
+
+    return on_text
+
+
+def _whole(options: dict[str, Any], flag: str) -> int | None:
+    text = options.get(flag)
+    if text is None:
+        return None
+    if not str(text).isdigit() or int(text) < 1:
+        raise UsageError(f"{flag} takes a whole number of at least 1, not {text!r}")
+    return int(text)
+
+
+def _plain(payload: Any) -> Any:
+    return dataclasses.asdict(payload) if dataclasses.is_dataclass(payload) else payload
