@@ -1,5 +1,5 @@
-"""The IPython extension: ``%%lackpy``, ``%delegate``, ``%%step`` and ``%plan`` in an ordinary
-Python kernel.
+"""The IPython extension: ``%%lackpy``, ``%delegate``, ``%%step``, ``%plan``, ``%agent`` and
+``%replan`` in an ordinary Python kernel.
 
 Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``);
 ``%%lackpy?`` and ``%delegate?`` show each magic's options. Options come first;
@@ -42,9 +42,17 @@ from lackpy_kernel.display import (
     remote_run_bundle,
     runs_bundle,
     table_bundle,
+    turns_bundle,
 )
-from lackpy_kernel.engines import Approval, Plan, Step
+from lackpy_kernel.engines import Approval, Envelope, Plan, Step
 from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
+from lackpy_kernel.engines.turns import (
+    TurnLog,
+    notebook_agent,
+    notebook_replan,
+    offer_program,
+    run_summary,
+)
 from lackpy_kernel.errors import (
     GenerationError,
     LackpyError,
@@ -55,6 +63,8 @@ from lackpy_kernel.errors import (
 )
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
+    AGENT_OPTIONS,
+    AGENT_SUMMARY,
     DELEGATE_OPTIONS,
     DELEGATE_SUMMARY,
     KIT,
@@ -62,6 +72,8 @@ from lackpy_kernel.magics import (
     PLAN_OPTIONS,
     PLAN_REST,
     PLAN_SUMMARY,
+    REPLAN_OPTIONS,
+    REPLAN_SUMMARY,
     STEP_OPTIONS,
     STEP_SUMMARY,
     Magic,
@@ -458,6 +470,77 @@ class LackpyMagics(Magics):
         _display(table_bundle(["task", "status", "output / error"], rows))
         return envelopes
 
+    # -- agents: %agent lets a model call tools turn by turn, %replan plans rounds ------------
+
+    @magic("agent", AGENT_SUMMARY, options=AGENT_OPTIONS, rest="INTENT")
+    @no_var_expand
+    def agent(self, line: str) -> Any:
+        __tracebackhide__ = True
+        parsed = _declared("agent").parse(line)
+        options, intent = parsed.options, parsed.rest
+        if not intent:
+            raise LackpyUsageError(f"what should the agent do? usage: {_declared('agent').usage}")
+        agent = notebook_agent(self.service, options.get("--kit"), model=options.get("--model"),
+                               provider=options.get("--provider"),
+                               max_turns=_whole(options, "--max-turns"),
+                               allow_writes=bool(options.get("--allow-writes")))
+        envelope = self._run_turns(f"agent: {intent}", "turn", lambda log, update: agent.arun(
+            intent, on_event=lambda event: (log(event), update()),
+            on_text=lambda piece: (log.text(piece), update())))
+        program = offer_program(self.service, agent, intent, envelope.raise_for_error())
+        print(f"lackpy: done: {run_summary(envelope)}")
+        if program is not None:
+            kit = options.get("--kit")
+            head = "%%lackpy" + (f" --kit {shlex.quote(kit)}" if kit else "")
+            self.shell.set_next_input(f"{head}\n{program.rstrip()}", replace=False)
+        return envelope.payload
+
+    @magic("replan", REPLAN_SUMMARY, options=REPLAN_OPTIONS, rest="INTENT")
+    @no_var_expand
+    def replan(self, line: str) -> Any:
+        __tracebackhide__ = True
+        parsed = _declared("replan").parse(line)
+        options = parsed.options
+        key, resume = options.get("--key"), bool(options.get("--resume"))
+        intent = parsed.rest
+        if not intent and resume and key is not None and self.plans.library.run(key):
+            intent = str(self.plans.library.run(key).task)
+        if not intent:
+            raise LackpyUsageError(f"what should the plan do? usage: {_declared('replan').usage}")
+        agent = notebook_replan(
+            self.service, options.get("--kit") or self.service.config.kit_default, key=key,
+            resume=resume, max_rounds=_whole(options, "--max-rounds"),
+            model=options.get("--model"), provider=options.get("--provider"),
+            allow_writes=bool(options.get("--allow-writes")))
+        envelope = self._run_turns(f"replan: {intent}", "round", lambda log, update: agent.arun(
+            intent, on_event=lambda event: (log(event), update())))
+        envelope.raise_for_error()
+        print(f"lackpy: done: {run_summary(envelope, 'round')}")
+        return envelope.payload
+
+    def _run_turns(self, title: str, label: str, run: Any) -> Envelope:
+        __tracebackhide__ = True
+        log = TurnLog(label)
+        handle = display({"text/plain": title}, raw=True, display_id=True)
+
+        def update() -> None:
+            handle.update(turns_bundle(title, log.rows()), raw=True)
+
+        def finish() -> None:  # as the kernel does: the live display ends as it began
+            handle.update({"text/plain": title}, raw=True)
+            _display(turns_bundle("", log.rows()))
+
+        try:
+            envelope = self._call(run(log, update))
+        except KeyboardInterrupt:
+            log.interrupted()
+            finish()
+            print(f"lackpy: interrupted in {label} {log.turns}; the tool calls in flight were "
+                  f"stopped", file=sys.stderr)
+            raise
+        finish()
+        return envelope
+
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()
@@ -472,6 +555,15 @@ def _log_failure(done: concurrent.futures.Future[Any]) -> None:
 
 def _declared(name: str) -> Magic:
     return declared_magics(LackpyMagics)[name][0]
+
+
+def _whole(options: dict[str, Any], flag: str) -> int | None:
+    text = options.get(flag)
+    if text is None:
+        return None
+    if not str(text).isdigit() or int(text) < 1:
+        raise LackpyUsageError(f"{flag} takes a whole number of at least 1, not {text!r}")
+    return int(text)
 
 
 def _lackpy_cell(program: str, options: MagicOptions) -> str:

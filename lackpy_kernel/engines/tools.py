@@ -257,7 +257,8 @@ def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
     use (two tools of one name, an agent without a name, an unknown ceiling).
     """
     chosen = ceiling_of(ceiling, service)
-    kit_spec, others = _split(service.config.kit_default if tools is None else tools)
+    tools = service.config.kit_default if tools is None else tools
+    kit_spec, others = _split(tools)
     if isinstance(kit_spec, list) and LACKPY_TOOL in kit_spec:
         kit_spec = [name for name in kit_spec if name != LACKPY_TOOL]
         lackpy = True
