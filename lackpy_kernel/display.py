@@ -185,11 +185,12 @@ def progress_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
     return _titled(title, table_bundle(["step", "status", "runs", "ms"], rows))
 
 
-def turns_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
-    """An agent run so far (rows as ``TurnLog.rows`` gives them): turn, step, status, ms."""
+def turns_bundle(title: str, rows: list[list[str]], label: str = "turn") -> dict[str, str]:
+    """An agent run so far (rows as ``TurnLog.rows`` gives them): turn (or round), step,
+    status, ms."""
     if not rows:
         return {"text/plain": title}
-    return _titled(title, table_bundle(["turn", "step", "status", "ms"], rows))
+    return _titled(title, table_bundle([label, "step", "status", "ms"], rows))
 
 
 def runs_bundle(runs: list[Any]) -> dict[str, str]:

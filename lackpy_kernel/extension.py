@@ -524,11 +524,11 @@ class LackpyMagics(Magics):
         handle = display({"text/plain": title}, raw=True, display_id=True)
 
         def update() -> None:
-            handle.update(turns_bundle(title, log.rows()), raw=True)
+            handle.update(turns_bundle(title, log.rows(), label), raw=True)
 
         def finish() -> None:  # as the kernel does: the live display ends as it began
             handle.update({"text/plain": title}, raw=True)
-            _display(turns_bundle("", log.rows()))
+            _display(turns_bundle("", log.rows(), label))
 
         try:
             envelope = self._call(run(log, update))

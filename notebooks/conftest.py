@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-FRESH_TEMPLATES = {"ratchet"}  # folders whose templates the notebook creates itself
+FRESH_TEMPLATES = {"ratchet", "agent"}  # folders whose templates the notebook creates itself
 
 
 def clean(folder: Path) -> None:

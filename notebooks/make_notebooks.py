@@ -1,11 +1,11 @@
 """Write the example notebooks, then run them so that every stored output is real.
 
-    python notebooks/make_notebooks.py              # all five
+    python notebooks/make_notebooks.py              # all six
     python notebooks/make_notebooks.py ratchet      # one
 
 Each notebook lives in its own folder, which is its workspace (the kernel's
 working directory), and runs on the kernel named in its metadata: ``lackpy``
-for three, ``python3`` for the extension. Run it after changing a notebook's
+for five, ``python3`` for the extension. Run it after changing a notebook's
 cells or the kernel's output; ``pytest --nbval notebooks/`` then checks that a
 fresh run still gives the same outputs (timings and paths masked by
 ``sanitize.cfg``).
@@ -380,12 +380,99 @@ days
     code("%plan run-many days --concurrency 2 --key week"),
 ]
 
+AGENT = [
+    md("""
+# Agents: a model calling tools, turn by turn
+
+`%agent INTENT` lets a model call the kit's tools until it can answer: each turn
+the model sees what the tools gave, and asks for more calls or answers. Every
+call runs as a one-line lackpy program (validated, confined to the workspace,
+plain data only, in the sandbox under its limits), and the table under the
+magic follows the run as it goes. At the end the run's successful calls are put
+in the next cell as one straight-line program: `%%create` saves it as a template,
+and the same intent is then answered with no model at all.
+
+This notebook needs no model: its `.lackpy/config.toml` says
+`[agent] provider = "replay"`, and `.lackpy/conversations.jsonl` holds one
+recorded conversation per run (each turn's text and tool calls). A run on a real
+model is recorded there when the config says `[inference] record = true`;
+`record.py` in this folder recorded these from a scripted model. The tool calls
+themselves run for real, on the notes in this folder.
+"""),
+    code("%agent how many lines does each note have?", inserts=(
+        "step_1 = find_files(pattern='notes/*.txt')\n"
+        "step_2 = read_file(path='notes/monday.txt')\n"
+        "step_3 = read_file(path='notes/tuesday.txt')\n"
+        "step_4 = read_file(path='notes/wednesday.txt')\n"
+        "[step_1, step_2, step_3, step_4]")),
+    md("""
+The three `read_file` calls of turn 2 ran at the same time. This is the program
+`%agent` put in the next cell: the same calls, with no model in between.
+"""),
+    code("""
+step_1 = find_files(pattern='notes/*.txt')
+step_2 = read_file(path='notes/monday.txt')
+step_3 = read_file(path='notes/tuesday.txt')
+step_4 = read_file(path='notes/wednesday.txt')
+[step_1, step_2, step_3, step_4]
+"""),
+    md("""
+Keep it: `%%create NAME` saves the program as a template for the intent that
+produced it (give `--pattern` when you change the program first). `%delegate`
+then answers that intent from the template, with no model call.
+"""),
+    code("""
+%%create note-lines
+step_1 = find_files(pattern='notes/*.txt')
+step_2 = read_file(path='notes/monday.txt')
+step_3 = read_file(path='notes/tuesday.txt')
+step_4 = read_file(path='notes/wednesday.txt')
+[step_1, step_2, step_3, step_4]
+"""),
+    code("%delegate how many lines does each note have?", inserts=(
+        "step_1 = find_files(pattern='notes/*.txt')\n"
+        "step_2 = read_file(path='notes/monday.txt')\n"
+        "step_3 = read_file(path='notes/tuesday.txt')\n"
+        "step_4 = read_file(path='notes/wednesday.txt')\n"
+        "[step_1, step_2, step_3, step_4]")),
+    md("""
+## Safety: limits, and writes need approval
+
+With `lackpy` in the kit, the model may also run a whole program. The first one it
+writes never ends: the sandbox stops it at its time limit (2 s here), the model is
+told, and the run goes on.
+"""),
+    code("%agent --kit debug,lackpy count the words in all the notes", inserts=(
+        "words = [len(read_file(path).split()) for path in find_files('notes/*.txt')]\n"
+        "step_1 = sum(words)\n"
+        "step_1")),
+    md("""
+A tool that writes needs approval, as with `%delegate --run`: by default the agent
+may only read, so `edit_file` is refused and the file stays as it was.
+`%agent --allow-writes` would let it edit.
+"""),
+    code("%agent --kit read_file,edit_file fix the typo reveiw in notes/monday.txt",
+         inserts="step_1 = read_file(path='notes/monday.txt')\nstep_1"),
+    code("read_file('notes/monday.txt').splitlines()[1]"),
+    md("""
+## Replanning
+
+`%replan INTENT` has a planner model decide each round's tool calls after seeing
+the rounds before (tasks of one round may run in parallel); with `--key` each
+round is checkpointed in `.lackpy/plans.sqlite`, and `--resume` goes on from
+there after an interrupt or a crash.
+"""),
+    code("%replan --key words which note has the most words?"),
+    code("%plan status words"),
+]
+
 NOTEBOOKS = {
     "tour": ("lackpy", TOUR),
     "ratchet": ("lackpy", RATCHET),
     "extension": ("python3", EXTENSION),
     "replay": ("lackpy", REPLAY),
     "plans": ("lackpy", PLANS),
+    "agent": ("lackpy", AGENT),
 }
 
 
@@ -409,7 +496,7 @@ def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
 def clean(folder: Path) -> None:
     """Remove what the notebooks write (all git-ignored); the same as conftest.py does."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
-    if folder.name == "ratchet":
+    if folder.name in ("ratchet", "agent"):
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     for store in (folder / ".lackpy").glob("plans.sqlite*"):
         store.unlink()

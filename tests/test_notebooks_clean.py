@@ -16,7 +16,7 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 KERNELS = {"tour": "lackpy", "ratchet": "lackpy", "replay": "lackpy", "extension": "python3",
-           "plans": "lackpy"}
+           "plans": "lackpy", "agent": "lackpy"}
 
 
 def load(name: str) -> nbformat.NotebookNode:

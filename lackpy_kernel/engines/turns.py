@@ -168,7 +168,8 @@ class TurnLog:
             return
         model_turn = event.model_turn
         if model_turn is None:  # a replan round: the planner's decision
-            row.step, row.status = _short(f"planner: {event.text}"), "planned"
+            row.step = _short(f"planner: {event.text}")
+            row.status = "answer" if event.text == "done" else "planned"
             return
         said = " ".join(model_turn.text.split())
         count = len(model_turn.calls)

@@ -91,26 +91,26 @@ class AgentMagics:
             now = time.monotonic()
             if force or now - shown[0] >= UPDATE_EVERY_S:
                 shown[0] = now
-                self.output.update_display(turns_bundle(title, log.rows()), display_id)
+                self.output.update_display(turns_bundle(title, log.rows(), label), display_id)
 
         try:
             envelope = await run(log, update)
         except asyncio.CancelledError:
             log.interrupted()
-            self._finish_run(title, display_id, log)
+            self._finish_run(title, display_id, log, label)
             where = f"in {label} {log.turns}" if log.turns else "before its first turn"
             after = (f"; it is paused with a checkpoint: %replan --resume --key {key} goes on"
                      if key else "")
             raise CellError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the tool "
                                                  f"calls in flight were stopped{after}") from None
-        self._finish_run(title, display_id, log)
+        self._finish_run(title, display_id, log, label)
         return envelope
 
-    def _finish_run(self, title: str, display_id: str, log: TurnLog) -> None:
+    def _finish_run(self, title: str, display_id: str, log: TurnLog, label: str) -> None:
         # As the plan magics do: the live display goes back to its first text and the final
         # table follows, so a notebook shows the same whether or not updates were applied.
         self.output.update_display({"text/plain": title}, display_id)
-        self.output.display(turns_bundle("", log.rows()))
+        self.output.display(turns_bundle("", log.rows(), label))
 
     def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str) -> None:
         if envelope.error is not None:
