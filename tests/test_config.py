@@ -97,3 +97,14 @@ def test_the_unused_inference_mode_key_is_refused_not_ignored(tmp_path):
     path = write(tmp_path, "[inference]\nmode = 'spm'\n")
     with pytest.raises(ConfigError, match=f"{path}, line 2: unknown key 'mode' in \\[inference\\]"):
         load_config(tmp_path)
+
+
+def test_the_agent_section_names_the_model_and_provider_of_agent_magics(tmp_path):
+    write(tmp_path, '[agent]\nmodel = "qwen2.5-coder:7b"\nprovider = "ollama-local"\n')
+    config = load_config(tmp_path)
+    assert (config.agent_model, config.agent_provider) == ("qwen2.5-coder:7b", "ollama-local")
+    assert (LackpyConfig().agent_model, LackpyConfig().agent_provider) == (None, None)
+    path = write(tmp_path, '[agent]\nmodle = "x"\n')
+    with pytest.raises(ConfigError, match=f"{path}, line 2: unknown key 'modle' in \\[agent\\]; "
+                                          f"did you mean 'model'"):
+        load_config(tmp_path)

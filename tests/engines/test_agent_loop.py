@@ -394,3 +394,14 @@ def test_the_configured_host_and_model_are_used(model_env, model_server, service
     assert request.path == "/api/chat"
     assert request.json["model"] == "qwen2.5-coder:7b" and request.json["keep_alive"] == "5m"
     assert json.loads(request.body)["stream"] is True
+
+
+def test_the_retry_knobs_become_the_providers_retry_policy(protocol, model_server, workspace):
+    engine = agents.engine(protocol, model_server, workspace, max_retries=5, retry_delay=0.25,
+                           request_timeout=7.0, stream_idle_timeout=9.0)
+    policy = engine.chat.tier.policy
+    assert (policy.max_retries, policy.retry_delay, policy.request_timeout,
+            policy.stream_idle_timeout) == (5, 0.25, 7.0, 9.0)
+    default = LLMEngine(agents.MODEL, provider="loop", workspace=workspace).chat.tier.policy
+    assert (default.max_retries, default.retry_delay, default.request_timeout,
+            default.stream_idle_timeout) == (3, 1.0, 120.0, 90.0)
