@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -49,6 +50,8 @@ from .structured import output_instructions, read_output, wants_structure
 from .tools import CallOutcome
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "LLMEngine"]
+
+log = logging.getLogger("lackpy_kernel.engines")
 
 DEFAULT_STREAM_IDLE_TIMEOUT = 90.0
 _ROUTING_KINDS = ("contains", "startswith")
@@ -338,8 +341,8 @@ class _Loop:
         try:
             record_conversation(service.config_dir / CONVERSATIONS_FILE, self.context.task,
                                 self.context.tools.names, self.engine.chat.model, self.turns)
-        except OSError as exc:
-            service._notice(f"could not record the conversation: {exc}")
+        except OSError as exc:  # a recording never fails the run it records
+            log.warning("could not record the conversation in %s: %s", service.config_dir, exc)
 
 
 def _check_knobs(model: Any, max_turns: Any, tool_choice: Any, temperature: Any,

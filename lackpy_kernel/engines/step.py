@@ -45,7 +45,8 @@ class Step:
 
     ``target`` is what runs: the name of a tool in the plan's kit (called with the task), a
     Python callable (called with the task, and ``context=`` when the step has one), a
-    ``Program``, a ``Delegate`` or an ``Approval``. ``task`` and ``context`` say where the inputs come from
+    ``Program``, a ``Delegate``, an ``Approval`` or an ``Agent`` (run on the task through
+    ``agent.as_tool``: its answer is the output). ``task`` and ``context`` say where the inputs come from
     (sentinels such as ``from_prev``, or literal values; a list of contexts is joined as text
     with blank lines). ``writes`` names the Store key the output is saved under. Consecutive
     ``parallel=True`` steps form one band that runs concurrently. ``routes`` (ordered
@@ -70,6 +71,8 @@ class Step:
     after_branches: str | None = None
 
     def __post_init__(self) -> None:
+        if callable(getattr(self.target, "as_tool", None)):  # an Agent runs as its tool
+            self.target = self.target.as_tool(self.name or self.target.name or "agent")
         if self.name is None:
             self.name = default_step_name(self.target)
 

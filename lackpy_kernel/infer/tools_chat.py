@@ -10,7 +10,8 @@ A protocol module wraps the inference tier of its kind (``AnthropicProvider``,
 ``OllamaProvider``, ...) built from the same settings, and borrows its retry policy, its
 error classification and its messages: the agent loop retries, times out, detects stalled
 streams and redacts keys exactly as the program-writing tiers do. :func:`with_policy` and
-:func:`idle_chunks` are the only places that touch that policy.
+:func:`idle_chunks` are the only places that run that policy (``tools_openai.OpenAITier``
+builds one from an OpenAI-compatible provider's settings, as the tiers do).
 """
 
 from __future__ import annotations

@@ -219,6 +219,8 @@ def test_an_agent_is_another_agents_tool_and_a_plan_step(model_env, model_server
     tools = model_server.requests[0].json["tools"]
     assert tools[0]["name"] == "counter" and tools[0]["input_schema"]["required"] == ["task"]
 
-    model_server.script(lb.tool_turn(PROTOCOL, '{"lines": 3}'))
-    plan = Plan(Step(inner.as_tool("count")), service=service)
-    assert plan.run("count notes.txt").payload == {"lines": 3}
+    model_server.script(lb.tool_turn(PROTOCOL, '{"lines": 3}'), lb.tool_turn(PROTOCOL, '{"lines": 3}'))
+    plan = Plan(Step(inner.as_tool("count")), Step(inner, task="count again"), service=service)
+    envelope = plan.run("count notes.txt")
+    assert envelope.payload == {"lines": 3}
+    assert [step.name for step in envelope.history] == ["count", "counter"]
