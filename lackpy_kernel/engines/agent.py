@@ -36,8 +36,9 @@ class Agent:
     ``output`` is ``str`` (the final text) or a dataclass, TypedDict, list or dict type the
     final answer is read as (asked again once when it does not fit). ``service`` runs the
     programs (default: a LackpyService for the current directory, per run). ``auto_run``
-    is the highest grade of tool that runs without asking (default: the config's
-    ``[delegate] auto_run``, else ``"read"``, so write tools are refused until allowed).
+    is the highest grade of kit tool (or tool a ``lackpy`` program calls) that runs without
+    asking (default: the config's ``[delegate] auto_run``, else ``"read"``, so write tools
+    are refused until allowed); Python callables and agents are the caller's and run.
 
     Raises KitError or UsageError at construction when the tools cannot be used.
     """
