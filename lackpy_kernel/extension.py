@@ -484,9 +484,10 @@ class LackpyMagics(Magics):
                                provider=options.get("--provider"),
                                max_turns=_whole(options, "--max-turns"),
                                allow_writes=bool(options.get("--allow-writes")))
-        envelope = self._run_turns(f"agent: {intent}", "turn", lambda log, update: agent.arun(
-            intent, on_event=lambda event: (log(event), update()),
-            on_text=lambda piece: (log.text(piece), update())))
+        with agent:
+            envelope = self._run_turns(f"agent: {intent}", "turn", lambda log, update: agent.arun(
+                intent, on_event=lambda event: (log(event), update()),
+                on_text=lambda piece: (log.text(piece), update())))
         program = offer_program(self.service, agent, intent, envelope.raise_for_error())
         print(f"lackpy: done: {run_summary(envelope)}")
         if program is not None:
@@ -512,8 +513,9 @@ class LackpyMagics(Magics):
             resume=resume, max_rounds=_whole(options, "--max-rounds"),
             model=options.get("--model"), provider=options.get("--provider"),
             allow_writes=bool(options.get("--allow-writes")))
-        envelope = self._run_turns(f"replan: {intent}", "round", lambda log, update: agent.arun(
-            intent, on_event=lambda event: (log(event), update())))
+        with agent:
+            envelope = self._run_turns(f"replan: {intent}", "round", lambda log, update: agent.arun(
+                intent, on_event=lambda event: (log(event), update())))
         envelope.raise_for_error()
         print(f"lackpy: done: {run_summary(envelope, 'round')}")
         return envelope.payload

@@ -15,7 +15,7 @@ from .envelope import Envelope
 from .events import EventCallback, RunContext, TextCallback
 from .llm import LLMEngine
 from .loop import run_sync
-from .tools import Toolset, build_toolset
+from .tools import SandboxPool, Toolset, build_toolset
 
 __all__ = ["Agent", "Engine"]
 
@@ -56,8 +56,9 @@ class Agent:
         self.output = output
         self.service = service
         self.auto_run = auto_run
+        self._pool: SandboxPool | None = None  # with a service of its own: kept across runs
         with self._service() as checking:  # the kit resolves now, or the error shows now
-            build_toolset(tools, checking, ceiling=auto_run).close()
+            build_toolset(tools, checking, ceiling=auto_run)
 
     def __repr__(self) -> str:
         return f"Agent({self.engine!r}, name={self.name!r})"
@@ -78,13 +79,31 @@ class Agent:
         if not isinstance(task, str) or not task.strip():
             raise UsageError(f"an agent's task is text saying what to do, not {task!r}")
         with self._service() as service:
-            tools = self._toolset(service)
+            pool = self._pool_for(service)
             try:
-                context = RunContext(task, tools, service, self.output, self.name, on_event,
-                                     on_text)
+                context = RunContext(task, self._toolset(service, pool), service, self.output,
+                                     self.name, on_event, on_text)
                 return await self.engine.arun(context)
             finally:
-                tools.close()
+                if pool is not self._pool:
+                    pool.close()
+
+    @property
+    def sandbox_workers(self) -> int:
+        """How many sandbox workers this agent keeps for its tool calls."""
+        return self._pool.size if self._pool is not None else 0
+
+    def close(self) -> None:
+        """Stop the sandbox workers kept for this agent's tool calls (an agent given a
+        ``service`` keeps them from run to run; they also stop when the process ends)."""
+        if self._pool is not None:
+            self._pool.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     async def stream(self, task: str) -> AsyncIterator[str]:
         """The run's text as the model writes it, across tool-call turns (``async for``).
@@ -132,9 +151,16 @@ class Agent:
 
     # -- internals ------------------------------------------------------------------
 
-    def _toolset(self, service: Any) -> Toolset:
+    def _toolset(self, service: Any, pool: SandboxPool) -> Toolset:
         return build_toolset(self.tools, service, ceiling=self.auto_run,
-                             lackpy=getattr(self.engine, "needs_lackpy_tool", False))
+                             lackpy=getattr(self.engine, "needs_lackpy_tool", False), pool=pool)
+
+    def _pool_for(self, service: Any) -> SandboxPool:
+        if service is not self.service:
+            return SandboxPool(service)  # a service of this run only: so is its pool
+        if self._pool is None:
+            self._pool = SandboxPool(service)
+        return self._pool
 
     @contextlib.contextmanager
     def _service(self) -> Iterator[Any]:

@@ -22,7 +22,7 @@ import threading
 import time
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.errors import (
@@ -55,6 +55,7 @@ __all__ = [
     "LACKPY_TOOL",
     "AgentTool",
     "CallOutcome",
+    "SandboxPool",
     "Toolset",
     "argument_problem",
     "build_toolset",
@@ -126,8 +127,7 @@ class Toolset:
     service: Any
     kit: ResolvedKit | None = None
     ceiling: str = DEFAULT_CEILING
-    _boxes: list[Sandbox] = field(default_factory=list)
-    _free: list[Sandbox] = field(default_factory=list)
+    pool: SandboxPool | None = None  # kit calls' workers (made on first use; its maker closes it)
 
     def __bool__(self) -> bool:
         return bool(self.tools)
@@ -161,12 +161,6 @@ class Toolset:
             return CallOutcome.failed(name, arguments, exc, _ms_since(started))
         outcome.entry.duration_ms = _ms_since(started)
         return outcome
-
-    def close(self) -> None:
-        """Stop the sandbox workers the calls started."""
-        boxes, self._boxes, self._free = self._boxes, [], []
-        for box in boxes:
-            box.close()
 
     # -- running ------------------------------------------------------------------
 
@@ -209,24 +203,12 @@ class Toolset:
         if not self.service.sandbox_applies(kit):
             return await in_daemon_thread(RestrictedRunner().run_validated, program, check,
                                           kit.callables, params)
-        with self._box() as box:
+        if self.pool is None:
+            self.pool = SandboxPool(self.service)
+        with self.pool.box() as box:
             result: ExecutionResult = await in_thread(box.run, box.interrupt, program,
                                                       alias_map(kit), params, keep=False)
         return result
-
-    @contextlib.contextmanager
-    def _box(self) -> Iterator[Sandbox]:
-        """A sandbox worker no other call is using (a new one when all are busy)."""
-        if self._free:
-            box = self._free.pop()
-        else:
-            box = self.service.new_sandbox()
-            self._boxes.append(box)
-        try:
-            yield box
-        finally:
-            if box in self._boxes:
-                self._free.append(box)
 
     def _kit(self) -> ResolvedKit:
         if self.kit is None:
@@ -243,11 +225,51 @@ class Toolset:
                 f"Agent(..., auto_run={grade!r}) or %agent --allow-writes")
 
 
+class SandboxPool:
+    """Sandbox workers for one-line tool calls: each call gets a worker no other call is
+    using, a new one when all are busy; workers are kept for the next calls until
+    ``close``. Programs run on an empty namespace (``keep=False``), so a worker carries
+    nothing from one call to the next."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self._all: list[Sandbox] = []
+        self._free: list[Sandbox] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def box(self) -> Iterator[Sandbox]:
+        """A worker for one call."""
+        with self._lock:
+            box = self._free.pop() if self._free else None
+            if box is None:
+                box = self.service.new_sandbox()
+                self._all.append(box)
+        try:
+            yield box
+        finally:
+            with self._lock:
+                if box in self._all:
+                    self._free.append(box)
+
+    @property
+    def size(self) -> int:
+        """How many workers the pool has made (and not closed)."""
+        return len(self._all)
+
+    def close(self) -> None:
+        """Stop every worker."""
+        with self._lock:
+            boxes, self._all, self._free = self._all, [], []
+        for box in boxes:
+            box.close()
+
+
 # -- building a toolset ---------------------------------------------------------------
 
 
 def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
-                  lackpy: bool = False) -> Toolset:
+                  lackpy: bool = False, pool: SandboxPool | None = None) -> Toolset:
     """The Toolset for ``tools``: None (the config's default kit), a kit spec (a kit name,
     ``"a,b"``, a list of tool names, an alias dict), or a list mixing kit tool names,
     Python callables and agents. The name ``lackpy`` (or ``lackpy=True``) adds the tool
@@ -280,7 +302,7 @@ def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
             raise UsageError(f"two tools are named {tool.name!r}; give one another name "
                              f"(agent.as_tool('other_name'))")
         found[tool.name] = tool
-    return Toolset(found, service, resolved if resolved or lackpy else None, chosen)
+    return Toolset(found, service, resolved if resolved or lackpy else None, chosen, pool)
 
 
 def ceiling_of(ceiling: str | None, service: Any) -> str:

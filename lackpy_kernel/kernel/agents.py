@@ -58,8 +58,9 @@ class AgentMagics:
             model=options.get("--model"), provider=options.get("--provider"),
             max_turns=_whole(options, "--max-turns"),
             allow_writes=bool(options.get("--allow-writes")))
-        envelope = await self._live_run(f"agent: {intent}", "turn", lambda log, update: agent.arun(
-            intent, on_event=_listening(log, update), on_text=_streaming(log, update)))
+        with agent:
+            envelope = await self._live_run(f"agent: {intent}", "turn", lambda log, update: agent.arun(
+                intent, on_event=_listening(log, update), on_text=_streaming(log, update)))
         self._run_outcome(agent, intent, envelope, "turn")
 
     @magic("replan", REPLAN_SUMMARY, options=REPLAN_OPTIONS, rest="INTENT")
@@ -74,8 +75,9 @@ class AgentMagics:
             max_rounds=_whole(options, "--max-rounds"), model=options.get("--model"),
             provider=options.get("--provider"), allow_writes=bool(options.get("--allow-writes")))
         title = f"replan: {intent}" + (f" (key {key})" if key else "")
-        envelope = await self._live_run(title, "round", lambda log, update: agent.arun(
-            intent, on_event=_listening(log, update)), key)
+        with agent:
+            envelope = await self._live_run(title, "round", lambda log, update: agent.arun(
+                intent, on_event=_listening(log, update)), key)
         self._run_outcome(agent, intent, envelope, "round")
 
     # -- helpers ----------------------------------------------------------------

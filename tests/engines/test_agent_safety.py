@@ -64,11 +64,20 @@ def test_a_program_call_that_eats_memory_is_stopped_and_the_run_goes_on(ask, san
     assert second == ["write tests\n"]
 
 
-def test_a_kit_call_runs_in_a_sandbox_worker(ask, sandboxed):
-    envelope, (results,) = ask(sandboxed, [("read_file", {"path": "notes.txt"}),
-                                           ("find_files", {"pattern": "*.txt"})])
-    assert results == ["alpha\nbeta\ngamma\n", '["notes.txt", "todo.txt"]']
-    assert sandboxed.sandbox_worker_pid is None  # not the service's one-shot worker: its own
+def test_kit_calls_run_in_sandbox_workers_the_agent_keeps_until_closed(
+        model_env, model_server, sandboxed, workspace):
+    turn = [("read_file", {"path": "notes.txt"}), ("find_files", {"pattern": "*.txt"})]
+    agent = Agent(agents.engine(PROTOCOL, model_server, workspace), tools="debug",
+                  service=sandboxed)
+    with agent:
+        for _ in range(2):
+            model_server.script(lb.tool_turn(PROTOCOL, "", turn), lb.tool_turn(PROTOCOL, "done"))
+            assert agent.run("look").ok
+            assert agent.sandbox_workers == 2  # one per concurrent call, kept for the next run
+    assert agent.sandbox_workers == 0
+    assert agents.tool_results(PROTOCOL, model_server.requests[-1]) == [
+        "alpha\nbeta\ngamma\n", '["notes.txt", "todo.txt"]']
+    assert sandboxed.sandbox_worker_pid is None  # not the service's one-shot worker
 
 
 # -- confinement and validation ---------------------------------------------------------
