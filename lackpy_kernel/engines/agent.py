@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
@@ -160,6 +161,7 @@ class Agent:
             return SandboxPool(service)  # a service of this run only: so is its pool
         if self._pool is None:
             self._pool = SandboxPool(service)
+            weakref.finalize(self, self._pool.close)  # an agent nobody closed: when it goes
         return self._pool
 
     @contextlib.contextmanager
