@@ -31,7 +31,8 @@ DEFAULT_MAX_TOKENS = 4096
 
 class AnthropicToolChat:
     """Claude over ``POST /v1/messages``; ``tier`` is the AnthropicProvider whose model,
-    base_url, temperature, stream flag and retry policy it uses."""
+    base_url, temperature, stream flag, ``max_tokens`` (default 4096) and retry policy it
+    uses."""
 
     def __init__(self, tier: Any) -> None:
         self.tier = tier
@@ -79,7 +80,7 @@ class AnthropicToolChat:
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": getattr(self.tier, "max_tokens", None) or DEFAULT_MAX_TOKENS,
+            "max_tokens": self.tier.generation.max_tokens or DEFAULT_MAX_TOKENS,
             "messages": _messages(request.messages),
         }
         if request.system:

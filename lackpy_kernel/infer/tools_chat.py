@@ -9,9 +9,11 @@ official client) and ``tools_replay`` (recorded conversations, for notebooks and
 A protocol module wraps the inference tier of its kind (``AnthropicProvider``,
 ``OllamaProvider``, ...) built from the same settings, and borrows its retry policy, its
 error classification and its messages: the agent loop retries, times out, detects stalled
-streams and redacts keys exactly as the program-writing tiers do. :func:`with_policy` and
-:func:`idle_chunks` are the only places that run that policy (``tools_openai.OpenAITier``
-builds one from an OpenAI-compatible provider's settings, as the tiers do).
+streams and redacts keys exactly as the program-writing tiers do; :func:`with_policy` and
+:func:`idle_chunks` are the only places that run that policy. Of a tier's settings, tool
+calling uses the connection (host, base URL, key), the model, ``temperature``, ``stream``,
+``max_tokens`` and the retry policy; the program-writing ones (``stop``, ``raw``,
+``correction_rounds``) do not apply to it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any, Protocol, TypeVar
 from lackpy_kernel.errors import UsageError
 
 from .factory import MODEL_PLUGINS
-from .policy import iter_with_idle_timeout, redact
+from .retry import redact
+from .streaming import iter_with_idle_timeout
 
 __all__ = [
     "TOOL_CHAT_PLUGINS",
@@ -61,9 +64,6 @@ TOOL_CHAT_PLUGINS = {
     "openai": ("lackpy_kernel.infer.tools_openai", "OpenAIToolChat"),
     "replay": ("lackpy_kernel.infer.tools_replay", "ReplayToolChat"),
 }
-# The tier a protocol borrows its policy from, where main has none of its own yet.
-_TIERS = {**MODEL_PLUGINS,
-          "openai": ("lackpy_kernel.infer.tools_openai", "OpenAITier", "openai")}
 
 
 @dataclass(frozen=True)
@@ -192,10 +192,12 @@ def tool_chat_model(plugin: str, name: str, settings: Mapping[str, Any], config_
                          f"tools; tool-calling plugins: {', '.join(TOOL_CHAT_PLUGINS)}")
     module_name, class_name = TOOL_CHAT_PLUGINS[plugin]
     chat_class = getattr(importlib.import_module(module_name), class_name)
+    model: ToolChatModel
     if plugin == "replay":
-        return chat_class(config_dir / str(settings.get("conversations", "conversations.jsonl")),
-                          name=name, model=str(settings.get("model", "replay")))
-    tier_module, tier_class, extra = _TIERS[plugin]
+        model = chat_class(config_dir / str(settings.get("conversations", "conversations.jsonl")),
+                           name=name, model=str(settings.get("model", "replay")))
+        return model
+    tier_module, tier_class, extra = MODEL_PLUGINS[plugin]
     try:
         importlib.import_module(extra)
     except ImportError:
@@ -207,7 +209,8 @@ def tool_chat_model(plugin: str, name: str, settings: Mapping[str, Any], config_
             name, tier_settings)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"provider {name!r}: {exc}") from None
-    return chat_class(tier)
+    model = chat_class(tier)
+    return model
 
 
 # -- the one adapter to the inference tiers' retry, stall and redaction policy ------------
@@ -217,8 +220,9 @@ async def with_policy(tier: Any, attempt: Callable[[], Awaitable[T]], *, what: s
                       secrets: tuple[str, ...] = ()) -> T:
     """``attempt()`` under ``tier``'s retry policy, with its error classification and
     messages; raises the policy's ProviderError when the attempts are used up."""
-    return await tier.policy.run(attempt, tier._is_transient, what=what,
-                                 describe=tier._describe, secrets=secrets)
+    result: T = await tier.policy.run(attempt, tier._is_transient, what=what,
+                                      describe=tier._describe, secrets=secrets)
+    return result
 
 
 def idle_chunks(tier: Any, chunks: AsyncIterable[T], what: str) -> AsyncIterator[T]:

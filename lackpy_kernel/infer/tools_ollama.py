@@ -31,7 +31,7 @@ _call_numbers = itertools.count(1)
 
 class OllamaToolChat:
     """A model on Ollama; ``tier`` is the OllamaProvider whose host, model, temperature,
-    keep_alive, stream flag and retry policy it uses. Ollama's tool calls carry no ids, so
+    keep_alive, ``num_predict``, stream flag and retry policy it uses. Ollama's tool calls carry no ids, so
     each gets one here (``ollama_N``)."""
 
     def __init__(self, tier: Any) -> None:
@@ -50,7 +50,7 @@ class OllamaToolChat:
         body = self._body(request)
 
         async def attempt() -> ModelTurn:
-            client = ollama.AsyncClient(host=host)
+            client: Any = ollama.AsyncClient(host=host)  # its close() is untyped
             try:
                 if not self.tier.stream:
                     turn = _turn_of([await client.chat(**body, stream=False)])
@@ -76,8 +76,13 @@ class OllamaToolChat:
             body["tools"] = [{"type": "function", "function": {
                 "name": tool.name, "description": tool.description,
                 "parameters": tool.parameters}} for tool in request.tools]
+        options: dict[str, Any] = {}
         if self.tier.temperature is not None:
-            body["options"] = {"temperature": float(self.tier.temperature)}
+            options["temperature"] = float(self.tier.temperature)
+        if self.tier.generation.max_tokens is not None:
+            options["num_predict"] = self.tier.generation.max_tokens
+        if options:
+            body["options"] = options
         if self.tier.keep_alive is not None:
             body["keep_alive"] = self.tier.keep_alive
         return body

@@ -5,22 +5,11 @@ official ``openai`` client (streamed with usage, or one completion)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
 
-from .policy import (
-    POLICY_KEYS,
-    RetryPolicy,
-    check_settings,
-    default_describe,
-    default_is_transient,
-    is_transient_status,
-    optional_number,
-    optional_str,
-    require_bool,
-)
+from .openai_provider import NO_KEY
 from .tools_chat import (
     AssistantMessage,
     ChatRequest,
@@ -37,19 +26,12 @@ from .tools_chat import (
     with_policy,
 )
 
-__all__ = ["OpenAITier", "OpenAIToolChat"]
-
-DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-OPENAI_URL = "https://api.openai.com/v1"
-NO_KEY = "no-key-needed"  # a server of one's own ignores the key; the client needs one
-SETTINGS_KEYS = frozenset({"plugin", "model", "base_url", "api_key_env", "temperature",
-                           "stream", *POLICY_KEYS})
+__all__ = ["OpenAIToolChat"]
 
 
 class OpenAIToolChat:
-    """A model behind the OpenAI protocol; ``tier`` holds its model, base_url, key variable,
-    temperature, stream flag and retry policy."""
+    """A model behind the OpenAI protocol; ``tier`` is the OpenAIProvider whose model,
+    base_url, key variable, temperature, ``max_tokens``, stream flag and retry policy it uses."""
 
     def __init__(self, tier: Any) -> None:
         self.tier = tier
@@ -70,7 +52,7 @@ class OpenAIToolChat:
                                 f"your own")
         secrets = (key,) if key else ()
         body = self._body(request)
-        where = self.tier.base_url or OPENAI_URL
+        where = self.tier.where
 
         async def attempt() -> ModelTurn:
             client = openai.AsyncOpenAI(api_key=key or NO_KEY, base_url=self.tier.base_url,
@@ -102,6 +84,8 @@ class OpenAIToolChat:
             body["tool_choice"] = "required" if request.tool_choice == "any" else "auto"
         if self.tier.temperature is not None:
             body["temperature"] = float(self.tier.temperature)
+        if self.tier.generation.max_tokens is not None:
+            body["max_tokens"] = self.tier.generation.max_tokens
         return body
 
 
@@ -161,70 +145,3 @@ async def _from_chunks(chunks: Any, on_text: OnText | None, secrets: tuple[str, 
     turn.calls = [parse_arguments(call["id"] or f"call_{index}", call["name"], call["arguments"])
                   for index, call in sorted(calls.items())]
     return turn
-
-
-class OpenAITier:
-    """The settings, retry policy and error messages of an OpenAI-compatible provider, read
-    from a ``[inference.providers.NAME]`` table (``model``, ``base_url``, ``api_key_env``,
-    ``temperature``, ``stream`` and the policy's knobs)."""
-
-    def __init__(self, name: str = "openai", *, model: str = DEFAULT_MODEL,
-                 base_url: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
-                 temperature: float | None = None, stream: bool = True,
-                 policy: RetryPolicy | None = None) -> None:
-        self.name = name
-        self.model = model
-        self.base_url = base_url
-        self.api_key_env = api_key_env
-        self.temperature = temperature
-        self.stream = stream
-        self.policy = policy if policy is not None else RetryPolicy()
-
-    @classmethod
-    def from_settings(cls, name: str, settings: Mapping[str, Any]) -> OpenAITier:
-        """The tier from its settings; unknown keys and wrong types raise ``ValueError``."""
-        check_settings("openai", name, settings, SETTINGS_KEYS)
-        return cls(
-            name,
-            model=optional_str("model", settings.get("model", DEFAULT_MODEL)) or DEFAULT_MODEL,
-            base_url=optional_str("base_url", settings.get("base_url")),
-            api_key_env=optional_str("api_key_env", settings.get("api_key_env", DEFAULT_KEY_ENV))
-            or DEFAULT_KEY_ENV,
-            temperature=optional_number("temperature", settings.get("temperature"), minimum=0.0),
-            stream=require_bool("stream", settings.get("stream", True)),
-            policy=RetryPolicy.from_settings(settings),
-        )
-
-    def _is_transient(self, error: BaseException) -> bool:
-        import openai
-
-        if isinstance(error, openai.APIStatusError):
-            should = error.response.headers.get("x-should-retry")
-            if should in ("true", "false"):
-                return should == "true"
-            return is_transient_status(error.status_code)
-        if isinstance(error, openai.APIConnectionError):  # includes APITimeoutError
-            return True
-        return default_is_transient(error)
-
-    def _describe(self, error: BaseException) -> str:
-        import openai
-
-        where = self.base_url or OPENAI_URL
-        if isinstance(error, openai.APIStatusError):
-            code = error.status_code
-            detail = f"HTTP {code}: {error.message}"
-            if code == 401:
-                return f"{detail}; check {self.api_key_env}"
-            if code == 404:
-                return f"{detail}; check the model name {self.model!r} and base_url ({where})"
-            if code == 429:
-                return f"{detail}; rate limited, try again later or lower the request rate"
-            if code >= 500:
-                return f"{detail}; the server had a problem, try again later"
-            return f"{detail}; the request was rejected"
-        if isinstance(error, openai.APITimeoutError):
-            return f"the request to {where} timed out; check the server, or raise request_timeout"
-        if isinstance(error, openai.APIConnectionError):
-            return f"cannot connect to {where}; is the server running? (check base_url)"
-        return default_describe(error)

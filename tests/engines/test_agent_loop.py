@@ -405,3 +405,22 @@ def test_the_retry_knobs_become_the_providers_retry_policy(protocol, model_serve
     default = LLMEngine(agents.MODEL, provider="loop", workspace=workspace).chat.tier.policy
     assert (default.max_retries, default.retry_delay, default.request_timeout,
             default.stream_idle_timeout) == (3, 1.0, 120.0, 90.0)
+
+
+def test_a_configured_token_limit_is_sent(protocol, model_server, service, workspace):
+    key = "num_predict" if protocol == "ollama" else "max_tokens"
+    agents.write_config(workspace, protocol, model_server, **{key: 333})
+    model_server.script(final(protocol), final(protocol))
+    engine = LLMEngine(agents.MODEL, provider="loop", workspace=workspace, **agents.FAST)
+    assert Agent(engine, tools=[], service=service).run("hi").ok
+    body = model_server.requests[0].json
+    sent = body["options"]["num_predict"] if protocol == "ollama" else body["max_tokens"]
+    assert sent == 333
+    agents.write_config(workspace, protocol, model_server)
+    engine = LLMEngine(agents.MODEL, provider="loop", workspace=workspace, **agents.FAST)
+    assert Agent(engine, tools=[], service=service).run("hi").ok
+    unset = model_server.requests[1].json
+    if protocol == "anthropic":
+        assert unset["max_tokens"] == 4096  # the Messages API needs one
+    else:
+        assert "max_tokens" not in unset and "num_predict" not in unset.get("options", {})
