@@ -213,14 +213,22 @@ async def test_a_timeout_raised_by_the_attempt_itself_is_not_a_request_timeout()
     assert await RetryPolicy(**FAST, request_timeout=5).run(attempt, lambda e: True) == "ok"
 
 
-async def test_the_deadline_stops_retries_without_sleeping_past_it():
+async def test_the_deadline_stops_retries_without_sleeping_past_it(monkeypatch):
+    # The policy's own waits are what must stay inside the deadline; a loaded machine may
+    # add time around them, so they are recorded rather than the wall clock timed.
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(delay: float, *args: object) -> None:
+        waits.append(delay)
+        await real_sleep(delay, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
     attempt = Flaky(*[HTTPError(503)] * 100)
-    start = time.monotonic()
     with pytest.raises(ProviderError, match="deadline of 0.3 s") as caught:
         await RetryPolicy(max_retries=100, retry_delay=0.1, deadline=0.3).run(attempt, default_is_transient)
-    elapsed = time.monotonic() - start
-    assert elapsed < 0.3
-    assert 2 <= attempt.calls <= 3 and caught.value.attempts == attempt.calls
+    assert 0 < sum(waits) < 0.3
+    assert 1 <= attempt.calls <= 3 and caught.value.attempts == attempt.calls  # never the 101
 
 
 async def test_the_deadline_cuts_a_slow_attempt_short():
