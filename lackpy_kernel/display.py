@@ -19,6 +19,7 @@ from lackpy_kernel.run.runner import VALIDATION_ERROR
 
 TABLE_ROWS = 200
 CELL_TEXT = 80
+JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
 
 __all__ = [
     "ErrorReport",
@@ -76,19 +77,25 @@ def validation_error(issues: list[Issue], program: str) -> ErrorReport:
 
 
 def output_bundle(output: Any) -> dict[str, Any]:
-    """text/plain, plus application/json for lists and dicts and an HTML table for rows; for
-    an output too large to render, a short text saying so (never the expanded value)."""
+    """The result as a person reads it best: a list of dicts as an HTML table, large nested
+    data as the JSON tree (``application/json``), anything else as its text; for an output
+    too large to render, a short text saying so (never the expanded value).
+
+    JupyterLab shows the richest type a bundle holds and ranks the JSON tree above HTML and
+    text, so the tree is sent only where folding helps; ``text/plain`` is always there.
+    """
     problem = display_problem(output)
     if problem is not None:
         return {"text/plain": too_large_to_show(problem)}
-    bundle: dict[str, Any] = {"text/plain": _plain_text(output)}
-    if isinstance(output, list | dict):
-        bundle["application/json"] = jsonable(output)
+    text = _plain_text(output)
+    bundle: dict[str, Any] = {"text/plain": text}
     if _is_rows(output):
         columns = list(dict.fromkeys(key for row in output for key in row))
         rows = [[row.get(column, "") for column in columns] for row in output[:TABLE_ROWS]]
         bundle["text/html"] = table_bundle([str(c) for c in columns], rows,
                                            more=len(output) - TABLE_ROWS)["text/html"]
+    elif _folds(output, text):
+        bundle["application/json"] = jsonable(output)
     return bundle
 
 
@@ -100,13 +107,25 @@ def output_text(output: Any) -> str:
 
 
 def _plain_text(output: Any) -> str:
-    return output if isinstance(output, str) else pprint.pformat(output, width=100)
+    return output if isinstance(output, str) else pprint.pformat(output, width=100, sort_dicts=False)
 
 
 def too_large_to_show(problem: str) -> str:
     """The text shown in place of an output that cannot be rendered, and what to do."""
     return (f"[the output is {problem}; assign it to a variable and look at a part of it: "
             "a slice, len(...), or its first items]")
+
+
+def _folds(output: Any, text: str) -> bool:
+    """Whether the JSON tree reads better than the text: long text, and items nested deep
+    enough that the text spreads them over several lines each (where each item fits on one
+    line, the text shows more than a tree whose rows read ``[] 2 items``)."""
+    if not isinstance(output, list | dict):
+        return False
+    lines = text.count("\n") + 1
+    values = output.values() if isinstance(output, dict) else output
+    return (lines >= JSON_TREE_LINES and lines > len(output)
+            and any(isinstance(value, list | dict) for value in values))
 
 
 def _is_rows(output: Any) -> bool:

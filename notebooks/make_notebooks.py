@@ -27,7 +27,7 @@ from nbclient import NotebookClient
 
 HERE = Path(__file__).resolve().parent
 KERNELS = {
-    "lackpy": {"name": "lackpy", "display_name": "lackpy", "language": "python"},
+    "lackpy": {"name": "lackpy", "display_name": "lackpy", "language": "lackpy"},
     "python3": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"},
 }
 

@@ -79,7 +79,7 @@ def test_kernel_json_in_repository():
     spec = json.loads((SPEC_SOURCE / "kernel.json").read_text(encoding="utf-8"))
     assert spec["argv"] == ["python", *EXPECTED_ARGV_TAIL]
     assert spec["display_name"] == "lackpy"
-    assert spec["language"] == "python"
+    assert spec["language"] == "lackpy"
     assert spec["interrupt_mode"] == "signal"
 
 
@@ -130,7 +130,7 @@ def test_install_into_prefix(tmp_path):
     assert spec.argv[0] == sys.executable
     assert spec.argv[1:] == EXPECTED_ARGV_TAIL
     assert spec.display_name == "lackpy"
-    assert spec.language == "python"
+    assert spec.language == "lackpy"
     assert spec.interrupt_mode == "signal"
     for name in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
         assert (Path(dest) / name).read_bytes() == (SPEC_SOURCE / name).read_bytes()

@@ -50,7 +50,7 @@ class LackpyKernel(Kernel):
     language_info = {
         "name": "lackpy",
         "version": __version__,
-        "mimetype": "text/x-python",
+        "mimetype": "text/x-lackpy",  # highlighted as Python through codemirror_mode
         "file_extension": ".py",
         "pygments_lexer": "python3",
         "codemirror_mode": {"name": "ipython", "version": 3},

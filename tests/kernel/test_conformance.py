@@ -34,7 +34,8 @@ class LackpyKernelConformance(jupyter_kernel_test.KernelTests):
     code_execute_result = [
         {"code": "1 + 2", "result": "3"},
         {"code": "'abc'.upper()", "result": "ABC"},
-        {"code": "[1, 2]", "mime": "application/json"},
+        {"code": "[1, 2]", "result": "[1, 2]"},
+        {"code": "{str(i): [i] for i in range(40)}", "mime": "application/json"},
         {"code": "[{'a': 1}]", "mime": "text/html"},
     ]
     code_display_data = [

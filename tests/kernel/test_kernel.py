@@ -33,18 +33,27 @@ def test_a_cell_that_fails_at_run_time_changes_nothing(kernel):
     kernel.execute("items = [1, 2]")
     failed = kernel.execute("items.append(3)\nnew_name = 1\nitems[10]")
     assert failed.status == "error" and failed.error["ename"] == "IndexError"
-    assert kernel.execute("items").result("application/json") == [1, 2]
+    assert kernel.execute("items").value() == [1, 2]
     assert kernel.execute("new_name").status == "error"
 
 
 def test_output_bundles(kernel):
     rows = kernel.execute("[{'name': 'a', 'size': 1}, {'name': '<b>', 'size': 2}]")
-    assert rows.result("application/json") == [{"name": "a", "size": 1}, {"name": "<b>", "size": 2}]
+    assert rows.value() == [{"name": "a", "size": 1}, {"name": "<b>", "size": 2}]
     table = rows.result("text/html")
     assert "<th>name</th>" in table and "&lt;b&gt;" in table
-    assert kernel.execute("{'k': (1, 2)}").result("application/json") == {"k": [1, 2]}
+    assert kernel.execute("{'k': (1, 2)}").value() == {"k": (1, 2)}
     assert kernel.execute("'plain text'").result() == "plain text"
     assert kernel.execute("x_none = None\nx_none").of("execute_result") == []
+
+
+def test_modest_lists_and_dicts_are_their_text_and_large_nested_data_a_json_tree(kernel):
+    words = kernel.execute("['alpha', 'beta', 'gamma']")
+    (result,) = words.of("execute_result")
+    assert result["data"] == {"text/plain": "['alpha', 'beta', 'gamma']"}
+    nested = kernel.execute("{str(i): [i, i] for i in range(40)}")
+    assert nested.result("application/json")["39"] == [39, 39]
+    assert nested.result().startswith("{'0': [0, 0],\n")
 
 
 def test_print_goes_to_stdout(kernel):
@@ -198,7 +207,7 @@ def test_delegate_inserts_the_program_as_the_next_cell(kernel):
 def test_delegate_replace_and_run(kernel):
     outcome = kernel.execute("%delegate --replace --run find all py files")
     assert outcome.reply["content"]["payload"][0]["replace"] is True
-    assert outcome.result("application/json") == ["app.py"]
+    assert outcome.value() == ["app.py"]
 
 
 def test_delegate_takes_the_intent_literally(kernel):
@@ -229,7 +238,7 @@ def test_create_with_a_pattern_after_the_name_and_a_bare_placeholder(kernel):
     assert saved.status == "ok", saved.messages
     outcome = kernel.execute("%delegate --run where is helper defined")
     assert "written by templates" in outcome.stream("stdout")
-    assert outcome.result("application/json") == [5]
+    assert outcome.value() == [5]
 
 
 def test_create_needs_a_name_and_a_valid_program(kernel):
@@ -252,7 +261,7 @@ def test_kit_show_and_set(kernel):
 
 def test_params(kernel):
     assert kernel.execute('%params limit=2 "label=first lines" xs=[1,2]').status == "ok"
-    assert kernel.execute("[limit, label, xs]").result("application/json") == [
+    assert kernel.execute("[limit, label, xs]").value() == [
         2, "first lines", [1, 2]]
     bad = kernel.execute("%params other=1 broken")
     assert bad.error["ename"] == "UsageError"
@@ -343,6 +352,14 @@ def test_kernel_info_advertises_only_what_it_implements(kernel):
     json.dumps(info)
 
 
+def test_the_kernelspec_says_what_the_kernel_says(kernel):
+    info = kernel.client.kernel_info(reply=True)["content"]
+    spec = kernel.manager.kernel_spec
+    assert spec.language == info["language_info"]["name"] == "lackpy"
+    assert info["language_info"]["mimetype"] == "text/x-lackpy"
+    assert spec.kernel_protocol_version == info["protocol_version"]
+
+
 
 def test_the_kernel_exits_when_asked(tmp_path):
     # ipykernel's shutdown raced with its own IOPub teardown and the process lingered for
@@ -398,6 +415,6 @@ def test_interrupt_with_the_sandbox_off(tmp_path):
         kernel.manager.interrupt_kernel()
         outcome = kernel.wait(msg_id, timeout=20)
         assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
-        assert kernel.execute("kept").result("application/json") == [1]
+        assert kernel.execute("kept").value() == [1]
     finally:
         kernel.close()

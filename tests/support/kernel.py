@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,10 @@ class Outcome:
     def result(self, mime: str = "text/plain") -> Any:
         (result,) = self.of("execute_result")
         return result["data"][mime]
+
+    def value(self) -> Any:
+        """The result's value, read back from its text (lackpy's results are Python literals)."""
+        return ast.literal_eval(self.result())
 
     @property
     def error(self) -> dict[str, Any]:

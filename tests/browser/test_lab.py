@@ -1,0 +1,104 @@
+"""The lackpy kernel in JupyterLab, in a real (headless) browser: what a person sees.
+
+A Jupyter server runs on a free loopback port with a token; Debian's Chromium,
+driven by Playwright, opens a notebook on the lackpy kernel, runs its cells and
+reads what JupyterLab rendered. Screenshots of the cells are saved under
+``$LACKPY_SCREENSHOTS`` when it is set, to look at.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.support.kernel import KERNEL_NAME, make_workspace
+from tests.support.lab import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    LabServer,
+    NotebookPage,
+    chromium_missing,
+    screenshot_dir,
+    write_notebook,
+)
+
+pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
+
+CELLS = [
+    "read_file('notes.txt').splitlines()",
+    "find_definitions('helper') + find_definitions('main')",
+    "for x in range(3):\n    print('line', x)",
+    "{str(i): [i, i * i] for i in range(40)}",
+    "{'name': 'notes.txt', 'lines': 3}",
+]
+WORDS, ROWS, LOOP, NESTED, SMALL_DICT = range(len(CELLS))
+
+
+@pytest.fixture(scope="module")
+def lab(installed_kernelspec, tmp_path_factory):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    root = make_workspace(tmp_path_factory.mktemp("lab-root"))
+    write_notebook(root / "outputs.ipynb", KERNEL_NAME, CELLS)
+    server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            page = browser.new_page(viewport={"width": 1200, "height": 900})
+            notebook = NotebookPage(page, server, "outputs.ipynb")
+            notebook.run_all()
+            yield notebook
+            browser.close()
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return screenshot_dir(tmp_path_factory.mktemp("screenshots"))
+
+
+def test_a_modest_list_shows_as_its_text(lab):
+    assert lab.text_output(WORDS) == "['alpha', 'beta', 'gamma']"
+    assert lab.cell(WORDS).locator(".jp-RenderedJSON").count() == 0
+
+
+def test_a_small_dict_shows_as_its_text(lab):
+    assert lab.text_output(SMALL_DICT) == "{'name': 'notes.txt', 'lines': 3}"  # in its own order
+
+
+def test_a_list_of_dicts_shows_as_a_table(lab, shots):
+    table = lab.cell(ROWS).locator(".jp-OutputArea-output[data-mime-type='text/html'] table").last
+    headers = table.locator("th").all_inner_texts()
+    assert {"name", "file", "line"} <= set(headers)
+    names = table.locator("tbody tr td:first-child").all_inner_texts()
+    assert len(names) == 2
+    assert lab.cell(ROWS).locator(".jp-RenderedJSON").count() == 0
+    lab.screenshot(ROWS, shots / "table.png")
+
+
+def test_large_nested_data_folds_as_a_json_tree(lab):
+    assert lab.cell(NESTED).locator(".jp-RenderedJSON").count() == 1
+
+
+def test_the_trace_is_a_closed_summary_that_opens(lab, shots):
+    summary = lab.cell(WORDS).locator("details > summary").first
+    assert summary.inner_text().startswith("trace: 1 tool call")
+    assert not lab.cell(WORDS).locator("details table").first.is_visible()
+    summary.click()
+    assert lab.cell(WORDS).locator("details table").first.is_visible()
+    lab.screenshot(WORDS, shots / "trace.png")
+
+
+def test_a_program_cell_is_highlighted_as_python(lab):
+    seen = lab.cell(LOOP).locator(".cm-content").evaluate(
+        """content => {
+            const keyword = [...content.querySelectorAll('span')].find(s => s.textContent === 'for');
+            const line = content.querySelector('.cm-line');
+            return {language: content.dataset.language,
+                    keyword: keyword ? getComputedStyle(keyword).color : null,
+                    plain: getComputedStyle(line).color};
+        }""")
+    assert seen["language"] == "python"
+    assert seen["keyword"] is not None and seen["keyword"] != seen["plain"]
+    assert lab.outputs(LOOP).last.inner_text().splitlines() == ["line 0", "line 1", "line 2"]

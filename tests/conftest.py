@@ -1,0 +1,24 @@
+"""Fixtures shared across the test folders."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lackpy_kernel.install import install_kernelspec
+from tests.support.kernel import KERNEL_NAME
+
+
+@pytest.fixture(scope="session")
+def installed_kernelspec(tmp_path_factory):
+    """The kernelspec installed into a private prefix, with Jupyter pointed at it."""
+    prefix = tmp_path_factory.mktemp("jupyter-prefix")
+    install_kernelspec(prefix=str(prefix), name=KERNEL_NAME, display_name="lackpy (tests)")
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
+    yield prefix
+    if saved is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = saved

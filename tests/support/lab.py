@@ -1,0 +1,156 @@
+"""JupyterLab in headless Chromium: a Jupyter server on a loopback port, and a page driving it.
+
+Chromium is Debian's (``apt-get install chromium``); Playwright drives it with
+``executable_path``, because ``playwright install`` cannot download a browser here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+START_TIMEOUT_S = 120
+CELL_TIMEOUT_S = 120
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        return f"no Chromium at {CHROMIUM}: apt-get install chromium"
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LabServer:
+    """``jupyter lab`` serving ``root`` on a free loopback port, with a token, and its own
+    settings (no news pop-up), workspaces and runtime folders under ``state``."""
+
+    def __init__(self, root: Path, state: Path, env: dict[str, str]) -> None:
+        self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
+        settings = state / "settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        env = {**env, "JUPYTERLAB_SETTINGS_DIR": str(state / "settings"),
+               "JUPYTERLAB_WORKSPACES_DIR": str(state / "workspaces"),
+               "JUPYTER_RUNTIME_DIR": str(state / "runtime")}
+        self.log = (state / "server.log").open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+             "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"],
+            cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self._wait_until_up(state / "server.log")
+
+    def url(self, path: str) -> str:
+        """The address of ``path`` on the server, with the token."""
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
+
+    def _wait_until_up(self, log: Path) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited: {log.read_text(errors='replace')[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=5) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError(f"jupyter lab did not answer in {START_TIMEOUT_S} s")
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
+        self.log.close()
+
+
+def write_notebook(path: Path, kernel_name: str, cells: list[str]) -> Path:
+    """A notebook of code ``cells`` on kernel ``kernel_name``."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata.kernelspec = {"name": kernel_name, "display_name": kernel_name,
+                                    "language": "lackpy"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, path)
+    return path
+
+
+class NotebookPage:
+    """A notebook open in JupyterLab: run its cells, read what each shows."""
+
+    def __init__(self, page: Any, server: LabServer, name: str) -> None:
+        self.page = page
+        page.goto(server.url(f"lab/tree/{name}"))
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
+        self.wait_idle()
+
+    def wait_idle(self) -> None:
+        """Wait until the notebook's kernel is started and idle (the status bar says so)."""
+        self.page.wait_for_function(
+            """() => [...document.querySelectorAll('#jp-main-statusbar span')].some(
+                   item => /\\| Idle$/.test(item.textContent) && !/No Kernel/.test(item.textContent))""",
+            timeout=START_TIMEOUT_S * 1000)
+
+    def cell(self, index: int) -> Any:
+        """The ``index``-th cell of the notebook (a Playwright locator)."""
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def run_all(self) -> None:
+        """Run every cell (Run > Run All Cells) and wait until each has run."""
+        self.menu("Run", "Run All Cells")
+        self.page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+                return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+            }""", timeout=CELL_TIMEOUT_S * 1000)
+        self.wait_idle()
+
+    def menu(self, title: str, item: str) -> None:
+        """Choose ``item`` from the main menu ``title``."""
+        self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text(title, exact=True).click()
+        self.page.locator(".lm-Menu .lm-Menu-itemLabel").get_by_text(item, exact=True).click()
+
+    def outputs(self, index: int) -> Any:
+        """The rendered outputs of cell ``index``."""
+        return self.cell(index).locator(".jp-OutputArea-output")
+
+    def text_output(self, index: int) -> str:
+        """The text of cell ``index``'s last output that JupyterLab rendered as plain text."""
+        shown = self.outputs(index).and_(self.page.locator("[data-mime-type='text/plain']"))
+        return shown.last.inner_text().strip()
+
+    def screenshot(self, index: int, path: Path) -> Path:
+        """A picture of cell ``index``, its input and its outputs."""
+        self.cell(index).scroll_into_view_if_needed()
+        self.cell(index).screenshot(path=str(path))
+        return path
+
+
+def screenshot_dir(fallback: Path) -> Path:
+    """Where screenshots go: ``$LACKPY_SCREENSHOTS`` when set (to look at them), else ``fallback``."""
+    chosen = Path(os.environ.get("LACKPY_SCREENSHOTS") or fallback)
+    chosen.mkdir(parents=True, exist_ok=True)
+    return chosen
