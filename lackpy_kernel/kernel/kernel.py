@@ -23,12 +23,14 @@ from ipykernel.kernelbase import Kernel
 from lackpy_kernel import __version__
 from lackpy_kernel.config import LackpyConfig, load_config
 from lackpy_kernel.errors import ConfigError, KitError, error_text
+from lackpy_kernel.kit import ToolSpec, Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 from lackpy_kernel.magic_syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
+from .introspect import PATH_ARGUMENTS, Call, enclosing_calls, workspace_paths
 from .magics import KernelMagics
 from .output import CellError, CellOutput, show_result
 
@@ -72,6 +74,7 @@ class LackpyKernel(Kernel):
         self._stop_after_control: list[Callable[[], Any]] = []
         self.output = CellOutput(self)
         self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
+        self.files = Workspace(self.service.workspace)  # what path completion may list
         self.history: list[tuple[int, str, str]] = []
 
     # -- start-up -------------------------------------------------------------
@@ -176,18 +179,39 @@ class LackpyKernel(Kernel):
         found = _IDENTIFIER_BEFORE.search(before)
         prefix = found.group(0) if found else ""
         start = cursor_pos - len(prefix)
+        call = self._tool_call_at(code, cursor_pos)
         if line.startswith("%") and line.lstrip("%") == prefix:
             start = cursor_pos - len(line)
             matches = [name for name in self.magics.names() if name.startswith(line)]
             if not matches:  # %%create typed as %create, or the other way round
                 matches = [name for name in self.magics.names()
                            if name.lstrip("%").startswith(prefix)]
+        elif call is not None and call[0].string_start is not None:
+            site, spec = call
+            typed = code[site.string_start:cursor_pos]
+            start = site.string_start
+            in_path = site.argument([arg.name for arg in spec.args]) in PATH_ARGUMENTS
+            matches = workspace_paths(self.files, typed) if in_path else []
         elif before[:start].endswith("."):
             matches = []
         else:
             matches = sorted(name for name in self._known_names() if name.startswith(prefix))
+            if call is not None and call[0].keyword is None:
+                arguments = [f"{arg.name}=" for arg in call[1].args if arg.name.startswith(prefix)]
+                matches = arguments + matches
         return {"status": "ok", "matches": matches, "cursor_start": start,
                 "cursor_end": cursor_pos, "metadata": {}}
+
+    def _tool_call_at(self, code: str, cursor_pos: int) -> tuple[Call, ToolSpec] | None:
+        """The innermost tool call holding the cursor, with the tool's spec, or None."""
+        calls = enclosing_calls(code, cursor_pos)
+        if not calls or calls[0].name is None:
+            return None
+        try:
+            spec = self.lackpy.resolved_kit().tools.get(calls[0].name)
+        except KitError:
+            return None
+        return (calls[0], spec) if spec is not None else None
 
     def _known_names(self) -> set[str]:
         try:
@@ -204,11 +228,31 @@ class LackpyKernel(Kernel):
         else:
             name = _word_at(code, cursor_pos)
             text = self._describe_name(name) if name else None
+            if text is None:
+                text = self._describe_enclosing_call(code, cursor_pos)
         if text is None:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
         return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
 
     def _describe_name(self, name: str) -> str | None:
+        text = self._describe_callable(name)
+        if text is not None:
+            return text
+        if name in self.lackpy.params:
+            return f"{name}: parameter, {type(self.lackpy.params[name]).__name__}"
+        kind = self.lackpy.variable_types.get(name)
+        return f"{name}: variable, {kind}" if kind else None
+
+    def _describe_enclosing_call(self, code: str, cursor_pos: int) -> str | None:
+        """The innermost tool or builtin whose call's parentheses hold the cursor, described."""
+        for call in enclosing_calls(code, cursor_pos):
+            text = self._describe_callable(call.name) if call.name else None
+            if text is not None:
+                return text
+        return None
+
+    def _describe_callable(self, name: str) -> str | None:
+        """A tool's signature and doc, or a builtin's doc; None for any other name."""
         try:
             resolved = self.lackpy.resolved_kit()
         except KitError:
@@ -222,10 +266,7 @@ class LackpyKernel(Kernel):
             target = getattr(builtins, name, None)
             doc = inspect.getdoc(target) if target is not None else None
             return doc or "sort_by(items, key, reverse=False): sort dicts by the value under key"
-        if name in self.lackpy.params:
-            return f"{name}: parameter, {type(self.lackpy.params[name]).__name__}"
-        kind = self.lackpy.variable_types.get(name)
-        return f"{name}: variable, {kind}" if kind else None
+        return None
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         if code.startswith("%%"):

@@ -323,6 +323,48 @@ def test_inspect(kernel):
     assert not kernel.client.inspect("nothing_here", 3, reply=True)["content"]["found"]
 
 
+def _inspect(kernel, code, cursor=None):
+    reply = kernel.client.inspect(code, len(code) if cursor is None else cursor, reply=True)
+    return reply["content"]["data"].get("text/plain") if reply["content"]["found"] else None
+
+
+def test_shift_tab_anywhere_inside_a_tool_calls_parentheses_shows_the_tool(kernel):
+    for code in ("x = read_file(", "x = read_file('notes.txt', ", "len(read_file('no"):
+        shown = _inspect(kernel, code)
+        assert shown is not None and shown.startswith("read_file(path: str) -> str"), code
+        assert "UTF-8" in shown  # the tool's doc follows its signature
+    inside_a_list = "find_files('*.py') + sorted(find_files('*.txt'), key="
+    assert _inspect(kernel, inside_a_list).startswith("Return a new list")  # sorted's doc
+    cursor_in_the_middle = "read_file('notes.txt')"
+    assert _inspect(kernel, cursor_in_the_middle, cursor=15).startswith("read_file(")
+    assert _inspect(kernel, "text.splitlines(") is None  # a method is not a tool
+
+
+def _complete(kernel, code):
+    return kernel.client.complete(code, len(code), reply=True)["content"]
+
+
+def test_completion_offers_a_tools_argument_names_inside_its_call(kernel):
+    reply = _complete(kernel, "read_file(pa")
+    assert reply["matches"][0] == "path="
+    assert reply["cursor_start"] == len("read_file(")
+    assert "path=" not in _complete(kernel, "pa")["matches"]
+
+
+def test_completion_lists_workspace_paths_inside_a_file_tools_string(kernel):
+    (kernel.workspace / "docs").mkdir(exist_ok=True)
+    (kernel.workspace / "docs" / "guide.md").write_text("# guide\n")
+    reply = _complete(kernel, "text = read_file('no")
+    assert reply["matches"] == ["notes.txt"] and reply["cursor_start"] == len("text = read_file('")
+    everything = _complete(kernel, "read_file('")["matches"]
+    assert {"app.py", "docs/", "notes.txt"} <= set(everything)
+    assert not any(path.startswith(".") for path in everything)  # .lackpy/ only when asked
+    assert _complete(kernel, "read_file(path='docs/")["matches"] == ["docs/guide.md"]
+    assert _complete(kernel, "find_files('do")["matches"] == ["docs/"]
+    assert _complete(kernel, "read_file('../")["matches"] == []  # nothing outside
+    assert _complete(kernel, "find_definitions('no")["matches"] == []  # a name, not a path
+
+
 def _is_complete(kernel, code):
     kernel.client.is_complete(code)
     return kernel.client.get_shell_msg(timeout=10)["content"]
