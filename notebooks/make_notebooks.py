@@ -494,8 +494,13 @@ def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
 
 
 def clean(folder: Path) -> None:
-    """Remove what the notebooks write (all git-ignored); the same as conftest.py does."""
+    """Remove what a notebook writes into its folder's ``.lackpy/`` (all git-ignored): the
+    intents ``%delegate`` keeps, the kernel's cell history, the plans notebook's checkpoints
+    (``plans.sqlite``) and saved plans, and the ratchet's templates (a template left from an
+    earlier run would answer the ratchet's first request, which must come from the rules
+    tier)."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
+    (folder / ".lackpy" / "history.sqlite").unlink(missing_ok=True)
     if folder.name in ("ratchet", "agent"):
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     for store in (folder / ".lackpy").glob("plans.sqlite*"):

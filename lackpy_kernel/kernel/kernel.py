@@ -7,7 +7,6 @@ import asyncio
 import builtins
 import codeop
 import contextlib
-import fnmatch
 import functools
 import inspect
 import re
@@ -30,13 +29,11 @@ from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
+from .history import History
 from .introspect import PATH_ARGUMENTS, Call, enclosing_calls, workspace_paths
 from .magics import KernelMagics
 from .output import CellError, CellOutput, show_result
 
-HISTORY_SESSION = 1
-HISTORY_LIMIT = 1000  # cells kept for history requests
-HISTORY_OUTPUT = 10_000  # characters of each cell's output kept
 _IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
 _MAGIC_AT = re.compile(r"^%{1,2}([A-Za-z_][A-Za-z0-9_]*)")
@@ -75,7 +72,9 @@ class LackpyKernel(Kernel):
         self.output = CellOutput(self)
         self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
         self.files = Workspace(self.service.workspace)  # what path completion may list
-        self.history: list[tuple[int, str, str]] = []
+        self.history = History(self.service.config_dir)
+        if self.history.problem:
+            self.problems.append(self.history.problem)
 
     # -- start-up -------------------------------------------------------------
 
@@ -127,8 +126,7 @@ class LackpyKernel(Kernel):
         return reply
 
     def _remember(self, code: str) -> None:
-        self.history.append((self.execution_count, code, self.output.last_output[:HISTORY_OUTPUT]))
-        del self.history[:-HISTORY_LIMIT]
+        self.history.store(self.execution_count, code, self.output.last_output)
 
     async def _run_cell(self, code: str) -> None:
         for segment in split_cell(code):
@@ -288,21 +286,22 @@ class LackpyKernel(Kernel):
                          session: int | None = None, start: int | None = None,
                          stop: int | None = None, n: int | None = None,
                          pattern: str | None = None, unique: bool = False) -> dict[str, Any]:
-        entries = [(HISTORY_SESSION, number, (code, out) if output else code)
-                   for number, code, out in self.history]
         if hist_access_type == "tail":
-            entries = entries[-n:] if n else entries
+            entries = self.history.tail(n, output=output)
         elif hist_access_type == "range":
-            low, high = start or 0, stop if stop is not None else float("inf")
-            entries = [e for e in entries if session in (None, 0, HISTORY_SESSION)
-                       and low <= e[1] < high]
+            entries = self.history.range(session, start, stop, output=output)
         elif hist_access_type == "search":
-            entries = _search_history(entries, pattern or "*", unique, n)
+            entries = self.history.search(pattern or "*", output=output, n=n, unique=unique)
+        else:
+            return {"status": "error", "ename": "ValueError", "traceback": [],
+                    "evalue": f"unknown history access type {hist_access_type!r}: "
+                              "use tail, range or search"}
         return {"status": "ok", "history": entries}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         self.lackpy.close()
         self.service.close()
+        self.history.close()
         return {"status": "ok", "restart": restart}
 
     async def shutdown_request(self, stream: Any, ident: Any, parent: Any) -> None:
@@ -347,17 +346,6 @@ class _HeldStop:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loop, name)
-
-
-def _search_history(entries: list, pattern: str, unique: bool, n: int | None) -> list:
-    def source(entry: tuple) -> str:
-        return entry[2][0] if isinstance(entry[2], tuple) else entry[2]
-
-    found = [entry for entry in entries if fnmatch.fnmatchcase(source(entry), pattern)]
-    if unique:
-        latest = {source(entry): entry for entry in found}
-        found = [entry for entry in found if latest[source(entry)] is entry]
-    return found[-n:] if n else found
 
 
 def _word_at(code: str, cursor_pos: int) -> str:
