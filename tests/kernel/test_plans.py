@@ -87,7 +87,7 @@ def test_plan_run_shows_progress_live_then_the_result(fresh):
     assert [line.split()[:3] for line in final["data"]["text/plain"].splitlines()[1:]] == [
         ["fetch", "done", "1"], ["lines", "done", "1"], ["chars", "done", "1"],
         ["report", "done", "1"]]
-    assert outcome.result() == "{'counts': {'chars': 17, 'lines': 3}, 'file': 'notes.txt'}"
+    assert outcome.result() == "{'file': 'notes.txt', 'counts': {'lines': 3, 'chars': 17}}"
 
 
 def test_a_failing_step_is_the_cells_error(fresh):
