@@ -1,5 +1,5 @@
 """``.lackpy/config.toml``: inference order and providers, default kit, sandbox limits, tool
-sources, the agent's model."""
+sources, the agent's model, and what a delegated program may do unseen."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from lackpy_kernel.errors import ConfigError
 CONFIG_DIR = ".lackpy"
 CONFIG_FILE = "config.toml"
 BUILTIN_TIERS = ("templates", "rules")
+# [delegate] auto_run: the highest tool grade (grade_w) a generated program may call and still
+# run without the user looking at it first; "none" runs nothing unseen.
+AUTO_RUN_LEVELS = {"none": -1, "pure": 0, "read": 1, "exec": 2, "write": 3}
 
 # section -> key -> accepted types
 SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
@@ -25,9 +28,11 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
                 "max_result_mb": (int,), "max_tool_calls": (int,)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
+    "delegate": {"auto_run": (str,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
+CHOICES = {("delegate", "auto_run"): AUTO_RUN_LEVELS}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -75,6 +80,7 @@ class LackpyConfig:
     tool_providers: dict[str, Any] = field(default_factory=dict)
     agent_model: str | None = None  # %agent's and %replan's model, and its provider
     agent_provider: str | None = None
+    delegate_auto_run: str = "read"
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -135,6 +141,12 @@ def _check_value(path, text, section, key, value, types) -> None:
         raise _error(path, text, key, f"[{section}] {key} must be {wanted}, not {value!r}")
     if (section, key) in POSITIVE and value <= 0:
         raise _error(path, text, key, f"[{section}] {key} must be greater than 0, not {value!r}")
+    choices = CHOICES.get((section, key))
+    if choices is not None and value not in choices:
+        close = difflib.get_close_matches(value, list(choices), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise _error(path, text, key, f"[{section}] {key} must be one of {', '.join(choices)}, "
+                                      f"not {value!r}{hint}")
 
 
 def _check_order(path: Path, text: str, inference: dict[str, Any]) -> None:
@@ -239,6 +251,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     agent = data.get("agent", {})
     config.agent_model = agent.get("model", config.agent_model)
     config.agent_provider = agent.get("provider", config.agent_provider)
+    config.delegate_auto_run = data.get("delegate", {}).get("auto_run", config.delegate_auto_run)
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

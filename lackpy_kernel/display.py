@@ -16,6 +16,7 @@ from lackpy_kernel.lang import Issue
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.plain import display_problem, jsonable
 from lackpy_kernel.run.runner import VALIDATION_ERROR
+from lackpy_kernel.service import Delegation
 
 TABLE_ROWS = 200
 CELL_TEXT = 80
@@ -23,7 +24,9 @@ JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a
 
 __all__ = [
     "ErrorReport",
+    "delegation_status",
     "generation_summary",
+    "held_message",
     "output_bundle",
     "output_text",
     "plan_bundle",
@@ -254,3 +257,19 @@ def _titled(title: str, table: dict[str, str]) -> dict[str, str]:
         return table
     return {"text/plain": f"{title}\n{table['text/plain']}",
             "text/html": f"<div>{html.escape(title)}</div>{table['text/html']}"}
+
+
+def delegation_status(delegation: Delegation, where: str = "the next cell") -> str:
+    """The end of ``%delegate``'s status line: who wrote the program, that it is in
+    ``where``, and whether it ran."""
+    text = f"{generation_summary(delegation.generated)}; it is in {where}"
+    if delegation.ran:
+        return f"{text}, and it ran here: its output is below"
+    return f"{text}, not run" if delegation.held else text
+
+
+def held_message(delegation: Delegation, where: str = "the next cell") -> str:
+    """Why a program that was to run was only inserted, and how to run it."""
+    reason = delegation.held.reason if delegation.held else "it was not run"
+    return (f"not run: {reason}. Read the program in {where} and run it yourself, or add "
+            "--yes to the %delegate line to run such a program at once.")

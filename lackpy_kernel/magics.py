@@ -29,6 +29,7 @@ __all__ = [
     "REPLAN_OPTIONS",
     "REPLAN_SUMMARY",
     "RUN",
+    "YES",
     "STEP_OPTIONS",
     "STEP_SUMMARY",
     "Magic",
@@ -124,8 +125,10 @@ def declared_magics(owner: object) -> dict[str, tuple[Magic, Callable[..., Any]]
 KIT = Option("--kit", "value", "the kit the program may use: a kit name or tool,tool,...", "K")
 PARAM = Option("--param", "multi", "a named input the program sees; Python literals where "
                "they parse, else text (quote values with spaces)", "NAME=VALUE")
-RUN = Option("--run", "flag", "run the program too, not only insert it")
-DELEGATE_OPTIONS = (KIT, PARAM, RUN)
+RUN = Option("--run", "flag", "run the program too, when it only does what [delegate] auto_run "
+             "allows unseen (by default: reads); otherwise insert it and say why")
+YES = Option("--yes", "flag", "with --run: run it whatever it does (this call only)")
+DELEGATE_OPTIONS = (KIT, PARAM, RUN, YES)
 DELEGATE_SUMMARY = "write a program for INTENT and insert it as the next cell"
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.config import CONFIG_DIR, LackpyConfig, load_config
+from lackpy_kernel.config import AUTO_RUN_LEVELS, CONFIG_DIR, LackpyConfig, load_config
 from lackpy_kernel.errors import TemplateError, UsageError, error_text
 from lackpy_kernel.infer import (
     GenerationResult,
@@ -59,7 +59,7 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["Delegation", "LackpyService", "error_text", "jsonable", "validate_for"]
+__all__ = ["Delegation", "LackpyService", "RunCheck", "error_text", "jsonable", "validate_for"]
 
 Kit = str | list[str] | dict[str, Any] | None
 KitOrResolved = Kit | ResolvedKit
@@ -70,12 +70,34 @@ MODES = ("1-shot",)
 VALIDATION_SECONDS = 30.0
 
 
+@dataclass(frozen=True)
+class RunCheck:
+    """Whether a generated program may run before anyone has looked at it: only when every
+    tool it calls is within ``[delegate] auto_run`` (``ceiling``). ``past`` names the tools
+    it calls beyond that."""
+
+    allowed: bool
+    ceiling: str
+    past: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """Why the program was not run unseen ("" when it may run)."""
+        if self.allowed:
+            return ""
+        if AUTO_RUN_LEVELS[self.ceiling] < 0:
+            return f'[delegate] auto_run = "{self.ceiling}" runs no program unseen'
+        return (f"it calls {', '.join(self.past)}, beyond what [delegate] auto_run = "
+                f'"{self.ceiling}" lets a program do unseen')
+
+
 @dataclass
 class Delegation:
     """What a delegation did: the program and how it was written, and its run when it ran.
 
-    ``result`` is None when the program was only written. ``to_dict()`` is the documented
-    ``delegate`` result.
+    ``result`` is None when the program was only written; ``held`` says why, when a run was
+    asked for and the program was beyond ``[delegate] auto_run``. ``to_dict()`` is the
+    documented ``delegate`` result.
     """
 
     intent: str
@@ -84,6 +106,7 @@ class Delegation:
     result: ExecutionResult | None = None
     execution_time_ms: float = 0.0
     total_time_ms: float = 0.0
+    held: RunCheck | None = None
 
     @property
     def program(self) -> str:
@@ -122,6 +145,7 @@ class Delegation:
             "error_line": result.error_line,
             "notes": result.notes,
             "correction_strategy": generated.correction_strategy,
+            "held": self.held.reason if self.held else None,
         }
 
 
@@ -303,8 +327,21 @@ class LackpyService:
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return await self._run_once(program, resolved, dict(params or {}), sandbox, rules)
 
+    def run_check(self, program: str, kit: KitOrResolved = None) -> RunCheck:
+        """Whether ``program`` may run unseen: every tool it calls within ``[delegate]
+        auto_run`` (the config is the only ceiling; nothing a notebook cell says raises it).
+        Raises KitError for a kit that cannot be resolved."""
+        resolved = self.resolve_kit(kit)
+        ceiling = self.config.delegate_auto_run
+        highest = AUTO_RUN_LEVELS[ceiling]
+        called = validate(program, set(resolved.callables)).calls
+        past = tuple(sorted({name for name in called if name in resolved.tools
+                             and resolved.tools[name].grade_w > highest}))
+        return RunCheck(highest >= 0 and not past, ceiling, past)
+
     async def delegation(self, intent: str, kit: KitOrResolved = None,
                          params: dict[str, Any] | None = None, *, run: bool = True,
+                         ask: bool = False,
                          runner: ProgramRunner | None = None, program: str | None = None,
                          sandbox: bool | None = None, rules: list[Rule] | None = None,
                          interpreter: Any = None, extra_tools: list[str] | None = None
@@ -312,6 +349,8 @@ class LackpyService:
         """Write a program for ``intent`` and, with ``run``, run it: the whole delegate
         sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
 
+        With ``ask``, a program beyond ``[delegate] auto_run`` is written, not run, and
+        ``held`` says why: what a surface passes when nobody has looked at the program yet.
         ``runner`` runs the program in place of a one-shot run (a session passes its own);
         ``program`` skips generation and uses that text (the seed's ``_program_override``).
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
@@ -325,6 +364,9 @@ class LackpyService:
             generated = await self.generate(intent, resolved, params, rules,
                                             interpreter=interpreter)
         delegation = Delegation(intent, generated, resolved.grade)
+        if run and ask:
+            check = self.run_check(generated.program, resolved)
+            run, delegation.held = check.allowed, None if check.allowed else check
         if run:
             run_started = time.perf_counter()
             if runner is not None:

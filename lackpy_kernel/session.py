@@ -97,11 +97,12 @@ class LackpySession:
         return await self._run_resolved(program, resolved, check)
 
     async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
-                       params: dict[str, Any] | None = None, rules: list[Rule] | None = None
-                       ) -> Delegation:
+                       approved: bool = False, params: dict[str, Any] | None = None,
+                       rules: list[Rule] | None = None) -> Delegation:
         """Have the inference tiers write a program for ``intent``; with ``run``, run it in
-        this session (its variables kept as for a cell). ``params`` join the session's
-        parameters for this call.
+        this session (its variables kept as for a cell) when it is within ``[delegate]
+        auto_run`` or the user ``approved`` it, else hold it (``Delegation.held`` says why).
+        ``params`` join the session's parameters for this call.
 
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
         """
@@ -116,7 +117,7 @@ class LackpySession:
             return await self._run_resolved(generated.program, resolved, check, given)
 
         return await self.service.delegation(intent, resolved, given, run=run,
-                                             runner=in_session, rules=rules)
+                                             ask=not approved, runner=in_session, rules=rules)
 
     def start(self) -> None:
         """Start the sandbox worker in the background if this session's programs will run

@@ -7,7 +7,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.display import generation_summary, table_bundle, trace_bundle, validation_error
+from lackpy_kernel.display import (
+    delegation_status,
+    held_message,
+    table_bundle,
+    trace_bundle,
+    validation_error,
+)
 from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param, shell_words
 from lackpy_kernel.magics import (
@@ -90,20 +96,24 @@ class KernelMagics(PlanMagics, AgentMagics):
         intent = line.rest
         if not intent:
             raise UsageError(f"what should the program do? usage: {self._magic('delegate').usage}")
+        run, approved = bool(line.options.get("--run")), bool(line.options.get("--yes"))
+        if approved and not run:
+            raise UsageError("--yes approves running the program; use it with --run")
         params = dict(parse_param(raw) for raw in line.options.get("--param", []))
-        kit = line.options.get("--kit")
+        kit, replace = line.options.get("--kit"), bool(line.options.get("--replace"))
         # Streamed, not an updated display: the line shows at once, and notebooks replay it.
         self.output.stream("stdout", f"delegating: {intent} ... ")
         try:
-            delegation = await self.session.delegate(intent, kit=kit, run=bool(
-                line.options.get("--run")), params=params)
+            delegation = await self.session.delegate(intent, kit=kit, run=run, approved=approved,
+                                                     params=params)
         except GenerationError:
             self.output.stream("stdout", "no provider could write a program\n")
             raise
-        self.output.stream("stdout", generation_summary(delegation.generated)
-                           + "; it is in the next cell\n")
-        self.output.next_input(_program_cell(delegation.program, params),
-                               replace=bool(line.options.get("--replace")))
+        where = "this cell now" if replace else "the next cell"
+        self.output.stream("stdout", delegation_status(delegation, where) + "\n")
+        self.output.next_input(_program_cell(delegation.program, params, kit), replace=replace)
+        if delegation.held:
+            self.output.stream("stderr", f"lackpy: {held_message(delegation, where)}\n")
         if delegation.result is not None:
             show_result(self.output, delegation.result, delegation.program)
 
@@ -184,10 +194,12 @@ class KernelMagics(PlanMagics, AgentMagics):
         self.output.display({"text/plain": "\n".join(usages)})
 
 
-def _program_cell(program: str, params: dict[str, Any]) -> str:
-    """The cell %delegate inserts: its parameters set first, so the cell runs as written."""
-    if not params:
-        return program
-    words = [f"{name}={value!r}" for name, value in params.items()]
-    quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word for word in words]
-    return f"%params {' '.join(quoted)}\n{program}"
+def _program_cell(program: str, params: dict[str, Any], kit: str | None) -> str:
+    """The cell %delegate inserts: its kit (when --kit chose one) and its parameters set
+    first, so the cell runs as written."""
+    lines = [f"%kit {kit}"] if kit else []
+    if params:
+        words = [f"{name}={value!r}" for name, value in params.items()]
+        quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word for word in words]
+        lines.append(f"%params {' '.join(quoted)}")
+    return "\n".join([*lines, program])
