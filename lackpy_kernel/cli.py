@@ -102,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             from lackpy_kernel.mcp_server import main as serve  # noqa: PLC0415 - optional extra
         except ImportError as exc:
-            return _fail(str(exc), EXIT_USAGE)
+            if (exc.name or "").startswith("lackpy_kernel"):
+                raise  # our own import failing is a bug, not a missing extra
+            return _fail(f"the MCP server needs the mcp extra: pip install 'lackpy-kernel[mcp]' "
+                         f"({exc})", EXIT_USAGE)
         return serve(workspace)
     try:
         config = load_config(workspace)
@@ -158,7 +161,8 @@ def cmd_generate(service: LackpyService, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(vars(result))
     else:
-        print(f"# {result.provider_name}, {result.generation_time_ms:.1f} ms")
+        # Who wrote it goes to stderr, so `lackpy generate ... > file.py` saves the program only.
+        print(f"# {result.provider_name}, {result.generation_time_ms:.1f} ms", file=sys.stderr)
         print(result.program)
     return EXIT_OK
 
