@@ -1,7 +1,9 @@
-"""Run each example notebook from the same clean state, and leave it clean.
+"""Run each of the project's notebooks from the same clean state, and leave it clean.
 
-The notebooks write into their folders' ``.lackpy/`` (see ``make_notebooks.clean``),
-so those files are removed before a notebook's first cell and after its last.
+nbval runs only the notebooks ``make_notebooks.NOTEBOOKS`` lists: one a user saves here
+(JupyterLab opened in this folder, an ``Untitled.ipynb``) is theirs, not a test. The
+notebooks write into their folders' ``.lackpy/`` (see ``make_notebooks.clean``), so
+those files are removed before a notebook's first cell and after its last.
 """
 
 from __future__ import annotations
@@ -10,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from notebooks.make_notebooks import clean
+from notebooks.make_notebooks import clean, is_project_notebook
+
+
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    """Leave out every notebook that is not the project's."""
+    if collection_path.suffix == ".ipynb" and not is_project_notebook(collection_path):
+        return True
+    return None
 
 
 def _notebook_folder(item: pytest.Item) -> Path | None:

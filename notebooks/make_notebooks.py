@@ -476,6 +476,16 @@ NOTEBOOKS = {
 }
 
 
+def notebook_path(name: str) -> Path:
+    """Where the project's notebook ``name`` lives: ``notebooks/NAME/NAME.ipynb``."""
+    return HERE / name / f"{name}.ipynb"
+
+
+def is_project_notebook(path: Path) -> bool:
+    """Whether ``path`` is one of the notebooks above (not one a user saved beside them)."""
+    return Path(path).resolve() in {notebook_path(name) for name in NOTEBOOKS}
+
+
 # -- writing and running -----------------------------------------------------------
 
 def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
@@ -531,7 +541,7 @@ def run(name: str) -> None:
         clean(folder)
     check(name, nb, cells, replies)
     nbformat.validate(nb)
-    nbformat.write(nb, folder / f"{name}.ipynb")
+    nbformat.write(nb, notebook_path(name))
     print(f"wrote {folder.relative_to(HERE.parent)}/{name}.ipynb")
 
 

@@ -9,26 +9,46 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-KERNELS = {"tour": "lackpy", "ratchet": "lackpy", "replay": "lackpy", "extension": "python3",
-           "plans": "lackpy", "agent": "lackpy"}
+from notebooks.make_notebooks import NOTEBOOKS as LISTED
+from notebooks.make_notebooks import notebook_path
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPOSITORY / "notebooks"
+KERNELS = {name: kernel for name, (kernel, _) in LISTED.items()}
 
 
 def load(name: str) -> nbformat.NotebookNode:
-    return nbformat.read(NOTEBOOKS / name / f"{name}.ipynb", as_version=4)
+    return nbformat.read(notebook_path(name), as_version=4)
 
 
 def code_cells(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [cell for cell in nb.cells if cell.cell_type == "code"]
 
 
-def test_every_notebook_is_listed():
-    assert {path.stem for path in NOTEBOOKS.glob("*/*.ipynb")} == set(KERNELS)
+def test_every_listed_notebook_is_there():
+    assert all(notebook_path(name).is_file() for name in KERNELS)
+
+
+def test_nbval_collects_the_projects_notebooks_and_not_a_users(tmp_path):
+    saved = [NOTEBOOKS / "Untitled.ipynb", NOTEBOOKS / "tour" / "Untitled.ipynb"]
+    for path in saved:  # as JupyterLab saves a new notebook where it was opened
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0")]), path)
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                               "-p", "no:cacheprovider", "notebooks"], cwd=REPOSITORY,
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        for path in saved:
+            path.unlink()
+    assert done.returncode == 0, done.stdout + done.stderr
+    collected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+    assert collected == {f"notebooks/{name}/{name}.ipynb" for name in KERNELS}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
