@@ -56,18 +56,37 @@ class Kernel:
         self.manager.start_kernel(cwd=str(workspace), **({"env": env} if env else {}))
         self.client = self.manager.client()
         self.client.start_channels()
+        self._early: dict[str, list[dict[str, Any]]] = {}  # iopub seen by start()
         if wait:
             self.client.wait_for_ready(timeout=60)
 
     def execute(self, code: str, timeout: float = 60, **options: Any) -> Outcome:
+        # A test's cell that fails on purpose must not abort the cells sent after it.
+        options.setdefault("stop_on_error", False)
         msg_id = self.client.execute(code, **options)
         return self.wait(msg_id, timeout)
+
+    def start(self, code: str, timeout: float = 60) -> str:
+        """Send ``code`` and return once the kernel has begun executing it (its
+        ``execute_input`` came), however loaded the machine; ``wait`` gets the outcome."""
+        msg_id = self.client.execute(code, stop_on_error=False)
+        seen = self._early.setdefault(msg_id, [])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = self.client.get_iopub_msg(timeout=timeout)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "execute_input":
+                return msg_id
+            if message["msg_type"] != "status":
+                seen.append(message)
+        raise TimeoutError(f"the kernel did not start executing the cell in {timeout} s")
 
     def wait(self, msg_id: str, timeout: float = 60) -> Outcome:
         reply = self.client.get_shell_msg(timeout=timeout)
         while reply["parent_header"].get("msg_id") != msg_id:
             reply = self.client.get_shell_msg(timeout=timeout)
-        outcome = Outcome(reply)
+        outcome = Outcome(reply, self._early.pop(msg_id, []))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
