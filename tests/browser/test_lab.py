@@ -31,14 +31,19 @@ CELLS = [
     "for x in range(3):\n    print('line', x)",
     "{str(i): [i, i * i] for i in range(40)}",
     "{'name': 'notes.txt', 'lines': 3}",
+    "%delegate --kit read_file,write_file --run copy the notes",  # last: it inserts a cell
 ]
-WORDS, ROWS, LOOP, NESTED, SMALL_DICT = range(len(CELLS))
+WORDS, ROWS, LOOP, NESTED, SMALL_DICT, APPROVAL = range(len(CELLS))
+COPY_TEMPLATE = ("---\nname: copy\npattern: copy the notes\n---\n"
+                 "write_file('copy.txt', read_file('notes.txt'))\n'copied'\n")
 
 
 @pytest.fixture(scope="module")
 def lab(installed_kernelspec, tmp_path_factory):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = make_workspace(tmp_path_factory.mktemp("lab-root"))
+    (root / ".lackpy" / "templates").mkdir(parents=True)
+    (root / ".lackpy" / "templates" / "copy.tmpl").write_text(COPY_TEMPLATE)
     write_notebook(root / "outputs.ipynb", KERNEL_NAME, CELLS)
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
     try:
@@ -102,3 +107,15 @@ def test_a_program_cell_is_highlighted_as_python(lab):
     assert seen["language"] == "python"
     assert seen["keyword"] is not None and seen["keyword"] != seen["plain"]
     assert lab.outputs(LOOP).last.inner_text().splitlines() == ["line 0", "line 1", "line 2"]
+
+
+def test_a_program_that_would_write_is_inserted_not_run_and_the_cell_says_why(lab, shots):
+    status = lab.outputs(APPROVAL).nth(0).inner_text()
+    assert status.startswith("delegating: copy the notes ... written by templates")
+    assert status.rstrip().endswith("it is in the next cell, not run")
+    warning = lab.cell(APPROVAL).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    assert "not run: it calls write_file" in warning.inner_text()
+    assert lab.source(APPROVAL + 1) == ("%kit read_file,write_file\n"
+                                        "write_file('copy.txt', read_file('notes.txt'))\n'copied'")
+    assert not (lab.server.root / "copy.txt").exists()
+    lab.screenshot(APPROVAL, shots / "write-approval.png")

@@ -102,7 +102,7 @@ class NotebookPage:
     """A notebook open in JupyterLab: run its cells, read what each shows."""
 
     def __init__(self, page: Any, server: LabServer, name: str) -> None:
-        self.page = page
+        self.page, self.server = page, server
         page.goto(server.url(f"lab/tree/{name}"))
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         self.wait_idle()
@@ -120,18 +120,25 @@ class NotebookPage:
 
     def run_all(self) -> None:
         """Run every cell (Run > Run All Cells) and wait until each has run."""
+        count = self.page.locator(".jp-Notebook .jp-CodeCell").count()
         self.menu("Run", "Run All Cells")
+        # Cells a %delegate inserts below stay unrun; the notebook's own cells all get a number.
         self.page.wait_for_function(
-            """() => {
+            """count => {
                 const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                return prompts.length > 0 && prompts.every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
-            }""", timeout=CELL_TIMEOUT_S * 1000)
+                return prompts.length >= count &&
+                    prompts.slice(0, count).every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+            }""", arg=count, timeout=CELL_TIMEOUT_S * 1000)
         self.wait_idle()
 
     def menu(self, title: str, item: str) -> None:
         """Choose ``item`` from the main menu ``title``."""
         self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text(title, exact=True).click()
         self.page.locator(".lm-Menu .lm-Menu-itemLabel").get_by_text(item, exact=True).click()
+
+    def source(self, index: int) -> str:
+        """The text of cell ``index``'s editor."""
+        return "\n".join(self.cell(index).locator(".cm-line").all_inner_texts())
 
     def outputs(self, index: int) -> Any:
         """The rendered outputs of cell ``index``."""
