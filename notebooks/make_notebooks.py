@@ -510,7 +510,8 @@ def clean(folder: Path) -> None:
     earlier run would answer the ratchet's first request, which must come from the rules
     tier)."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
-    (folder / ".lackpy" / "history.sqlite").unlink(missing_ok=True)
+    for history in (folder / ".lackpy").glob("history.sqlite*"):  # with its write-ahead log
+        history.unlink()
     if folder.name in ("ratchet", "agent"):
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     for store in (folder / ".lackpy").glob("plans.sqlite*"):
