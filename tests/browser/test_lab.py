@@ -29,11 +29,12 @@ CELLS = [
     "read_file('notes.txt').splitlines()",
     "find_definitions('helper') + find_definitions('main')",
     "for x in range(3):\n    print('line', x)",
+    "{'group' + str(g): [{'i': i, 'square': i * i} for i in range(20)] for g in range(3)}",
     "{str(i): [i, i * i] for i in range(40)}",
     "{'name': 'notes.txt', 'lines': 3}",
     "%delegate --kit read_file,write_file --run copy the notes",  # last: it inserts a cell
 ]
-WORDS, ROWS, LOOP, NESTED, SMALL_DICT, APPROVAL = range(len(CELLS))
+WORDS, ROWS, LOOP, NESTED, LONG_FLAT, SMALL_DICT, APPROVAL = range(len(CELLS))
 COPY_TEMPLATE = ("---\nname: copy\npattern: copy the notes\n---\n"
                  "write_file('copy.txt', read_file('notes.txt'))\n'copied'\n")
 
@@ -68,8 +69,9 @@ def test_a_modest_list_shows_as_its_text(lab):
     assert lab.cell(WORDS).locator(".jp-RenderedJSON").count() == 0
 
 
-def test_a_small_dict_shows_as_its_text(lab):
+def test_a_small_dict_shows_as_its_text(lab, shots):
     assert lab.text_output(SMALL_DICT) == "{'name': 'notes.txt', 'lines': 3}"  # in its own order
+    lab.screenshot(SMALL_DICT, shots / "small-dict.png")
 
 
 def test_a_list_of_dicts_shows_as_a_table(lab, shots):
@@ -82,8 +84,14 @@ def test_a_list_of_dicts_shows_as_a_table(lab, shots):
     lab.screenshot(ROWS, shots / "table.png")
 
 
-def test_large_nested_data_folds_as_a_json_tree(lab):
+def test_large_nested_data_folds_as_a_json_tree(lab, shots):
     assert lab.cell(NESTED).locator(".jp-RenderedJSON").count() == 1
+    lab.screenshot(NESTED, shots / "json-tree.png")
+
+
+def test_long_data_whose_items_fit_a_line_each_stays_text(lab):
+    assert lab.cell(LONG_FLAT).locator(".jp-RenderedJSON").count() == 0
+    assert lab.text_output(LONG_FLAT).splitlines()[:2] == ["{'0': [0, 0],", " '1': [1, 1],"]
 
 
 def test_the_trace_is_a_closed_summary_that_opens(lab, shots):

@@ -35,7 +35,8 @@ class LackpyKernelConformance(jupyter_kernel_test.KernelTests):
         {"code": "1 + 2", "result": "3"},
         {"code": "'abc'.upper()", "result": "ABC"},
         {"code": "[1, 2]", "result": "[1, 2]"},
-        {"code": "{str(i): [i] for i in range(40)}", "mime": "application/json"},
+        {"code": "{str(g): [{'i': i} for i in range(20)] for g in range(3)}",
+         "mime": "application/json"},
         {"code": "[{'a': 1}]", "mime": "text/html"},
     ]
     code_display_data = [

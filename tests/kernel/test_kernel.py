@@ -51,9 +51,11 @@ def test_modest_lists_and_dicts_are_their_text_and_large_nested_data_a_json_tree
     words = kernel.execute("['alpha', 'beta', 'gamma']")
     (result,) = words.of("execute_result")
     assert result["data"] == {"text/plain": "['alpha', 'beta', 'gamma']"}
-    nested = kernel.execute("{str(i): [i, i] for i in range(40)}")
-    assert nested.result("application/json")["39"] == [39, 39]
-    assert nested.result().startswith("{'0': [0, 0],\n")
+    nested = kernel.execute("{str(g): [{'i': i} for i in range(20)] for g in range(3)}")
+    assert nested.result("application/json")["2"][19] == {"i": 19}
+    assert nested.result().startswith("{'0': [{'i': 0},\n")
+    one_line_each = kernel.execute("{str(i): [i, i] for i in range(40)}")
+    assert "application/json" not in one_line_each.of("execute_result")[0]["data"]
 
 
 def test_print_goes_to_stdout(kernel):
