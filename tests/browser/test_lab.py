@@ -127,3 +127,17 @@ def test_a_program_that_would_write_is_inserted_not_run_and_the_cell_says_why(la
                                         "write_file('copy.txt', read_file('notes.txt'))\n'copied'")
     assert not (lab.server.root / "copy.txt").exists()
     lab.screenshot(APPROVAL, shots / "write-approval.png")
+
+
+def test_shift_tab_inside_a_tool_call_shows_the_tool(lab, shots):
+    editor = lab.cell(WORDS).locator(".cm-content")
+    editor.click()
+    lab.page.keyboard.press("Control+Home")
+    for _ in range(len("read_file('no")):  # the cursor inside the string argument
+        lab.page.keyboard.press("ArrowRight")
+    lab.page.keyboard.press("Shift+Tab")
+    tooltip = lab.page.locator(".jp-Tooltip")
+    tooltip.wait_for(timeout=30_000)
+    assert tooltip.inner_text().startswith("read_file(path: str) -> str")
+    lab.page.screenshot(path=str(shots / "shift-tab.png"))
+    lab.page.keyboard.press("Escape")
