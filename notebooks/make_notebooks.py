@@ -195,6 +195,24 @@ its programs ran successfully (a program may read `.lackpy/`, never write it).
 """),
     code("%providers"),
     code("print(read_file('.lackpy/templates/definitions.tmpl'))"),
+    md("""
+## A program that writes waits for you
+
+`%delegate --run` runs a program at once only when it does no more than
+`[delegate] auto_run` in `.lackpy/config.toml` lets a program do unseen; by
+default that is reading. Save a template that writes a file, and ask for it
+with `--run`: the program goes into the next cell, not run, and the cell says
+why. Read it, then run that cell, or add `--yes` to run such a program at once.
+"""),
+    code("""
+%kit find_definitions,write_file
+"""),
+    code("""
+%%create report --pattern "write the definitions of {name} to {path}"
+found = find_definitions('{name}')
+write_file('{path}', '\\n'.join([d['file'] for d in found]))
+"""),
+    code("%delegate --kit find_definitions,write_file --run write the definitions of greet to report.txt"),
 ]
 
 EXTENSION = [

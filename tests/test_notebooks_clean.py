@@ -89,7 +89,15 @@ def delegate_tiers(name):
 
 
 def test_the_ratchet_goes_from_rules_to_templates():
-    assert delegate_tiers("ratchet") == ["rules", "templates", "templates"]
+    assert delegate_tiers("ratchet") == ["rules", "templates", "templates", "templates"]
+
+
+def test_the_ratchet_holds_a_program_that_would_write():
+    last = code_cells(load("ratchet"))[-1]
+    streams = {output.name: output.text for output in last.outputs if output.output_type == "stream"}
+    assert streams["stdout"].endswith("it is in the next cell, not run\n")
+    assert "not run: it calls write_file" in streams["stderr"]
+    assert not (NOTEBOOKS / "ratchet" / "report.txt").exists()
 
 
 def test_the_replay_notebook_is_answered_by_replay():
