@@ -141,3 +141,16 @@ def test_shift_tab_inside_a_tool_call_shows_the_tool(lab, shots):
     assert tooltip.inner_text().startswith("read_file(path: str) -> str")
     lab.page.screenshot(path=str(shots / "shift-tab.png"))
     lab.page.keyboard.press("Escape")
+
+
+def test_tab_inside_a_file_tools_string_offers_workspace_paths(lab, shots):
+    lab.cell(LOOP).locator(".cm-content").click()
+    lab.page.keyboard.press("Control+End")
+    lab.page.keyboard.press("Enter")
+    lab.page.keyboard.type("text = read_file('no")
+    lab.page.keyboard.press("Tab")
+    offered = lab.page.locator(".jp-Completer .jp-Completer-item")
+    offered.first.wait_for(timeout=30_000)
+    assert offered.all_inner_texts() == ["notes.txt"]
+    lab.page.screenshot(path=str(shots / "path-completion.png"))
+    lab.page.keyboard.press("Escape")
