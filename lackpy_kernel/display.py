@@ -11,7 +11,15 @@ import pprint
 from dataclasses import dataclass
 from typing import Any
 
-from lackpy_kernel.infer import GenerationResult
+from lackpy_kernel.infer import (
+    CorrectionStep,
+    GenerationEvent,
+    GenerationResult,
+    ProgramStreaming,
+    ProviderFailed,
+    ProviderTried,
+    ProviderUnavailable,
+)
 from lackpy_kernel.lang import Issue
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.plain import display_problem, jsonable
@@ -25,6 +33,7 @@ JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a
 __all__ = [
     "ErrorReport",
     "delegation_status",
+    "generation_progress",
     "generation_summary",
     "held_message",
     "output_bundle",
@@ -273,3 +282,32 @@ def held_message(delegation: Delegation, where: str = "the next cell") -> str:
     reason = delegation.held.reason if delegation.held else "it was not run"
     return (f"not run: {reason}. Read the program in {where} and run it yourself, or add "
             "--yes to the %delegate line to run such a program at once.")
+
+
+PROGRESS_REASON = 160  # characters of a provider's failure shown while others are tried
+
+
+def generation_progress(events: list[GenerationEvent]) -> str:
+    """What a generation has done so far, one line per step, and the program a model is
+    writing (the latest streamed text) below them."""
+    lines: list[str] = []
+    streaming = ""
+    for event in events:
+        if isinstance(event, ProgramStreaming):
+            streaming = f"{event.provider} is writing ({event.step}):\n{event.text}"
+            continue
+        streaming = ""
+        if isinstance(event, ProviderTried):
+            lines.append(f"trying {event.provider}")
+        elif isinstance(event, ProviderUnavailable):
+            lines.append(f"{event.provider}: {_cut(event.reason)}")
+        elif isinstance(event, ProviderFailed):
+            lines.append(f"{event.provider}: no program ({_cut(event.reason)})")
+        elif isinstance(event, CorrectionStep):
+            outcome = "a valid program" if event.valid else "still invalid"
+            lines.append(f"{event.provider}: {event.step}: {_cut(event.did)}; {outcome}")
+    return "\n".join([*lines, streaming] if streaming else lines)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= PROGRESS_REASON else text[:PROGRESS_REASON - 3] + "..."

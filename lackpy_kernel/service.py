@@ -19,6 +19,7 @@ from typing import Any
 from lackpy_kernel.config import AUTO_RUN_LEVELS, CONFIG_DIR, LackpyConfig, load_config
 from lackpy_kernel.errors import TemplateError, UsageError, error_text
 from lackpy_kernel.infer import (
+    GenerationEvent,
     GenerationResult,
     InferenceDispatcher,
     TemplatesProvider,
@@ -291,8 +292,12 @@ class LackpyService:
     async def generate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
                        mode: str | None = None, interpreter: Any = None,
-                       extra_tools: list[str] | None = None) -> GenerationResult:
+                       extra_tools: list[str] | None = None,
+                       on_event: Callable[[GenerationEvent], None] | None = None
+                       ) -> GenerationResult:
         """A validated program for ``intent``, remembered in the ratchet's intent log.
+        ``on_event`` receives the generation's progress events (``lackpy_kernel.infer``'s
+        ProviderTried, ProgramStreaming, CorrectionStep, ...) as they happen.
 
         Raises GenerationError (a RuntimeError) listing each provider and why it gave no
         program, KitError for a bad kit, UsageError for an unknown ``mode``.
@@ -310,6 +315,7 @@ class LackpyService:
             interpreter=interpreter,
             example_pool=[example for spec in resolved.tools.values() for example in spec.examples],
             tool_names=sorted(resolved.callables),  # the names programs call: aliases included
+            on_event=on_event,
         )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
@@ -344,13 +350,15 @@ class LackpyService:
                          ask: bool = False,
                          runner: ProgramRunner | None = None, program: str | None = None,
                          sandbox: bool | None = None, rules: list[Rule] | None = None,
-                         interpreter: Any = None, extra_tools: list[str] | None = None
+                         interpreter: Any = None, extra_tools: list[str] | None = None,
+                         on_event: Callable[[GenerationEvent], None] | None = None
                          ) -> Delegation:
         """Write a program for ``intent`` and, with ``run``, run it: the whole delegate
         sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
 
         With ``ask``, a program beyond ``[delegate] auto_run`` is written, not run, and
         ``held`` says why: what a surface passes when nobody has looked at the program yet.
+        ``on_event`` receives the generation's progress events.
         ``runner`` runs the program in place of a one-shot run (a session passes its own);
         ``program`` skips generation and uses that text (the seed's ``_program_override``).
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
@@ -362,7 +370,7 @@ class LackpyService:
             generated = GenerationResult(program, "override", 0.0)
         else:
             generated = await self.generate(intent, resolved, params, rules,
-                                            interpreter=interpreter)
+                                            interpreter=interpreter, on_event=on_event)
         delegation = Delegation(intent, generated, resolved.grade)
         if run and ask:
             check = self.run_check(generated.program, resolved)

@@ -9,10 +9,11 @@ public API, so a second surface (the IPython extension, a plan) can do the same.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from lackpy_kernel.errors import KitError
-from lackpy_kernel.infer import GenerationResult
+from lackpy_kernel.infer import GenerationEvent, GenerationResult
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
 from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
@@ -98,11 +99,13 @@ class LackpySession:
 
     async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
                        approved: bool = False, params: dict[str, Any] | None = None,
-                       rules: list[Rule] | None = None) -> Delegation:
+                       rules: list[Rule] | None = None,
+                       on_event: Callable[[GenerationEvent], None] | None = None) -> Delegation:
         """Have the inference tiers write a program for ``intent``; with ``run``, run it in
         this session (its variables kept as for a cell) when it is within ``[delegate]
         auto_run`` or the user ``approved`` it, else hold it (``Delegation.held`` says why).
-        ``params`` join the session's parameters for this call.
+        ``params`` join the session's parameters for this call; ``on_event`` receives the
+        generation's progress events.
 
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
         """
@@ -117,7 +120,8 @@ class LackpySession:
             return await self._run_resolved(generated.program, resolved, check, given)
 
         return await self.service.delegation(intent, resolved, given, run=run,
-                                             ask=not approved, runner=in_session, rules=rules)
+                                             ask=not approved, runner=in_session, rules=rules,
+                                             on_event=on_event)
 
     def start(self) -> None:
         """Start the sandbox worker in the background if this session's programs will run

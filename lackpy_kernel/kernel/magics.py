@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import inspect
 import shlex
+import uuid
 from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.display import (
     delegation_status,
+    generation_progress,
     held_message,
     table_bundle,
     trace_bundle,
     validation_error,
 )
 from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
+from lackpy_kernel.infer import GenerationEvent
 from lackpy_kernel.magic_syntax import parse_param, shell_words
 from lackpy_kernel.magics import (
     DELEGATE_OPTIONS,
@@ -101,14 +104,15 @@ class KernelMagics(PlanMagics, AgentMagics):
             raise UsageError("--yes approves running the program; use it with --run")
         params = dict(parse_param(raw) for raw in line.options.get("--param", []))
         kit, replace = line.options.get("--kit"), bool(line.options.get("--replace"))
-        # Streamed, not an updated display: the line shows at once, and notebooks replay it.
-        self.output.stream("stdout", f"delegating: {intent} ... ")
+        progress = _LiveProgress(self.output, f"delegating: {intent} ...")
         try:
             delegation = await self.session.delegate(intent, kit=kit, run=run, approved=approved,
-                                                     params=params)
+                                                     params=params, on_event=progress.show)
         except GenerationError:
             self.output.stream("stdout", "no provider could write a program\n")
             raise
+        finally:
+            progress.close()
         where = "this cell now" if replace else "the next cell"
         self.output.stream("stdout", delegation_status(delegation, where) + "\n")
         self.output.next_input(_program_cell(delegation.program, params, kit), replace=replace)
@@ -192,6 +196,29 @@ class KernelMagics(PlanMagics, AgentMagics):
     def lsmagic(self, line: Any) -> None:
         usages = [f"{m.usage}: {m.summary}" for m, _ in self.declared.values()]
         self.output.display({"text/plain": "\n".join(usages)})
+
+
+class _LiveProgress:
+    """One display that shows a generation's progress as it happens (the tier tried, each
+    correction, a model's program as it streams in), and ends as it began, with ``title``:
+    a notebook replayed later shows what the cell showed first."""
+
+    def __init__(self, output: CellOutput, title: str) -> None:
+        self.output, self.title = output, title
+        self.display_id = uuid.uuid4().hex
+        self.events: list[GenerationEvent] = []
+        output.display({"text/plain": title}, self.display_id)
+
+    def show(self, event: GenerationEvent) -> None:
+        """Add ``event`` to what the display shows."""
+        self.events.append(event)
+        text = f"{self.title}\n{generation_progress(self.events)}"
+        self.output.update_display({"text/plain": text}, self.display_id)
+
+    def close(self) -> None:
+        """Show the title alone again (the status line follows it)."""
+        if self.events:
+            self.output.update_display({"text/plain": self.title}, self.display_id)
 
 
 def _program_cell(program: str, params: dict[str, Any], kit: str | None) -> str:

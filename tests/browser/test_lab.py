@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from tests.support import loopback as lb
 from tests.support.kernel import KERNEL_NAME, make_workspace
 from tests.support.lab import (
     CHROMIUM,
@@ -39,11 +40,24 @@ COPY_TEMPLATE = ("---\nname: copy\npattern: copy the notes\n---\n"
                  "write_file('copy.txt', read_file('notes.txt'))\n'copied'\n")
 
 
+MODEL_PIECES = ["lines = read_file(", "'notes.txt').splitlines()\n", "len(lines)"]
+
+
 @pytest.fixture(scope="module")
-def lab(installed_kernelspec, tmp_path_factory):
+def model():
+    """A model tier that writes the start of a program, then goes quiet (until closed)."""
+    with lb.LoopbackServer(default=lb.ollama_stream(MODEL_PIECES, stall_after=2)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lab(installed_kernelspec, model, tmp_path_factory):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
-    root = make_workspace(tmp_path_factory.mktemp("lab-root"))
-    (root / ".lackpy" / "templates").mkdir(parents=True)
+    root = make_workspace(tmp_path_factory.mktemp("lab-root"), (
+        f'[inference]\norder = ["local"]\n[inference.providers.local]\nplugin = "ollama"\n'
+        f'host = "{model.url}"\nmodel = "m"\nmax_retries = 0\nstream_idle_timeout = 300\n'
+        f'request_timeout = 300\n'))
+    (root / ".lackpy" / "templates").mkdir()
     (root / ".lackpy" / "templates" / "copy.tmpl").write_text(COPY_TEMPLATE)
     write_notebook(root / "outputs.ipynb", KERNEL_NAME, CELLS)
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
@@ -118,8 +132,9 @@ def test_a_program_cell_is_highlighted_as_python(lab):
 
 
 def test_a_program_that_would_write_is_inserted_not_run_and_the_cell_says_why(lab, shots):
-    status = lab.outputs(APPROVAL).nth(0).inner_text()
-    assert status.startswith("delegating: copy the notes ... written by templates")
+    assert lab.outputs(APPROVAL).nth(0).inner_text().strip() == "delegating: copy the notes ..."
+    status = lab.outputs(APPROVAL).nth(1).inner_text()
+    assert status.startswith("written by templates")
     assert status.rstrip().endswith("it is in the next cell, not run")
     warning = lab.cell(APPROVAL).locator("[data-mime-type='application/vnd.jupyter.stderr']")
     assert "not run: it calls write_file" in warning.inner_text()
@@ -154,3 +169,20 @@ def test_tab_inside_a_file_tools_string_offers_workspace_paths(lab, shots):
     assert offered.all_inner_texts() == ["notes.txt"]
     lab.page.screenshot(path=str(shots / "path-completion.png"))
     lab.page.keyboard.press("Escape")
+
+
+def test_the_progress_display_shows_a_model_writing_and_the_stop_button_ends_it(lab, shots):
+    index = lab.add_cell("%delegate summarise the notes")  # no template or rule: the model
+    live = lab.outputs(index).first
+    streamed = "local is writing (generate):\nlines = read_file('notes.txt')"
+    lab.page.wait_for_function("([output, text]) => output.innerText.includes(text)",
+                               arg=[live.element_handle(), streamed], timeout=60_000)
+    shown = live.inner_text().splitlines()
+    assert shown[0] == "delegating: summarise the notes ..." and "trying local" in shown
+    lab.screenshot(index, shots / "progress.png")
+    lab.menu("Kernel", "Interrupt Kernel")
+    error = lab.cell(index).locator("[data-mime-type='application/vnd.jupyter.stderr']")
+    error.last.wait_for(timeout=60_000)
+    assert "KeyboardInterrupt" in error.last.inner_text()
+    assert live.inner_text().strip() == "delegating: summarise the notes ..."  # back to its title
+    assert lab.source(index + 1).strip() == ""  # Shift-Enter's new empty cell: no program was inserted

@@ -202,8 +202,10 @@ def test_delegate_inserts_the_program_as_the_next_cell(kernel):
     (payload,) = outcome.reply["content"]["payload"]
     assert payload == {"source": "set_next_input", "replace": False,
                        "text": "content = read_file('notes.txt')\ncontent"}
+    (progress,) = outcome.of("display_data")  # the live display, back to its title
+    assert progress["data"]["text/plain"] == "delegating: read the file notes.txt ..."
     status = outcome.stream("stdout")
-    assert status.startswith("delegating: read the file notes.txt ... written by rules in ")
+    assert status.startswith("written by rules in ")
     assert status.endswith("; it is in the next cell\n")
 
 

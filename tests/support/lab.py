@@ -136,6 +136,17 @@ class NotebookPage:
         self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text(title, exact=True).click()
         self.page.locator(".lm-Menu .lm-Menu-itemLabel").get_by_text(item, exact=True).click()
 
+    def add_cell(self, source: str) -> int:
+        """Type ``source`` into a new cell at the end and run it; returns the cell's index."""
+        last = self.page.locator(".jp-Notebook .jp-Cell").count() - 1
+        self.cell(last).locator(".jp-InputPrompt").click()
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("b")
+        self.page.keyboard.press("Enter")
+        self.page.keyboard.type(source)
+        self.page.keyboard.press("Shift+Enter")
+        return last + 1
+
     def source(self, index: int) -> str:
         """The text of cell ``index``'s editor."""
         return "\n".join(self.cell(index).locator(".cm-line").all_inner_texts())
