@@ -29,6 +29,16 @@ def _param(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _variables(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot read variables from {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise argparse.ArgumentTypeError(f"{path} must hold a JSON object of name -> value")
+    return data
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", type=Path, default=None,
@@ -51,10 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     def add(name: str, help: str, *parents: argparse.ArgumentParser) -> argparse.ArgumentParser:
         return commands.add_parser(name, parents=[common, *parents], help=help, description=help)
 
-    add("delegate", "generate a program for an intent and run it", kit, limits).add_argument(
-        "intent")
-    add("generate", "write a program for an intent, without running it", kit).add_argument(
-        "intent")
+    context = argparse.ArgumentParser(add_help=False)
+    context.add_argument("--variables", type=_variables, default=None, metavar="FILE.json",
+                         help="a JSON object of values the program may use by name; the "
+                              "model's prompt describes them")
+    add("delegate", "generate a program for an intent and run it", kit, limits,
+        context).add_argument("intent")
+    add("generate", "write a program for an intent, without running it", kit,
+        context).add_argument("intent")
     add("run", "validate and run a program file ('-' reads stdin)", kit, limits).add_argument(
         "file")
     add("validate", "validate a program file without running it", kit).add_argument("file")
@@ -144,7 +158,7 @@ def _sandbox(args: argparse.Namespace) -> bool | None:
 
 def cmd_delegate(service: LackpyService, args: argparse.Namespace) -> int:
     result = asyncio.run(service.delegate(args.intent, args.kit, dict(args.param),
-                                          sandbox=_sandbox(args)))
+                                          sandbox=_sandbox(args), variables=args.variables))
     if args.json:
         _print_json(result)
     else:
@@ -157,7 +171,8 @@ def cmd_delegate(service: LackpyService, args: argparse.Namespace) -> int:
 
 
 def cmd_generate(service: LackpyService, args: argparse.Namespace) -> int:
-    result = asyncio.run(service.generate(args.intent, args.kit, dict(args.param)))
+    result = asyncio.run(service.generate(args.intent, args.kit, dict(args.param),
+                                          variables=args.variables))
     if args.json:
         _print_json(vars(result))
     else:

@@ -19,6 +19,9 @@ BUILTIN_TIERS = ("templates", "rules")
 # [delegate] auto_run: the highest tool grade (grade_w) a generated program may call and still
 # run without the user looking at it first; "none" runs nothing unseen.
 AUTO_RUN_LEVELS = {"none": -1, "pure": 0, "read": 1, "exec": 2, "write": 3}
+# [delegate] context: what a model's prompt says about the notebook's variables.
+CONTEXT_MODES = {"previews": "names, types, sizes and short previews", "names": "names, types and sizes",
+                 "none": "nothing"}
 
 # section -> key -> accepted types
 SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
@@ -28,11 +31,11 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
                 "max_result_mb": (int,), "max_tool_calls": (int,)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
-    "delegate": {"auto_run": (str,)},
+    "delegate": {"auto_run": (str,), "context": (str,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
-CHOICES = {("delegate", "auto_run"): AUTO_RUN_LEVELS}
+CHOICES = {("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -81,6 +84,7 @@ class LackpyConfig:
     agent_model: str | None = None  # %agent's and %replan's model, and its provider
     agent_provider: str | None = None
     delegate_auto_run: str = "read"
+    delegate_context: str = "previews"
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -252,6 +256,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.agent_model = agent.get("model", config.agent_model)
     config.agent_provider = agent.get("provider", config.agent_provider)
     config.delegate_auto_run = data.get("delegate", {}).get("auto_run", config.delegate_auto_run)
+    config.delegate_context = data.get("delegate", {}).get("context", config.delegate_context)
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

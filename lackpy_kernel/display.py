@@ -35,6 +35,7 @@ __all__ = [
     "delegation_status",
     "generation_progress",
     "generation_summary",
+    "uses_comment",
     "held_message",
     "output_bundle",
     "output_text",
@@ -189,6 +190,11 @@ def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
     opened = "" if compact else " open"
     markup = f"<details{opened}><summary>{html.escape(title)}</summary>{table['text/html']}"
     return {"text/plain": plain, "text/html": markup + extra + "</details>"}
+
+
+def uses_comment(names: tuple[str, ...] | list[str]) -> str:
+    """The comment a delegated program's cell starts with: the variables it relies on."""
+    return f"# uses the notebook's {', '.join(names)}"
 
 
 def generation_summary(generated: GenerationResult) -> str:

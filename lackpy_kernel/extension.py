@@ -46,6 +46,7 @@ from lackpy_kernel.display import (
     table_bundle,
     trace_bundle,
     turns_bundle,
+    uses_comment,
     validation_error,
 )
 from lackpy_kernel.engines import Approval, Envelope, Plan, Step
@@ -89,7 +90,8 @@ from lackpy_kernel.magics import (
     step_line,
 )
 from lackpy_kernel.run import ExecutionResult
-from lackpy_kernel.service import LackpyService
+from lackpy_kernel.run.plain import find_non_plain
+from lackpy_kernel.service import Delegation, LackpyService, names_read
 
 __all__ = [
     "LackpyDelegateError",
@@ -277,7 +279,10 @@ class LackpyMagics(Magics):
         if options.rest:
             raise LackpyUsageError(f"%%lackpy takes only options, not {options.rest!r}; the "
                                    f"program goes in the cell; usage: {_declared('lackpy').usage}")
-        result = self._call(self.service.run_program(cell, options.kit, options.params,
+        resolved = self.service.resolve_kit(options.kit)
+        unbound = names_read(cell) - set(resolved.callables) - set(options.params)
+        params = {**self._notebook_values(unbound), **options.params}
+        result = self._call(self.service.run_program(cell, resolved, params,
                                                      sandbox=options.sandbox))
         _show_run(result, cell)
         if options.out is not None:
@@ -297,17 +302,27 @@ class LackpyMagics(Magics):
         try:
             delegation = self._call(self.service.delegation(
                 options.rest, options.kit, options.params, run=options.run, ask=not options.yes,
-                sandbox=options.sandbox))
+                sandbox=options.sandbox, variables=self._notebook_values()))
         except GenerationError:
             _status("no provider could write a program\n")
             raise
         _status(delegation_status(delegation) + "\n")
-        self.shell.set_next_input(_lackpy_cell(delegation.program, options), replace=False)
+        self.shell.set_next_input(_lackpy_cell(delegation, options), replace=False)
         if delegation.held:
             print(f"lackpy: {held_message(delegation)}", file=sys.stderr)
         if delegation.result is None:
             return None
         return _show_run(delegation.result, delegation.program).output
+
+    def _notebook_values(self, names: set[str] | frozenset[str] | None = None) -> dict[str, Any]:
+        """The Python notebook's variables a lackpy program may use (all, or ``names``):
+        public names holding plain data, which programs then see as parameters."""
+        namespace = self.shell.user_ns
+        hidden = set(self.shell.user_ns_hidden)
+        wanted = namespace.keys() if names is None else names & namespace.keys()
+        return {name: namespace[name] for name in wanted
+                if not name.startswith("_") and name not in hidden
+                and find_non_plain(namespace[name]) is None}
 
     # -- plans: %%step declares a lackpy cell as a step, %plan runs the plan ----------------
 
@@ -578,7 +593,9 @@ def _whole(options: dict[str, Any], flag: str) -> int | None:
     return int(text)
 
 
-def _lackpy_cell(program: str, options: MagicOptions) -> str:
+def _lackpy_cell(delegation: Delegation, options: MagicOptions) -> str:
+    """The %%lackpy cell %delegate inserts: its options, the notebook variables the program
+    uses (it reads them from the notebook when it runs), then the program."""
     words = ["%%lackpy"]
     if options.kit_text is not None:
         words += ["--kit", options.kit_text]
@@ -586,7 +603,10 @@ def _lackpy_cell(program: str, options: MagicOptions) -> str:
         words += ["--param", text]
     if options.sandbox is False:
         words.append("--no-sandbox")
-    return " ".join(words) + "\n" + program.rstrip("\n")
+    lines = [" ".join(words)]
+    if delegation.uses:
+        lines.append(uses_comment(delegation.uses))
+    return "\n".join([*lines, delegation.program.rstrip("\n")])
 
 
 def _status(text: str) -> None:

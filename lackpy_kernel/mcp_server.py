@@ -73,6 +73,13 @@ Params = Annotated[
 ]
 Program = Annotated[str, Field(description="The lackpy program source.")]
 Intent = Annotated[str, Field(description="What the program should do, in plain words.")]
+Variables = Annotated[
+    dict[str, Any] | None,
+    Field(description=(
+        "Values (plain JSON data) from the caller's session the program may use by name: "
+        "the model's prompt describes them (names, types, sizes, short previews)."
+    )),
+]
 IncludeVariables = Annotated[bool, Field(description=(
     "Also return the variables the program assigned (each bounded like the output)."))]
 
@@ -136,7 +143,8 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
                 "variables": list(result.variables)}
 
     @tool(_GENERATES)
-    async def generate(intent: Intent, kit: Kit = None, params: Params = None) -> dict[str, Any]:
+    async def generate(intent: Intent, kit: Kit = None, params: Params = None,
+                       variables: Variables = None) -> dict[str, Any]:
         """Write a lackpy program for an intent, validated against the kit, without running it.
 
         Tries the inference tiers in order (saved templates, built-in rules, then any
@@ -144,8 +152,14 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         correction_strategy, correction_attempts, attempts_log}. It is an error when no
         provider produces a valid program; the message says why each one failed.
         """
-        result = await _acall(service.generate, intent, kit, params)
+        result = await _acall(_generate, intent, kit, params, variables)
         return jsonable(dataclasses.asdict(result))
+
+    async def _generate(intent: str, kit: Any, params: Any, variables: Any) -> Any:
+        return await service.generate(intent, kit, params, variables=variables)
+
+    async def _delegate(intent: str, kit: Any, params: Any, variables: Any) -> Any:
+        return await service.delegate(intent, kit, params, variables=variables)
 
     @tool(_RUNS_PROGRAMS)
     async def run_program(program: Program, kit: Kit = None, params: Params = None,
@@ -166,17 +180,18 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         return jsonable(result.to_dict())
 
     @tool(_DELEGATES)
-    async def delegate(intent: Intent, kit: Kit = None, params: Params = None) -> dict[str, Any]:
+    async def delegate(intent: Intent, kit: Kit = None, params: Params = None,
+                       variables: Variables = None) -> dict[str, Any]:
         """Generate a lackpy program for an intent and run it, in one step.
 
         Returns {success, program, grade, generation_tier, generation_time_ms,
         execution_time_ms, total_time_ms, trace, files_read, files_modified, output, stdout,
-        error, correction_strategy}. `generation_tier` names the provider that wrote the
-        program ("templates", "rules", a model tier, ...). A program that fails at run time
-        is a normal result with success false; no provider producing a valid program is an
-        error.
+        error, correction_strategy, uses}. `generation_tier` names the provider that wrote
+        the program ("templates", "rules", a model tier, ...); `uses` lists the variables it
+        reads. A program that fails at run time is a normal result with success false; no
+        provider producing a valid program is an error.
         """
-        return jsonable(await _acall(service.delegate, intent, kit, params))
+        return jsonable(await _acall(_delegate, intent, kit, params, variables))
 
     @tool(_WRITES_CONFIG)
     async def create(program: Program,

@@ -7,11 +7,12 @@ place, for every surface. ``LackpySession`` (``lackpy_kernel.session``) builds o
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,12 @@ from lackpy_kernel.run import (
     sandbox_supported,
     validation_failure,
 )
-from lackpy_kernel.run.plain import jsonable
+from lackpy_kernel.run.context import describe_variables
+from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 
-__all__ = ["Delegation", "LackpyService", "RunCheck", "error_text", "jsonable", "validate_for"]
+__all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text", "jsonable",
+           "validate_for"]
 
 Kit = str | list[str] | dict[str, Any] | None
 KitOrResolved = Kit | ResolvedKit
@@ -92,6 +95,23 @@ class RunCheck:
                 f'"{self.ceiling}" lets a program do unseen')
 
 
+@dataclass(frozen=True)
+class NotebookContext:
+    """The notebook's variables a generated program may use: their ``names`` (allowed when
+    the program is validated) and a bounded ``description`` for the model's prompt (None
+    when ``[delegate] context = "none"``)."""
+
+    names: frozenset[str] = frozenset()
+    description: str | None = None
+
+    @classmethod
+    def of_values(cls, values: Mapping[str, Any], mode: str) -> NotebookContext:
+        """The context of ``values`` as ``mode`` (previews, names or none) describes them."""
+        if mode == "none" or not values:
+            return cls(frozenset(values), None)
+        return cls(frozenset(values), describe_variables(values, previews=mode == "previews"))
+
+
 @dataclass
 class Delegation:
     """What a delegation did: the program and how it was written, and its run when it ran.
@@ -108,6 +128,7 @@ class Delegation:
     execution_time_ms: float = 0.0
     total_time_ms: float = 0.0
     held: RunCheck | None = None
+    uses: tuple[str, ...] = ()  # the notebook's variables the program reads
 
     @property
     def program(self) -> str:
@@ -147,6 +168,7 @@ class Delegation:
             "notes": result.notes,
             "correction_strategy": generated.correction_strategy,
             "held": self.held.reason if self.held else None,
+            "uses": list(self.uses),
         }
 
 
@@ -293,11 +315,16 @@ class LackpyService:
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
                        mode: str | None = None, interpreter: Any = None,
                        extra_tools: list[str] | None = None,
-                       on_event: Callable[[GenerationEvent], None] | None = None
-                       ) -> GenerationResult:
+                       on_event: Callable[[GenerationEvent], None] | None = None,
+                       *, variables: Mapping[str, Any] | None = None,
+                       context: NotebookContext | None = None) -> GenerationResult:
         """A validated program for ``intent``, remembered in the ratchet's intent log.
         ``on_event`` receives the generation's progress events (``lackpy_kernel.infer``'s
         ProviderTried, ProgramStreaming, CorrectionStep, ...) as they happen.
+
+        The program may also use the notebook's variables: ``variables`` (values, described
+        as ``[delegate] context`` says) or a prepared ``context`` (a session's, whose values
+        live in its worker).
 
         Raises GenerationError (a RuntimeError) listing each provider and why it gave no
         program, KitError for a bad kit, UsageError for an unknown ``mode``.
@@ -305,16 +332,19 @@ class LackpyService:
         _check_mode(mode)
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         params = params or {}
+        if context is None:
+            context = NotebookContext.of_values(variables or {}, self.config.delegate_context)
         dispatcher = InferenceDispatcher(self.inference_providers)
         generated = await dispatcher.generate(
             intent,
             resolved.description,
-            {*resolved.callables, *params},
+            {*resolved.callables, *params, *context.names},
             params_desc=format_params_description(params) if params else None,
             extra_rules=[no_rebinding(resolved.callables), *(rules or [])],
             interpreter=interpreter,
             example_pool=[example for spec in resolved.tools.values() for example in spec.examples],
             tool_names=sorted(resolved.callables),  # the names programs call: aliases included
+            variables_desc=context.description,
             on_event=on_event,
         )
         self.ratchet.generated(intent, generated, tool_names(resolved))
@@ -351,10 +381,15 @@ class LackpyService:
                          runner: ProgramRunner | None = None, program: str | None = None,
                          sandbox: bool | None = None, rules: list[Rule] | None = None,
                          interpreter: Any = None, extra_tools: list[str] | None = None,
-                         on_event: Callable[[GenerationEvent], None] | None = None
-                         ) -> Delegation:
+                         on_event: Callable[[GenerationEvent], None] | None = None,
+                         variables: Mapping[str, Any] | None = None,
+                         context: NotebookContext | None = None) -> Delegation:
         """Write a program for ``intent`` and, with ``run``, run it: the whole delegate
         sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
+
+        ``variables`` (plain data) are the notebook's values the program may use: described
+        in the prompt and given to a one-shot run; a session passes its ``context`` instead.
+        ``uses`` says which of them the program reads.
 
         With ``ask``, a program beyond ``[delegate] auto_run`` is written, not run, and
         ``held`` says why: what a surface passes when nobody has looked at the program yet.
@@ -365,13 +400,21 @@ class LackpyService:
         """
         started = time.perf_counter()
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
+        variables = dict(variables or {})
+        _check_plain("variables", variables)
+        if context is None:
+            context = NotebookContext.of_values(variables, self.config.delegate_context)
         params = dict(params or {})
         if program is not None:
             generated = GenerationResult(program, "override", 0.0)
         else:
             generated = await self.generate(intent, resolved, params, rules,
-                                            interpreter=interpreter, on_event=on_event)
-        delegation = Delegation(intent, generated, resolved.grade)
+                                            interpreter=interpreter, on_event=on_event,
+                                            context=context)
+        uses = sorted(names_read(generated.program) & context.names)
+        delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses))
+        # a one-shot run gets the variables it reads, as parameters
+        params = {**{name: variables[name] for name in uses if name in variables}, **params}
         if run and ask:
             check = self.run_check(generated.program, resolved)
             run, delegation.held = check.allowed, None if check.allowed else check
@@ -391,14 +434,15 @@ class LackpyService:
                        params: dict[str, Any] | None = None, sandbox: bool | None = None,
                        rules: list[Rule] | None = None, _program_override: str | None = None,
                        mode: str | None = None, interpreter: Any = None,
-                       extra_tools: list[str] | None = None) -> dict[str, Any]:
+                       extra_tools: list[str] | None = None, *,
+                       variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Generate a program for ``intent`` and run it; the documented result dict
-        (``Delegation.to_dict``). Raises as ``delegation`` does, and UsageError for an
-        unknown ``mode``."""
+        (``Delegation.to_dict``). ``variables`` are values the program may use (described
+        in the prompt). Raises as ``delegation`` does, and UsageError for an unknown ``mode``."""
         _check_mode(mode)
         delegation = await self.delegation(
             intent, kit, params, program=_program_override, sandbox=sandbox, rules=rules,
-            interpreter=interpreter, extra_tools=extra_tools)
+            interpreter=interpreter, extra_tools=extra_tools, variables=variables)
         return delegation.to_dict()
 
     async def create(self, program: str, kit: KitOrResolved = None, name: str = "",
@@ -527,6 +571,31 @@ def tool_names(resolved: ResolvedKit) -> list[str]:
 def alias_map(resolved: ResolvedKit) -> dict[str, str]:
     """Alias -> tool name: the kit as the sandbox worker resolves it again."""
     return {alias: spec.name for alias, spec in resolved.tools.items()}
+
+
+def names_read(program: str) -> frozenset[str]:
+    """The names ``program`` (a validated one) reads from outside: those it loads, less the
+    parameters of its lambdas and the targets of its comprehensions."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return frozenset()
+    loaded, local = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loaded.add(node.id)
+        elif isinstance(node, ast.arg):
+            local.add(node.arg)
+        elif isinstance(node, ast.comprehension):
+            local.update(name.id for name in ast.walk(node.target) if isinstance(name, ast.Name))
+    return frozenset(loaded - local)
+
+
+def _check_plain(what: str, values: Mapping[str, Any]) -> None:
+    bad = find_non_plain(values)
+    if bad is not None:
+        raise UsageError(f"{what} must be plain data (str, numbers, lists, dicts), "
+                         f"not {bad.__name__}")
 
 
 def _check_mode(mode: str | None) -> None:

@@ -22,6 +22,7 @@ from lackpy_kernel.service import (
     Kit,
     KitOrResolved,
     LackpyService,
+    NotebookContext,
     alias_map,
     validate_for,
 )
@@ -105,7 +106,8 @@ class LackpySession:
         this session (its variables kept as for a cell) when it is within ``[delegate]
         auto_run`` or the user ``approved`` it, else hold it (``Delegation.held`` says why).
         ``params`` join the session's parameters for this call; ``on_event`` receives the
-        generation's progress events.
+        generation's progress events. The program may use the session's variables (see
+        ``context``); ``Delegation.uses`` lists those it reads.
 
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
         """
@@ -121,7 +123,20 @@ class LackpySession:
 
         return await self.service.delegation(intent, resolved, given, run=run,
                                              ask=not approved, runner=in_session, rules=rules,
-                                             on_event=on_event)
+                                             on_event=on_event, context=self.context())
+
+    def context(self) -> NotebookContext:
+        """The session's variables as a generated program may use them: their names, and
+        a description for the prompt as ``[delegate] context`` asks (previews, names or
+        none). A sandboxed session's worker describes its own values."""
+        names = frozenset(self.variable_types)
+        mode = self.service.config.delegate_context
+        if mode == "none" or not names:
+            return NotebookContext(names)
+        if self._sandbox is not None:
+            description = self._sandbox.describe_variables(previews=mode == "previews")
+            return NotebookContext(names, description or None)
+        return NotebookContext.of_values(self._variables, mode)
 
     def start(self) -> None:
         """Start the sandbox worker in the background if this session's programs will run

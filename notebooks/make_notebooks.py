@@ -313,6 +313,16 @@ the replay tier answers it with the recorded program, which then runs here:
 """),
     code("%delegate --run how many lines does each note have"),
     md("""
+A program may also use what the notebook already holds. `%delegate` tells a
+model the session's variables (names, types, sizes and short previews, at most
+2 KB in all, as `[delegate] context` in the config says: `previews`, `names` or
+`none`), and the program may use them by name. This recording was written that
+way, and the cell `%delegate` inserts says which variables it relies on:
+"""),
+    code("notes = {path: read_file(path) for path in find_files('notes/*.txt')}\nsorted(notes)"),
+    code("%delegate --run which note is the longest", inserts=(
+        "# uses the notebook's notes\nmax(notes, key=lambda path: len(notes[path]))")),
+    md("""
 A request that nothing recorded, and no rule or template knows, fails and says
 what each tier answered:
 """),

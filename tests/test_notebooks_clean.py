@@ -101,11 +101,11 @@ def test_the_ratchet_holds_a_program_that_would_write():
 
 
 def test_the_replay_notebook_is_answered_by_replay():
-    assert delegate_tiers("replay") == ["replay"]
+    assert delegate_tiers("replay") == ["replay", "replay"]
     config = (NOTEBOOKS / "replay" / ".lackpy" / "config.toml").read_text()
     assert '"replay"' in config
     records = (NOTEBOOKS / "replay" / ".lackpy" / "replay.jsonl").read_text().splitlines()
-    assert [json.loads(line)["provider"] for line in records] == ["ollama-local"]
+    assert [json.loads(line)["provider"] for line in records] == ["ollama-local"] * 2
 
 
 def test_the_sanitize_file_parses_into_patterns():

@@ -2,7 +2,6 @@
 
 from lackpy_kernel.errors import TemplateError
 
-from .context import describe_variables
 from .correction import clean_reply, deterministic_cleanup
 from .dispatcher import InferenceDispatcher
 from .events import (
@@ -39,7 +38,6 @@ __all__ = [
     "build_system_prompt",
     "clean_reply",
     "deterministic_cleanup",
-    "describe_variables",
     "format_params_description",
     "record_generation",
     "sanitize_output",

@@ -115,7 +115,7 @@ def build_system_prompt(
 
     ``interpreter.system_prompt_hint()``, when present, replaces the generic
     framing. ``variables_desc`` describes the session's variables (see
-    :func:`lackpy_kernel.infer.context.describe_variables`). Up to
+    :func:`lackpy_kernel.run.describe_variables`). Up to
     ``n_examples`` examples from ``example_pool`` are chosen by their word
     overlap with ``intent`` and written in the layout of :func:`program_slot`,
     the closest last.

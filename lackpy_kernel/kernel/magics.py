@@ -14,6 +14,7 @@ from lackpy_kernel.display import (
     held_message,
     table_bundle,
     trace_bundle,
+    uses_comment,
     validation_error,
 )
 from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
@@ -27,7 +28,7 @@ from lackpy_kernel.magics import (
     declared_magics,
     magic,
 )
-from lackpy_kernel.session import LackpySession
+from lackpy_kernel.session import Delegation, LackpySession
 
 from .agents import AgentMagics
 from .output import CellError, CellOutput, show_result
@@ -115,7 +116,7 @@ class KernelMagics(PlanMagics, AgentMagics):
             progress.close()
         where = "this cell now" if replace else "the next cell"
         self.output.stream("stdout", delegation_status(delegation, where) + "\n")
-        self.output.next_input(_program_cell(delegation.program, params, kit), replace=replace)
+        self.output.next_input(_program_cell(delegation, params, kit), replace=replace)
         if delegation.held:
             self.output.stream("stderr", f"lackpy: {held_message(delegation, where)}\n")
         if delegation.result is not None:
@@ -221,12 +222,14 @@ class _LiveProgress:
             self.output.update_display({"text/plain": self.title}, self.display_id)
 
 
-def _program_cell(program: str, params: dict[str, Any], kit: str | None) -> str:
-    """The cell %delegate inserts: its kit (when --kit chose one) and its parameters set
-    first, so the cell runs as written."""
-    lines = [f"%kit {kit}"] if kit else []
+def _program_cell(delegation: Delegation, params: dict[str, Any], kit: str | None) -> str:
+    """The cell %delegate inserts: which of the notebook's variables it uses, then its kit
+    (when --kit chose one) and its parameters set first, so the cell runs as written."""
+    lines = [uses_comment(delegation.uses)] if delegation.uses else []
+    if kit:
+        lines.append(f"%kit {kit}")
     if params:
         words = [f"{name}={value!r}" for name, value in params.items()]
         quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word for word in words]
         lines.append(f"%params {' '.join(quoted)}")
-    return "\n".join([*lines, program])
+    return "\n".join([*lines, delegation.program])

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads them
+    from .context import describe_variables as describe_variables
     from .plain import find_non_plain as find_non_plain
     from .runner import ExecutionResult as ExecutionResult
     from .runner import RestrictedRunner as RestrictedRunner
@@ -30,6 +31,7 @@ _EXPORTS = {
     "SandboxLimits": "sandbox",
     "Trace": "trace",
     "TraceEntry": "trace",
+    "describe_variables": "context",
     "find_non_plain": "plain",
     "make_traced": "trace",
     "no_rebinding": "runner",

@@ -150,6 +150,16 @@ class Sandbox:
         except OSError:
             pass
 
+    def describe_variables(self, *, previews: bool = True) -> str:
+        """The session's variables described for a prompt (see ``describe_variables``), by
+        the worker that holds them; "" when there are none or the worker cannot answer."""
+        if not self.variable_types or not self._alive():
+            return ""
+        with self._run_lock:
+            reply = self._exchange({"op": "describe", "previews": previews}, GRACE_SECONDS)
+        description = reply.get("description")
+        return description if isinstance(description, str) else ""
+
     def reset(self) -> None:
         """Forget the session's variables."""
         self._copy.clear()

@@ -35,6 +35,7 @@ from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
 
 from . import wire
 from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, names_in
+from .context import describe_variables
 from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
@@ -143,6 +144,10 @@ class Worker:
             self.like = {key: value for key, value in request.items()
                          if key not in ("program", "params")}
             self.requests.buffer[0:0] = wire.dumps(request)
+            return
+        if op == "describe":  # for a prompt: described here, so the caller never loads them
+            text = describe_variables(self.session, previews=bool(request.get("previews", True)))
+            wire.write_frame(STDOUT, {"ok": True, "description": text})
             return
         if op == "reset":
             self.replace_session({}, [])

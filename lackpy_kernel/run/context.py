@@ -1,5 +1,8 @@
 """A bounded description of a session's variables, for the prompt of a model tier.
 
+It lives beside the sandbox because a sandboxed session's values live in its worker,
+which describes them there: the caller never loads them.
+
 One line per variable: its name, type, size and a short preview of its
 value. The whole description stays within a character limit: the largest
 values lose their preview first, and when even the bare lines do not fit,
