@@ -66,6 +66,7 @@ from lackpy_kernel.errors import (
     UsageError,
     error_text,
 )
+from lackpy_kernel.lang import free_names
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
     AGENT_OPTIONS,
@@ -91,7 +92,7 @@ from lackpy_kernel.magics import (
 )
 from lackpy_kernel.run import ExecutionResult
 from lackpy_kernel.run.plain import find_non_plain
-from lackpy_kernel.service import Delegation, LackpyService, names_read
+from lackpy_kernel.service import Delegation, LackpyService
 
 __all__ = [
     "LackpyDelegateError",
@@ -280,7 +281,7 @@ class LackpyMagics(Magics):
             raise LackpyUsageError(f"%%lackpy takes only options, not {options.rest!r}; the "
                                    f"program goes in the cell; usage: {_declared('lackpy').usage}")
         resolved = self.service.resolve_kit(options.kit)
-        unbound = names_read(cell) - set(resolved.callables) - set(options.params)
+        unbound = free_names(cell) - set(resolved.callables) - set(options.params)
         params = {**self._notebook_values(unbound), **options.params}
         result = self._call(self.service.run_program(cell, resolved, params,
                                                      sandbox=options.sandbox))

@@ -7,7 +7,6 @@ place, for every surface. ``LackpySession`` (``lackpy_kernel.session``) builds o
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import os
 import sys
@@ -48,7 +47,7 @@ from lackpy_kernel.kit import (
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
 from lackpy_kernel.kit.sources import ToolSources
-from lackpy_kernel.lang import Grade, Rule, ValidationResult, validate
+from lackpy_kernel.lang import Grade, Rule, ValidationResult, free_names, validate
 from lackpy_kernel.ratchet import Ratchet
 from lackpy_kernel.run import (
     ExecutionResult,
@@ -411,7 +410,7 @@ class LackpyService:
             generated = await self.generate(intent, resolved, params, rules,
                                             interpreter=interpreter, on_event=on_event,
                                             context=context)
-        uses = sorted(names_read(generated.program) & context.names)
+        uses = sorted(free_names(generated.program) & context.names)
         delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses))
         # a one-shot run gets the variables it reads, as parameters
         params = {**{name: variables[name] for name in uses if name in variables}, **params}
@@ -571,24 +570,6 @@ def tool_names(resolved: ResolvedKit) -> list[str]:
 def alias_map(resolved: ResolvedKit) -> dict[str, str]:
     """Alias -> tool name: the kit as the sandbox worker resolves it again."""
     return {alias: spec.name for alias, spec in resolved.tools.items()}
-
-
-def names_read(program: str) -> frozenset[str]:
-    """The names ``program`` (a validated one) reads from outside: those it loads, less the
-    parameters of its lambdas and the targets of its comprehensions."""
-    try:
-        tree = ast.parse(program)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return frozenset()
-    loaded, local = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loaded.add(node.id)
-        elif isinstance(node, ast.arg):
-            local.add(node.arg)
-        elif isinstance(node, ast.comprehension):
-            local.update(name.id for name in ast.walk(node.target) if isinstance(name, ast.Name))
-    return frozenset(loaded - local)
 
 
 def _check_plain(what: str, values: Mapping[str, Any]) -> None:

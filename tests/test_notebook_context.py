@@ -123,3 +123,15 @@ def test_the_cli_reads_variables_from_a_json_file(workspace, model):
                           "--variables", "missing.json"], cwd=workspace, capture_output=True,
                          text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read variables from missing.json" in bad.stderr
+
+
+async def test_a_program_that_binds_a_name_first_does_not_use_the_notebooks(tmp_path):
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    program = "text = read_file('notes.txt')\nlen(text.splitlines())"
+    with lb.LoopbackServer(default=lb.ollama_answer(program)) as server:
+        (tmp_path / ".lackpy").mkdir()
+        (tmp_path / ".lackpy" / "config.toml").write_text(_config_text(server))
+        with LackpyService(tmp_path) as service:
+            result = await service.delegate("count the lines of notes.txt", "read_file",
+                                            variables={"text": "old\nold\nold"})
+    assert result["success"] and result["output"] == 2 and result["uses"] == []

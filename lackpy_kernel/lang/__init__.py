@@ -2,6 +2,7 @@
 
 from .grade import Grade, compute_grade
 from .grammar import ALLOWED_BUILTINS, ALLOWED_NODES, FORBIDDEN_NAMES, FORBIDDEN_NODES
+from .names import free_names
 from .rules import max_calls, max_depth, no_loops, no_nested_calls, no_rebinding
 from .validator import Issue, Rule, ValidationResult, issue_at, validate
 
@@ -15,6 +16,7 @@ __all__ = [
     "Rule",
     "ValidationResult",
     "compute_grade",
+    "free_names",
     "issue_at",
     "max_calls",
     "max_depth",

@@ -1,0 +1,28 @@
+"""free_names: what a program needs from outside, in the order it runs."""
+
+import pytest
+
+from lackpy_kernel.lang import free_names
+
+
+@pytest.mark.parametrize(("program", "free"), [
+    ("len(text)", {"len", "text"}),
+    ("text = read_file('a.txt')\nlen(text)", {"read_file", "len"}),
+    ("x = x + 1", {"x"}),
+    ("x += 1", {"x"}),
+    ("total = 0\nfor n in numbers:\n    total = total + n\ntotal", {"numbers"}),
+    ("[line for line in lines if line]", {"lines"}),
+    ("{k: v for k, v in pairs}", {"pairs"}),
+    ("sorted(rows, key=lambda row: row['n'])", {"sorted", "rows"}),
+    ("[n for n in range(3)]\nn", {"range", "n"}),  # a comprehension's name is its own
+    ("if flag:\n    y = 1\nelse:\n    y = 2\ny", {"flag"}),
+    ("a, b = pair\na + b", {"pair"}),
+    ("d['k'] = value", {"d", "value"}),
+])
+def test_names_read_before_they_are_bound_are_free(program, free):
+    assert free_names(program) == free
+
+
+@pytest.mark.parametrize("text", ["x = (", "", "\0"])
+def test_text_that_does_not_parse_needs_nothing(text):
+    assert free_names(text) == frozenset()
