@@ -54,7 +54,7 @@ TOOL_SOURCE_KEYS: dict[str, tuple[tuple[type, ...], tuple[str, ...]]] = {
     "headers": ((dict,), ("mcp",)),
     "tools": ((list,), ("mcp",)),
     "prefix": ((str,), ("mcp",)),
-    "timeout": ((int, float), ("mcp",)),
+    "timeout": ((int, float), ("mcp", "python")),
     "startup_timeout": ((int, float), ("mcp",)),
 }
 # [tools.providers.NAME.overrides.TOOL]: the settings one tool may change

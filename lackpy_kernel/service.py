@@ -186,8 +186,10 @@ class LackpyService:
         self.config = config if config is not None else load_config(self.workspace)
         self.config_dir = self.workspace / CONFIG_DIR
         self.kits_dir = self.config_dir / "kits"
-        self.toolbox = builtin_toolbox(self.workspace)
         self.tool_sources = ToolSources(self.config.tool_providers, self.workspace)
+        # The write tools refuse the sources' code (a program rewriting it would run outside
+        # the sandbox the next time it loads).
+        self.toolbox = builtin_toolbox(self.workspace, self.tool_sources.protected)
         self.tool_sources.attach(self.toolbox)  # each loads when a kit first needs its tools
         self.inference_providers: list[Any] = build_providers(
             self.config.inference_order, self.config.inference_providers, self.config_dir
@@ -483,9 +485,9 @@ class LackpyService:
 
     # -- the sandbox ------------------------------------------------------------
 
-    def sandbox_applies(self, resolved: ResolvedKit, requested: bool | None = None) -> bool:
-        """Whether programs with this kit run in the sandbox (``requested`` overrides the
-        config); says once, on stderr, why not when the platform or the tools rule it out."""
+    def sandbox_applies(self, *, requested: bool | None = None) -> bool:
+        """Whether programs run in the sandbox, whatever tools they call (``requested``
+        overrides the config); says once, on stderr, why not when the platform rules it out."""
         wanted = self.config.sandbox_enabled if requested is None else requested
         if not wanted:
             return False
@@ -493,16 +495,14 @@ class LackpyService:
             self._notice(f"no sandbox on {sys.platform}: programs run in this process, "
                          "without time or memory limits")
             return False
-        custom = sorted(a for a, spec in resolved.tools.items() if spec.provider != "builtin")
-        if custom:
-            self._notice(f"tools {', '.join(custom)} are not built in, so programs using them "
-                         "run in this process, without the sandbox's limits")
-            return False
         return True
 
     def new_sandbox(self) -> Sandbox:
-        """A sandbox worker for this workspace with the configured limits (started lazily)."""
-        return Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir)
+        """A sandbox worker for this workspace with the configured limits (started lazily):
+        kits resolve against the service's toolbox, whose tools that run in the kernel it
+        calls here for the program."""
+        return Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir, toolbox=self.toolbox,
+                       protected=self.tool_sources.protected)
 
     def sandbox_limits(self) -> SandboxLimits:
         """The configured per-program limits."""
@@ -536,16 +536,17 @@ class LackpyService:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
-        if self.sandbox_applies(resolved, sandbox):
+        if self.sandbox_applies(requested=sandbox):
             if self._sandbox is None:
                 self._sandbox = self.new_sandbox()
             box = self._sandbox
             result: ExecutionResult = await in_thread(
-                box.run, box.interrupt, program, alias_map(resolved), params, keep=False,
+                box.run, box.interrupt, program, resolved, params, keep=False,
                 return_variables=True)
             return result
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
-        return runner.run_validated(program, check, resolved.callables, params)
+        return runner.run_validated(program, check, resolved.callables, params,
+                                    sources=trace_sources(resolved))
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:
@@ -568,7 +569,7 @@ def tool_names(resolved: ResolvedKit) -> list[str]:
 
 
 def alias_map(resolved: ResolvedKit) -> dict[str, str]:
-    """Alias -> tool name: the kit as the sandbox worker resolves it again."""
+    """Alias -> tool name: the kit as a tool list a sandbox resolves again."""
     return {alias: spec.name for alias, spec in resolved.tools.items()}
 
 
@@ -577,6 +578,10 @@ def _check_plain(what: str, values: Mapping[str, Any]) -> None:
     if bad is not None:
         raise UsageError(f"{what} must be plain data (str, numbers, lists, dicts), "
                          f"not {bad.__name__}")
+
+def trace_sources(resolved: ResolvedKit) -> dict[str, str]:
+    """Alias -> where its tool comes from (``ToolSpec.source``), for the trace."""
+    return {alias: spec.source for alias, spec in resolved.tools.items()}
 
 
 def _check_mode(mode: str | None) -> None:

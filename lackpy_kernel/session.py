@@ -12,7 +12,6 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from lackpy_kernel.errors import KitError
 from lackpy_kernel.infer import GenerationEvent, GenerationResult
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
@@ -24,6 +23,7 @@ from lackpy_kernel.service import (
     LackpyService,
     NotebookContext,
     alias_map,
+    trace_sources,
     validate_for,
 )
 
@@ -35,11 +35,11 @@ INTERRUPTED = "interrupted: the program was stopped before it finished"
 class LackpySession:
     """A notebook's session: a kit, parameters, and variables kept from one program to the next.
 
-    Programs run in a sandbox worker that holds the variables, or in this
-    process where the sandbox is off or missing; a session keeps to the place
-    its first program ran, so its variables never split in two. A program that
-    fails, however it fails (an interrupt included), leaves the variables
-    exactly as they were.
+    Programs run in a sandbox worker that holds the variables, whatever tools
+    they call, or in this process where the sandbox is off or missing; a
+    session keeps to the place its first program ran, so its variables never
+    split in two. A program that fails, however it fails (an interrupt
+    included), leaves the variables exactly as they were.
     """
 
     def __init__(self, service: LackpyService, kit: Kit = None) -> None:
@@ -140,13 +140,8 @@ class LackpySession:
 
     def start(self) -> None:
         """Start the sandbox worker in the background if this session's programs will run
-        there, so that the first finds it ready; returns at once. A kit that does not
-        resolve starts nothing (the first program says what is wrong)."""
-        try:
-            resolved = self.resolved_kit()
-        except KitError:
-            return
-        if self.service.sandbox_applies(resolved):
+        there, so that the first finds it ready; returns at once."""
+        if self._runs_sandboxed():
             self._session_sandbox().start()
 
     def reset(self) -> None:
@@ -177,11 +172,8 @@ class LackpySession:
         params = self.params if params is None else params
         if not check.valid:
             result = validation_failure(check.issues)
-        elif (mismatch := self._place_for(resolved)) is not None:
-            result = ExecutionResult(False, error=mismatch, error_type="KitError")
-        elif self._sandboxed:
-            result = await self._session_sandbox().run_async(program, alias_map(resolved),
-                                                             dict(params))
+        elif self._runs_sandboxed():
+            result = await self._session_sandbox().run_async(program, resolved, dict(params))
         else:
             result = self._run_here(program, check, resolved, params)
         return self._finish(result)
@@ -190,16 +182,11 @@ class LackpySession:
         self.last_result = result
         return result
 
-    def _place_for(self, resolved: ResolvedKit) -> str | None:
-        """Why this kit cannot run where the session runs programs, or None."""
-        sandboxed = self.service.sandbox_applies(resolved)
+    def _runs_sandboxed(self) -> bool:
+        """Whether this session's programs run in the sandbox (decided once)."""
         if self._sandboxed is None:
-            self._sandboxed = sandboxed
-        if sandboxed == self._sandboxed:
-            return None
-        where = "in the sandbox" if self._sandboxed else "in this process"
-        return (f"this session runs its programs {where}, and this kit's tools cannot run "
-                "there; use it in a new session (restart the kernel), or keep to built-in tools")
+            self._sandboxed = self.service.sandbox_applies()
+        return self._sandboxed
 
     def _run_here(self, program: str, check: ValidationResult, resolved: ResolvedKit,
                   params: dict[str, Any]) -> ExecutionResult:
@@ -207,7 +194,8 @@ class LackpySession:
         self.running_here = True
         try:
             runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
-            result = runner.run_validated(program, check, resolved.callables, params, scratch)
+            result = runner.run_validated(program, check, resolved.callables, params, scratch,
+                                          sources=trace_sources(resolved))
         except KeyboardInterrupt:
             return _interrupted()
         finally:

@@ -1,6 +1,7 @@
 """LackpyService end to end: kits, validation, the tiers, the ratchet, sandboxed runs."""
 
 import json
+import os
 
 import pytest
 
@@ -186,19 +187,25 @@ def test_unknown_plugin_is_listed_with_the_reason(workspace):
     assert "unknown plugin 'gpt9'" in listing["mystery"]["reason"]
 
 
-async def test_a_session_keeps_to_where_its_programs_run(service):
+async def test_a_tool_registered_from_python_runs_here_for_a_program_in_the_sandbox(service):
     from lackpy_kernel.kit import ToolSpec
     from lackpy_kernel.session import LackpySession
 
+    callers = []
+
     def shout(text):
+        callers.append(os.getpid())
         return text.upper()
 
     service.toolbox.register_tool(ToolSpec("shout", "custom"), shout)
     session = LackpySession(service, "read_file")
     assert (await session.run("x = read_file('notes.txt')")).success
-    mixed = await session.run("shout(x)", kit=["shout"])
-    assert mixed.error_type == "KitError" and "new session" in mixed.error
-    assert (await session.run("len(x)")).output == 11
+    result = await session.run("y = shout(x)\ny", kit=["shout"])
+    assert result.output == "ALPHA\nBETA\n" and callers == [os.getpid()]
+    assert [(entry.tool, entry.source) for entry in result.trace.entries] == [("shout", "custom")]
+    assert (await session.run("len(x) + len(y)")).output == 22
+    assert session.variable_types == {"x": "str", "y": "str"}  # held by the sandbox worker
+    assert service.notices == []  # no "runs without the sandbox's limits" any more
     session.close()
 
 

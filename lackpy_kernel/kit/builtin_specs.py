@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .spec import ArgSpec, ToolSpec
+from .spec import BUILTIN_PROVIDER, ArgSpec, ToolSpec
 
-PROVIDER_NAME = "builtin"
+PROVIDER_NAME = BUILTIN_PROVIDER
 READ_GRADE = {"grade_w": 1, "effects_ceiling": 1}
 WRITE_GRADE = {"grade_w": 3, "effects_ceiling": 3}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -121,8 +121,12 @@ class FileToolsProvider:
         return [hit for hits in by_file.values() for hit in hits]
 
 
-def builtin_toolbox(workspace: Workspace | str | os.PathLike[str]) -> Toolbox:
-    """A Toolbox holding the built-in file tools for ``workspace``."""
+def builtin_toolbox(workspace: Workspace | str | os.PathLike[str],
+                    protected: Collection[str] = ()) -> Toolbox:
+    """A Toolbox holding the built-in file tools for ``workspace``, whose write tools also
+    refuse the files in ``protected`` (real absolute paths; kept, so it may grow)."""
+    if not isinstance(workspace, Workspace):
+        workspace = Workspace(workspace, protected)
     toolbox = Toolbox()
     toolbox.register_provider(FileToolsProvider(workspace))
     return toolbox

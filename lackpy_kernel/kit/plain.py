@@ -35,3 +35,11 @@ def find_non_plain(value: Any) -> type | None:
         else:
             stack.extend(item)
     return None
+
+
+def not_plain_message(tool: str, source: str, kind: type) -> str:
+    """What a call says when tool ``tool`` from ``source`` returned a ``kind``, which is not
+    plain data."""
+    return (f"tool {tool!r} from {source} returned a {kind.__name__}, which is not plain data; "
+            "make it return str, int, float, bool, None, or lists, tuples, sets and dicts of "
+            "them (a generator or iterator: return list(...))")

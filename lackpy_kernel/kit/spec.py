@@ -7,6 +7,8 @@ from typing import Any
 
 POSITIONAL_ONLY_MARK = "/"
 KEYWORD_ONLY_MARK = "*"
+BUILTIN_PROVIDER = "builtin"
+CHILD, KERNEL = "child", "kernel"  # where a tool's calls run (ToolSpec.where)
 
 
 @dataclass
@@ -64,6 +66,16 @@ class ToolSpec:
         if not plugin:
             return self.provider
         return f"{self.provider} ({plugin}: {origin})" if origin else f"{self.provider} ({plugin})"
+
+    @property
+    def where(self) -> str:
+        """Where a program's calls of this tool run: ``"child"``, in the sandbox's process for
+        the program (the built-in tools; Python tools unless their source says otherwise), or
+        ``"kernel"``, in the process that holds the toolbox, each call forwarded to it through
+        the sandbox worker (MCP tools, tools registered from Python, ``where = "kernel"``)."""
+        if self.provider == BUILTIN_PROVIDER:
+            return CHILD
+        return KERNEL if self.provider_config.get("where") != CHILD else CHILD
 
     def describe(self, name: str | None = None) -> str:
         """The signature followed by the description: one line for an inference prompt."""

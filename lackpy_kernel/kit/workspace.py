@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Collection
 from contextlib import suppress
 from pathlib import Path
 
@@ -22,15 +23,18 @@ class Workspace:
 
     Paths are resolved with symlinks followed and ``..`` collapsed, and must end up inside
     the root. Writes are also refused inside ``<root>/.lackpy/``, so a program cannot change
-    its own config, kits or templates.
+    its own config, kits or templates, and to the files in ``protected`` (real absolute
+    paths: the code of the configured tool sources, which runs outside the sandbox). The
+    collection is kept, not copied, so its owner may add to it later.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], protected: Collection[str] = ()) -> None:
         real = os.path.realpath(os.fspath(root))
         if not os.path.isdir(real):
             raise NotADirectoryError(f"workspace root {root!s} is not an existing directory")
         self.root = Path(real)
         self._root = real
+        self.protected = protected
 
     def __repr__(self) -> str:
         return f"Workspace({self._root!r})"
@@ -38,8 +42,8 @@ class Workspace:
     def resolve(self, path: object, *, write: bool = False) -> Path:
         """The real absolute path of ``path`` (relative to the root), refused unless inside.
 
-        With ``write=True`` paths inside ``<root>/.lackpy/`` are refused as well.
-        Raises ``WorkspaceError`` (a ``PermissionError``) with the reason.
+        With ``write=True`` paths inside ``<root>/.lackpy/`` and protected files are refused
+        as well. Raises ``WorkspaceError`` (a ``PermissionError``) with the reason.
         """
         text = self._check_path_text(path)
         real = self._realpath(text)
@@ -48,6 +52,7 @@ class Workspace:
         self._check_no_symlink_loop(text, real)
         if write:
             self._check_not_config(text, real)
+            self._check_not_protected(text, real)
         return Path(real)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
@@ -149,6 +154,17 @@ class Workspace:
                 f"{text!r} is inside the workspace's {CONFIG_DIR}/ folder, which programs may "
                 f"not change (it holds the config, kits and templates); write elsewhere in the "
                 f"workspace {self._root}"
+            )
+
+    def _check_not_protected(self, text: str, real: str) -> None:
+        if not self.protected:
+            return
+        # casefold: on case-insensitive file systems "Tools/Words.py" is the same file.
+        if real in self.protected or real.casefold() in {p.casefold() for p in self.protected}:
+            raise WorkspaceError(
+                f"{text!r} is the code of a tool source configured in {CONFIG_DIR}/config.toml, "
+                f"which programs may not change (lackpy runs it outside the sandbox); edit it "
+                f"yourself, or write elsewhere in the workspace {self._root}"
             )
 
     def _is_config_path(self, real: str) -> bool:

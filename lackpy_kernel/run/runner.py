@@ -123,12 +123,15 @@ class RestrictedRunner:
         variables: Mapping[str, Any] | None = None,
         extra_rules: list[Rule] | None = None,
         on_file_modified: Callable[[str], None] | None = None,
+        *,
+        sources: Mapping[str, str] | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with the tools in ``namespace``.
 
         ``params`` are named inputs; ``variables`` are session variables from
         earlier programs; ``on_file_modified`` hears of each file a tool
-        changes, as it happens. Every tool call is traced. Returns a failed
+        changes, as it happens. Every tool call is traced, with the tool's
+        source from ``sources`` (name -> ``ToolSpec.source``). Returns a failed
         result, never raises, for invalid programs and runtime errors.
         """
         params = dict(params or {})
@@ -136,7 +139,7 @@ class RestrictedRunner:
         check = validate(program, {*namespace, *params, *variables}, extra_rules,
                          protected_names=namespace)
         return self.run_validated(program, check, namespace, params, variables,
-                                  on_file_modified=on_file_modified)
+                                  on_file_modified=on_file_modified, sources=sources)
 
     def run_validated(
         self,
@@ -147,16 +150,18 @@ class RestrictedRunner:
         variables: Mapping[str, Any] | None = None,
         *,
         on_file_modified: Callable[[str], None] | None = None,
+        sources: Mapping[str, str] | None = None,
     ) -> ExecutionResult:
         """Run the tree ``check`` holds, the validator's verdict on ``program`` with these
-        tools, parameters and variables, without validating again. An invalid ``check``
-        gives its failed result. Never raises for the program's own errors."""
+        tools, parameters and variables, without validating again (``sources`` as for
+        ``run``). An invalid ``check`` gives its failed result. Never raises for the
+        program's own errors."""
         if not check.valid or check.tree is None:
             return validation_failure(check.issues)
         return self._execute(program, check.tree, namespace, dict(params or {}),
-                             dict(variables or {}), on_file_modified)
+                             dict(variables or {}), on_file_modified, dict(sources or {}))
 
-    def _execute(self, program, tree, namespace, params, variables, on_file_modified
+    def _execute(self, program, tree, namespace, params, variables, on_file_modified, sources
                  ) -> ExecutionResult:
         trace = Trace()
         stdout = BoundedText(STDOUT_LIMIT)
@@ -165,7 +170,8 @@ class RestrictedRunner:
         scope.update(variables)
         scope.update(params)
         budget = CallBudget(self.max_tool_calls)
-        scope.update({name: plain_tool(name, fn, trace, budget=budget)
+        scope.update({name: plain_tool(name, fn, trace, budget=budget,
+                                       source=sources.get(name, ""))
                       for name, fn in namespace.items()})
         with effects.recording(on_file_modified) as log:
             try:
@@ -219,8 +225,9 @@ class CallBudget:
 
 
 def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
-               budget: CallBudget | None = None) -> Callable[..., Any]:
-    """``fn`` traced, taking and returning plain data only, each call spent from ``budget``."""
+               budget: CallBudget | None = None, source: str = "") -> Callable[..., Any]:
+    """``fn`` traced (from ``source``), taking and returning plain data only, each call spent
+    from ``budget``."""
 
     def checked(*args: Any, **kwargs: Any) -> Any:
         if budget is not None:
@@ -237,7 +244,7 @@ def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
         return result
 
     checked.__signature__ = _signature_of(fn)
-    return make_traced(name, checked, trace)
+    return make_traced(name, checked, trace, source)
 
 
 def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:

@@ -1,4 +1,5 @@
-"""The kernel's side of the sandbox worker: start it, send programs, survive its death."""
+"""The kernel's side of the sandbox worker: start it, send programs, answer the tool calls
+they forward, survive its death."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.errors import KitError
+from lackpy_kernel.kit import ResolvedKit, Toolbox, builtin_toolbox, resolve_kit
+
 from . import wire
 from .commit import Commit, UnitLog
+from .forward import HostedRun, KitPlan, ToolHost, plan_kit
 from .plain import find_non_plain
-from .runner import ExecutionResult
+from .runner import KIT_ERROR, ExecutionResult
 from .spawn import adopt_early, spawn_worker, stop_worker
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
@@ -48,6 +54,12 @@ class Sandbox:
     signal handler) to stop the running program. If the worker dies it is
     restarted with the session's last good variables, of which this side keeps
     a pickled copy (only what each program changed crosses the pipe).
+
+    Kits resolve against ``toolbox`` (default: the built-in tools). A tool that
+    runs in the kernel (``ToolSpec.where``) is called here, on a thread of its
+    own, each time the program calls it (see ``forward``). The write tools refuse
+    the files in ``protected`` (``ToolSources.protected``), in the program's
+    process as here.
     """
 
     def __init__(
@@ -55,11 +67,18 @@ class Sandbox:
         workspace: str | os.PathLike[str],
         limits: SandboxLimits | None = None,
         kits_dir: str | os.PathLike[str] | None = None,
+        *,
+        toolbox: Toolbox | None = None,
+        protected: Collection[str] = (),
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.limits = limits or SandboxLimits()
         self.kits_dir = str(kits_dir) if kits_dir is not None else None
+        self.protected = protected
+        self.toolbox = toolbox if toolbox is not None else builtin_toolbox(self.workspace,
+                                                                           protected)
         self.variable_types: dict[str, str] = {}  # the session's variables: name -> type name
+        self._host = ToolHost()
         self._process: subprocess.Popen | None = None
         self._reader = wire.FrameReader()
         self._preamble = 0  # frames the worker sends before its next reply (ready, restored)
@@ -104,7 +123,8 @@ class Sandbox:
         keep: bool = True,
         return_variables: bool = False,
     ) -> ExecutionResult:
-        """Run ``program`` with ``kit`` (a kit name, tool list or alias dict).
+        """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
+        dict to resolve against the toolbox).
 
         ``keep=True`` runs in the session and keeps its variables on success;
         ``keep=False`` runs on an empty namespace and leaves the session alone.
@@ -113,9 +133,17 @@ class Sandbox:
         if bad is not None:
             return ExecutionResult(False, error=f"parameters must be plain data, not {bad.__name__}",
                                    error_type="TypeError")
-        request = self._request(program, kit, params, keep, return_variables)
+        try:
+            plan = self._plan(kit)
+        except (KitError, NotImplementedError) as exc:
+            return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
+        request = self._request(program, plan, params, keep, return_variables)
         with self._run_lock:
-            reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS)
+            hosted = self._hosted(plan)
+            try:
+                reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS, hosted)
+            finally:
+                _close(hosted)
         return self._result_of(reply, keep)
 
     async def run_async(
@@ -134,10 +162,17 @@ class Sandbox:
         if bad is not None or not self.ready or not self._run_lock.acquire(blocking=False):
             return await _in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables)
+        hosted = None
         try:
-            request = self._request(program, kit, params, keep, return_variables)
-            reply = await self._exchange_async(request, self.limits.timeout + GRACE_SECONDS)
+            plan = self._plan(kit)
+            request = self._request(program, plan, params, keep, return_variables)
+            hosted = self._hosted(plan)
+            reply = await self._exchange_async(request, self.limits.timeout + GRACE_SECONDS,
+                                               hosted)
+        except (KitError, NotImplementedError) as exc:
+            return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
         finally:
+            _close(hosted)
             self._run_lock.release()
         return self._result_of(reply, keep)
 
@@ -188,11 +223,28 @@ class Sandbox:
 
     # -- internals ----------------------------------------------------------
 
-    def _request(self, program, kit, params, keep, return_variables) -> dict[str, Any]:
+    def _plan(self, kit: Any) -> KitPlan:
+        """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
+        if not isinstance(kit, ResolvedKit):
+            kit = resolve_kit(kit, self.toolbox, self.kits_dir)
+        return plan_kit(kit)
+
+    def _hosted(self, plan: KitPlan) -> HostedRun | None:
+        """The run's forwarded calls, when its kit has tools that run here."""
+        if not plan.kernel:
+            return None
+        return self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
+                                send=self._send_bytes,
+                                max_bytes=self.limits.max_result_mb * 1_000_000)
+
+    def _request(self, program: str, plan: KitPlan, params: dict[str, Any] | None, keep: bool,
+                 return_variables: bool) -> dict[str, Any]:
         return {
             "op": "run",
             "program": program,
-            "kit": kit,
+            "kit": plan.builtins,
+            "tools": plan.tools,
+            "protected": sorted(self.protected),
             "params": dict(params or {}),
             "keep": keep,
             "return_variables": return_variables,
@@ -211,8 +263,10 @@ class Sandbox:
             self._remember(Commit.from_dict(reply["commit"]))
         return ExecutionResult.from_dict(reply["result"])
 
-    async def _exchange_async(self, request: dict[str, Any], wait: float) -> dict[str, Any]:
-        """``_exchange`` on the running loop: send, then await the reply's bytes."""
+    async def _exchange_async(self, request: dict[str, Any], wait: float,
+                              hosted: HostedRun | None) -> dict[str, Any]:
+        """``_exchange`` on the running loop: send, then await the reply's bytes (starting the
+        tool calls that come first)."""
         loop = asyncio.get_running_loop()
         process = self._process
         assert process is not None and process.stdout is not None
@@ -225,7 +279,8 @@ class Sandbox:
                 if not data:
                     raise EOFError("the worker exited")
                 self._reader.feed(data)
-                frame = self._reader.next_frame()
+                while (frame := self._reader.next_frame()) is not None and _is_call(frame):
+                    _call(hosted, frame)
             except (OSError, EOFError, wire.WireError) as exc:
                 frame = exc
             if frame is not None and not reply.done():
@@ -279,12 +334,17 @@ class Sandbox:
             self.variable_types.pop(name, None)
         self.variable_types.update(commit.types)
 
-    def _exchange(self, request: dict[str, Any], wait: float) -> dict[str, Any]:
-        """Send a request and read its reply, restarting the worker if it died."""
+    def _exchange(self, request: dict[str, Any], wait: float, hosted: HostedRun | None = None
+                  ) -> dict[str, Any]:
+        """Send a request and read its reply (starting the tool calls that come first),
+        restarting the worker if it died."""
         try:
             self._settle(wait)
             self._send(request)
-            return self._receive(wait)
+            deadline = time.monotonic() + wait
+            while _is_call(frame := self._receive(deadline - time.monotonic())):
+                _call(hosted, frame)
+            return frame
         except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
             self._kill_worker()
             return self._failed_worker(exc)
@@ -314,11 +374,14 @@ class Sandbox:
         self._restore_pending = bool(self._copy.units)
 
     def _send(self, message: dict[str, Any]) -> None:
+        self._send_bytes(wire.dumps(message))
+
+    def _send_bytes(self, data: bytes) -> None:
         process = self._process
         if process is None or process.stdin is None:
             raise EOFError("the worker is not running")
         with self._write_lock:
-            wire.write_all(process.stdin.fileno(), wire.dumps(message))
+            wire.write_all(process.stdin.fileno(), data)
 
     def _receive(self, wait: float) -> Any:
         process = self._process
@@ -350,6 +413,22 @@ class Sandbox:
         for pipe in (process.stdin, process.stdout):
             if pipe:
                 pipe.close()
+
+
+def _is_call(frame: Any) -> bool:
+    """Whether a frame from the worker is a program's tool call (``{"call": ...}``)."""
+    return type(frame) is dict and "call" in frame
+
+
+def _call(hosted: HostedRun | None, frame: dict[str, Any]) -> None:
+    if hosted is None:  # the worker passes on only calls of the kit's kernel tools
+        raise wire.WireError("the worker passed on a tool call, but no tool runs here")
+    hosted.call(frame["call"])
+
+
+def _close(hosted: HostedRun | None) -> None:
+    if hosted is not None:
+        hosted.close()
 
 
 async def _in_thread(call: Any, interrupt: Any, *args: Any, **kwargs: Any) -> Any:

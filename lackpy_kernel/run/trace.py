@@ -22,7 +22,9 @@ _summary_repr.maxlong = 60
 
 @dataclass
 class TraceEntry:
-    """One tool call: its zero-based step, arguments by parameter name, and outcome."""
+    """One tool call: its zero-based step, arguments by parameter name, and outcome; ``source``
+    says where the tool comes from (``ToolSpec.source``: ``builtin``, ``mine (python:
+    tools/mine.py)``), empty when the caller did not say."""
 
     step: int
     tool: str
@@ -31,6 +33,7 @@ class TraceEntry:
     duration_ms: float
     success: bool
     error: str | None
+    source: str = ""
 
 
 @dataclass
@@ -73,8 +76,10 @@ def summarize(value: Any) -> Any:
         return f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
 
 
-def make_traced(name: str, fn: Callable[..., Any], trace: Trace) -> Callable[..., Any]:
-    """Wrap ``fn`` so each call appends a TraceEntry to ``trace``; errors are recorded and re-raised."""
+def make_traced(name: str, fn: Callable[..., Any], trace: Trace, source: str = ""
+                ) -> Callable[..., Any]:
+    """Wrap ``fn`` so each call appends a TraceEntry (from ``source``) to ``trace``; errors are
+    recorded and re-raised."""
     parameters = _parameter_names(fn)
 
     def traced(*args: Any, **kwargs: Any) -> Any:
@@ -84,13 +89,11 @@ def make_traced(name: str, fn: Callable[..., Any], trace: Trace) -> Callable[...
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:
-            trace.entries.append(
-                TraceEntry(step, name, named, None, _ms_since(started), False, _describe(exc))
-            )
+            trace.entries.append(TraceEntry(step, name, named, None, _ms_since(started), False,
+                                            _describe(exc), source))
             raise
-        trace.entries.append(
-            TraceEntry(step, name, named, summarize(result), _ms_since(started), True, None)
-        )
+        trace.entries.append(TraceEntry(step, name, named, summarize(result), _ms_since(started),
+                                        True, None, source))
         return result
 
     traced.__name__ = name

@@ -13,6 +13,9 @@ taking its child with it.
 
 Requests: ``run`` (replies ``{"result", "commit"}``), ``cancel`` (stops the running
 program; ignored between programs), ``reset`` and ``restore`` (reply ``{"ok": True}``).
+While a program runs, the worker passes each call of a tool that runs in the kernel up
+as ``{"call": ...}`` and the kernel's ``answer`` down to the child (see ``forward``);
+a late answer is dropped.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import selectors
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -36,6 +39,7 @@ from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
 from . import wire
 from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, names_in
 from .context import describe_variables
+from .forward import ChildChannel, PythonTools, checked_call, child_tools
 from .plain import display_problem, find_non_plain
 from .runner import ExecutionResult, RestrictedRunner
 from .trace import summarize
@@ -82,6 +86,7 @@ class Worker:
         self.spare: Child | None = None
         self.walls: WallPlan | None = None
         self.walls_key: tuple | None = None
+        self.python_tools = PythonTools()  # the tool modules the children inherit
         self.like: dict = {  # the last program's request, less its program: the next warm-up's
             "op": "run", "kit": [], "workspace": os.getcwd(), "kits_dir": None, "keep": True,
             "timeout": 120.0, "memory_mb": 512, "max_result_bytes": 64_000_000}
@@ -98,11 +103,13 @@ class Worker:
         self.exit()
 
     def fork_spare(self) -> Child:
-        """A child with the session as it is now; it reads stdin from where we stopped."""
+        """A child with the session as it is now, and the Python tools of programs like the
+        last; it reads stdin from where we stopped."""
         pending = bytes(self.requests.buffer)
         self.requests = wire.FrameReader()
+        self.python_tools.load(self.like)
         return Child.fork(_Snapshot(self.session, self.log, self.like, pending,
-                                    self.walls_for(self.like)))
+                                    self.walls_for(self.like), self.python_tools))
 
     def walls_for(self, like: dict) -> WallPlan:
         """The walls for programs like ``like``, built once per workspace and kits folder."""
@@ -279,8 +286,10 @@ STDIN_CLOSED: dict = {"exit": "stdin-closed"}
 
 
 def watch(child: Child, request: dict, requests: wire.FrameReader) -> dict:
-    """The started child's reply, or a failure at the deadline, on a cancel or if it dies."""
+    """The started child's reply, or a failure at the deadline, on a cancel or if it dies.
+    Meanwhile its calls of tools that run in the kernel go up, and their answers down."""
     frames = _ChildFrames(child.frames, request)
+    relay = _CallRelay(child)
     timeout = float(request["timeout"])
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as selector:
@@ -288,15 +297,21 @@ def watch(child: Child, request: dict, requests: wire.FrameReader) -> dict:
         selector.register(STDIN, selectors.EVENT_READ, "parent")
         try:
             frames.feed(b"")  # what came with "started"
+            relay.pass_up(frames)
         except wire.WireError as exc:
             return _stop(child, frames.bad(exc, request))
         while frames.final is None:
-            if requests.next_frame() is not None:  # while a program runs, only "cancel" comes
-                return _stop(child, frames.failed("KeyboardInterrupt", INTERRUPTED))
+            while (message := requests.next_frame()) is not None:
+                if not relay.pass_down(message):  # not an answer: only "cancel" comes else
+                    return _stop(child, frames.failed("KeyboardInterrupt", INTERRUPTED))
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _stop(child, frames.failed("TimeoutError", _timeout_message(timeout)))
+            relay.watch_writes(selector)
             for key, _ in selector.select(remaining):
+                if key.data == "down":
+                    relay.flush()
+                    continue
                 if key.data == "parent":
                     data = os.read(STDIN, READ_CHUNK)
                     if not data:
@@ -308,18 +323,75 @@ def watch(child: Child, request: dict, requests: wire.FrameReader) -> dict:
                     return _collect(child, frames, request)
                 try:
                     frames.feed(data)
+                    relay.pass_up(frames)
                 except wire.WireError as exc:
                     return _stop(child, frames.bad(exc, request))
     return frames.final
 
 
+class _CallRelay:
+    """The tool calls of a running child: each goes up to the parent, one at a time, and
+    its answer goes down the child's second pipe, written without blocking (a child that
+    does not read cannot stall the worker past the deadline)."""
+
+    def __init__(self, child: Child) -> None:
+        self.child = child
+        self.waiting: int | None = None  # the id of the call the parent has not answered
+        self.out = bytearray()
+        self.watching = False
+        os.set_blocking(child.to_child, False)
+
+    def pass_up(self, frames: _ChildFrames) -> None:
+        """Send the parent the calls the child made; WireError for a second call at once."""
+        while frames.calls:
+            call = frames.calls.pop(0)
+            if self.waiting is not None:
+                raise wire.WireError("a tool call before the last one was answered")
+            self.waiting = call["id"]
+            wire.write_frame(STDOUT, {"call": call})
+
+    def pass_down(self, message: Any) -> bool:
+        """Send an answer to the child if it answers the call it waits on (a late one is
+        dropped); False for a message that is not an answer."""
+        if type(message) is not dict or message.get("op") != "answer":
+            return False
+        if message.get("id") == self.waiting and self.waiting is not None:
+            self.waiting = None
+            self.out += wire.dumps(message)
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        """Write what the pipe takes now; the rest when it has room."""
+        try:
+            while self.out:
+                del self.out[:os.write(self.child.to_child, self.out)]
+        except BlockingIOError:
+            pass
+        except OSError:  # the child died: its end of the run comes from the other pipe
+            self.out.clear()
+
+    def watch_writes(self, selector: selectors.BaseSelector) -> None:
+        """Have ``selector`` wake when the child's pipe has room, while answers wait."""
+        if bool(self.out) != self.watching:
+            if self.out:
+                selector.register(self.child.to_child, selectors.EVENT_WRITE, "down")
+            else:
+                selector.unregister(self.child.to_child)
+            self.watching = bool(self.out)
+
+
 class _ChildFrames:
-    """What the child sent: the files it modified as it went, then its result frame."""
+    """What the child sent: the files it modified and the tools it called as it went, then
+    its result frame."""
 
     def __init__(self, reader: wire.FrameReader, request: dict) -> None:
         self.reader = reader
         self.reader.max_body = int(request["max_result_bytes"]) + READ_CHUNK
+        self.request = request
         self.modified: list[str] = []
+        self.calls: list[dict] = []
+        self.calls_made = 0
         self.final: dict | None = None
 
     def wanted(self) -> int:
@@ -333,6 +405,9 @@ class _ChildFrames:
             if kind == "modified" and type(frame.get("path")) is str:
                 if frame["path"] not in self.modified:
                     self.modified.append(frame["path"])
+            elif kind == "call":
+                self.calls.append(checked_call(frame, self.request, self.calls_made))
+                self.calls_made += 1
             elif kind == "done":
                 self.final = _checked(frame)
             else:
@@ -345,10 +420,11 @@ class _ChildFrames:
         return outcome
 
     def bad(self, exc: wire.WireError, request: dict) -> dict:
-        """The failure for a frame too large or malformed."""
+        """The failure for a frame too large or malformed, or a call it may not make."""
         if isinstance(exc, wire.FrameTooLarge):
             return self.failed("ResultTooLarge", _too_big_message(request))
-        return self.failed("SandboxError", f"the program's process sent a bad reply: {exc}")
+        return self.failed("SandboxError", f"the program's process sent a bad reply: {exc}; "
+                           "it was stopped")
 
 
 def _checked(frame: dict) -> dict:
@@ -412,6 +488,9 @@ class _Snapshot:
     like: dict  # the last program's request, for the warm-up
     pending: bytes  # stdin the worker read but did not use
     walls: WallPlan  # built for like's workspace
+    python_tools: PythonTools  # the tool modules the worker imported
+    channel: ChildChannel = field(default_factory=ChildChannel)  # calls to the kernel's tools
+    walls_up: bool = False
 
 
 def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoReturn:
@@ -421,11 +500,12 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
         gc.freeze()  # the session's objects stay shared: collections here never touch them
         _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
-        snapshot.walls.put_up()
+        snapshot.walls_up = bool(snapshot.walls.put_up())
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
-        frame = _run_request(request, snapshot.session, snapshot.log, lambda path: wire.write_frame(
+        snapshot.channel.connect(up, down, int(request["max_result_bytes"]))
+        frame = _run_request(request, snapshot, lambda path: wire.write_frame(
             up, {"kind": "modified", "path": path}))
         wire.write_all(up, _encode(frame, request))
     except BaseException as exc:
@@ -443,7 +523,8 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
 def _take_request(snapshot: _Snapshot, up: int) -> dict:
     """Read stdin up to the next program and tell the worker it started. Any other request,
     a program for another workspace or kits folder than this child's walls were built for,
-    or stdin closing, is handed back to the worker, and this child exits."""
+    one whose Python tools the worker has not imported, or stdin closing, is handed back to
+    the worker, and this child exits."""
     reader = wire.FrameReader()
     reader.feed(snapshot.pending)
     while True:
@@ -455,9 +536,10 @@ def _take_request(snapshot: _Snapshot, up: int) -> dict:
             reader.feed(data)
             continue
         op = frame.get("op") if type(frame) is dict else None
-        if op == "cancel":
+        if op in ("cancel", "answer"):
             continue  # late, for a program that already finished
-        if op != "run" or _walled_for(frame) != _walled_for(snapshot.like):
+        if op != "run" or _walled_for(frame) != _walled_for(snapshot.like) \
+                or not snapshot.python_tools.has_tried(frame):
             _hand_back(up, {"kind": "handoff", "request": frame}, reader)
         told = {key: value for key, value in frame.items() if key not in ("program", "params")}
         wire.write_frame(up, {"kind": "started", "request": told, "leftover": bytes(reader.buffer)})
@@ -484,7 +566,7 @@ def _warm_up(snapshot: _Snapshot) -> None:
     request = {**snapshot.like, "program": WARM_UP_PROGRAM, "params": {},
                "return_variables": False}
     with contextlib.suppress(Exception):
-        frame = _run_request(request, snapshot.session, snapshot.log, lambda path: None)
+        frame = _run_request(request, snapshot, lambda path: None)
         _encode(frame, request)
 
 
@@ -558,17 +640,18 @@ def _die_with_parent(worker_pid: int) -> None:
         os._exit(0)  # the worker died before the line above took effect
 
 
-def _run_request(request: dict, session: dict[str, Any], log: UnitLog,
-                 on_modified: Callable[[str], None]) -> dict:
+def _run_request(request: dict, snapshot: _Snapshot, on_modified: Callable[[str], None]
+                 ) -> dict:
+    session, log = snapshot.session, snapshot.log
     try:
-        kit = _kit_for(request)
+        tools, sources = _kit_for(request, snapshot)
     except Exception as exc:
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
         return {"kind": "done", "result": failure.to_dict(), "commit": None}
     keep = request.get("keep", True)
     result = RestrictedRunner(max_tool_calls=request.get("max_tool_calls")).run(
-        request["program"], kit.callables, request.get("params"),
-        variables=session if keep else {}, on_file_modified=on_modified,
+        request["program"], tools, request.get("params"),
+        variables=session if keep else {}, on_file_modified=on_modified, sources=sources,
     )
     if result.error_type == "MemoryError":
         result.error += (f"; the limit is {request['memory_mb']} MB "
@@ -576,24 +659,32 @@ def _run_request(request: dict, session: dict[str, Any], log: UnitLog,
     return _reply(result, request, session if keep else {}, log)
 
 
-_resolved_kits: dict[str, ResolvedKit] = {}  # in a child: the kit its warm-up resolved
+Tools = tuple[dict[str, Callable[..., Any]], dict[str, str]]  # callables, and their sources
+_resolved_kits: dict[str, Tools] = {}  # in a child: the kit its warm-up resolved
 
 
-def _kit_for(request: dict) -> ResolvedKit:
-    """The request's kit, resolved; a kit given as tool names is resolved once per child
-    (a kit file's name is read each time: the file may change)."""
+def _kit_for(request: dict, snapshot: _Snapshot) -> Tools:
+    """The request's tools (alias -> callable) and their sources; a kit given as tool names
+    is resolved once per child (a kit file's name is read each time: the file may change)."""
     kit = request["kit"]
     if not isinstance(kit, (list, dict)):
-        return _resolve(request)
-    key = repr((kit, request["workspace"], request.get("kits_dir")))
+        return _resolve(request, snapshot)
+    key = repr((kit, request.get("tools"), request.get("protected"), request["workspace"],
+                request.get("kits_dir")))
     if key not in _resolved_kits:
-        _resolved_kits[key] = _resolve(request)
+        _resolved_kits[key] = _resolve(request, snapshot)
     return _resolved_kits[key]
 
 
-def _resolve(request: dict) -> ResolvedKit:
-    toolbox = builtin_toolbox(Path(request["workspace"]))
-    return resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
+def _resolve(request: dict, snapshot: _Snapshot) -> Tools:
+    """The built-in tools by name (their writes refusing the request's protected files),
+    then the tools the request describes: in this process or forwarded to the kernel's."""
+    toolbox = builtin_toolbox(Path(request["workspace"]), frozenset(request.get("protected") or ()))
+    kit: ResolvedKit = resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
+    sources = {alias: spec.source for alias, spec in kit.tools.items()}
+    more, more_sources = child_tools(request.get("tools") or {}, request["workspace"],
+                                     snapshot.python_tools, snapshot.channel, snapshot.walls_up)
+    return {**kit.callables, **more}, {**sources, **more_sources}
 
 
 def _reply(result: ExecutionResult, request: dict, before: dict[str, Any], log: UnitLog) -> dict:

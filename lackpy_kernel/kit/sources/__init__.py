@@ -13,7 +13,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..toolbox import Toolbox
-from .base import FAILED, GRADES, LOADED, NOT_LOADED, SourceStatus, ToolSource, plain_results
+from .base import (
+    FAILED,
+    GRADES,
+    LOADED,
+    NOT_LOADED,
+    SourceStatus,
+    ToolSource,
+    call_deadline,
+    plain_results,
+    time_left,
+)
 from .describe import describe_function, parse_docstring
 from .mcp import EventLoopThread, McpToolSource, json_schema_type, lackpy_name
 from .python import PythonToolSource
@@ -28,11 +38,13 @@ __all__ = [
     "SourceStatus",
     "ToolSource",
     "ToolSources",
+    "call_deadline",
     "describe_function",
     "json_schema_type",
     "lackpy_name",
     "parse_docstring",
     "plain_results",
+    "time_left",
 ]
 
 
@@ -43,13 +55,19 @@ class ToolSources:
     holds them, validated by ``load_config``). ``attach(toolbox)`` adds the sources to a
     toolbox; ``check()`` loads them all now and reports how each fared; ``close()`` stops
     the MCP servers (a later call of one of their tools starts its server again).
+
+    ``protected`` holds the real paths of the sources' code in the workspace (a Python
+    source's module and what it imports from there as it loads, an MCP server's script):
+    lackpy runs that code outside the sandbox, so the file tools refuse to write it
+    (``builtin_toolbox(workspace, protected)``). It grows as sources load.
     """
 
     def __init__(self, settings: Mapping[str, Mapping[str, Any]] | None,
                  workspace: str | os.PathLike[str]) -> None:
         self._loop = EventLoopThread()
+        self.protected: set[str] = set()
         self.sources: list[ToolSource] = [
-            _make_source(name, dict(table), workspace, self._loop)
+            _make_source(name, dict(table), workspace, self._loop, self.protected)
             for name, table in (settings or {}).items()
         ]
         self._toolbox: Toolbox | None = None
@@ -102,10 +120,10 @@ class _UnknownPlugin(ToolSource):
 
 
 def _make_source(name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
-                 loop: EventLoopThread) -> ToolSource:
+                 loop: EventLoopThread, protected: set[str]) -> ToolSource:
     plugin = settings.get("plugin")
     if plugin == PythonToolSource.plugin:
-        return PythonToolSource(name, settings, workspace)
+        return PythonToolSource(name, settings, workspace, protected)
     if plugin == McpToolSource.plugin:
-        return McpToolSource(name, settings, workspace, loop)
+        return McpToolSource(name, settings, workspace, loop, protected)
     return _UnknownPlugin(name, settings)

@@ -1,19 +1,42 @@
-"""What every tool source shares: its status, grades, and the plain-data check on results."""
+"""What every tool source shares: its status, grades, the files of its code, the deadline
+of the call in progress, and the plain-data check on results."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lackpy_kernel.errors import ToolCallError, ToolSourceError
 
 from ..builtin_specs import READ_GRADE, WRITE_GRADE
-from ..plain import find_non_plain
+from ..plain import find_non_plain, not_plain_message
 
 GRADES: dict[str, dict[str, int]] = {"read": READ_GRADE, "write": WRITE_GRADE}
 NOT_LOADED, LOADED, FAILED = "not loaded", "loaded", "failed"
+_deadline: ContextVar[float | None] = ContextVar("lackpy_call_deadline", default=None)
+
+
+@contextmanager
+def call_deadline(deadline: float | None) -> Iterator[None]:
+    """Calls made inside the block end by ``deadline`` (a ``time.monotonic()`` value, None:
+    no deadline), whatever their own timeout: the program that made them stops then."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def time_left(limit: float) -> float:
+    """``limit`` seconds, or fewer when the call in progress must end sooner (``call_deadline``)."""
+    deadline = _deadline.get()
+    return limit if deadline is None else max(0.0, min(limit, deadline - time.monotonic()))
 
 
 @dataclass
@@ -52,10 +75,14 @@ class ToolSource:
 
     plugin = ""
 
-    def __init__(self, name: str, settings: Mapping[str, Any]) -> None:
+    def __init__(self, name: str, settings: Mapping[str, Any],
+                 protected: set[str] | None = None) -> None:
         self.name = name
         self.settings = dict(settings)
         self.status = SourceStatus(name, self.plugin, self.origin)
+        # The files of the source's code in the workspace, which programs must not rewrite
+        # (shared by the sources of a workspace; see ToolSources.protected).
+        self.protected = protected if protected is not None else set()
 
     @property
     def origin(self) -> str:
@@ -107,6 +134,14 @@ class ToolSource:
         """Per-tool settings: tool -> {grade, where, timeout}."""
         return dict(self.settings.get("overrides") or {})
 
+    def protect(self, workspace: str, paths: Iterable[str]) -> None:
+        """Add those of ``paths`` that lie inside ``workspace`` (a real path), as real paths,
+        to ``protected``: whether or not the file exists yet."""
+        for path in paths:
+            real = os.path.realpath(path)
+            if os.path.commonpath([workspace, real]) == workspace:
+                self.protected.add(real)
+
     def unused_overrides(self, offered: set[str]) -> list[str]:
         """A problem for each override that names a tool the source does not offer."""
         return [f"overrides names {tool!r}, which this source does not offer "
@@ -123,10 +158,7 @@ def plain_results(fn: Callable[..., Any], tool: str, source: str) -> Callable[..
         result = fn(*args, **kwargs)
         bad = find_non_plain(result)
         if bad is not None:
-            raise ToolCallError(
-                f"tool {tool!r} from {source} returned a {bad.__name__}, which is not plain data; "
-                "make it return str, int, float, bool, None, or lists, tuples, sets and dicts of "
-                "them (a generator or iterator: return list(...))")
+            raise ToolCallError(not_plain_message(tool, source, bad))
         return result
 
     return checked

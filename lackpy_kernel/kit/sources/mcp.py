@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError, ToolSourceError
 
 from ..spec import ArgSpec, ToolSpec
-from .base import ToolSource
+from .base import ToolSource, time_left
 from .describe import MAX_DEFAULT_CHARS
 
 if TYPE_CHECKING:
@@ -252,11 +252,12 @@ class McpToolSource(ToolSource):
     plugin = PLUGIN
 
     def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
-                 loop: EventLoopThread) -> None:
+                 loop: EventLoopThread, protected: set[str] | None = None) -> None:
         self.workspace = os.path.realpath(workspace)
-        super().__init__(name, settings)
+        super().__init__(name, settings, protected)
         self.connection = _Connection(self, loop)
         self._wrapped: set[str] = set()  # tools whose structured output is {"result": value}
+        self.protect(self.workspace, self._command_files())
 
     @property
     def origin(self) -> str:
@@ -378,12 +379,13 @@ class McpToolSource(ToolSource):
              timeout: float | None = None) -> Any:
         """Call ``mcp_name`` on the server and return its result as plain data.
 
-        Raises ToolCallTimeoutError past ``timeout`` (default: the tool's), ToolCallError
+        Raises ToolCallTimeoutError past ``timeout`` (default: the tool's; less when the
+        calling program's deadline comes first, see ``call_deadline``), ToolCallError
         when the server fails, dies or answers what cannot be read, and ToolSourceError when
         it cannot be started.
         """
         shown = f"tool {(tool or mcp_name)!r} from {self.label}"
-        limit = self.timeout_of(mcp_name) if timeout is None else timeout
+        limit = time_left(self.timeout_of(mcp_name) if timeout is None else timeout)
         payload = _to_json(arguments, shown)
 
         async def send(client: Any) -> Any:
@@ -462,6 +464,13 @@ class McpToolSource(ToolSource):
         if command[0] == "python":
             command[0] = sys.executable  # the interpreter lackpy runs on, whatever PATH says
         return command
+
+    def _command_files(self) -> list[str]:
+        """The files of the workspace the server's command names (``python glossary.py``):
+        the server's code, started again whenever it dies."""
+        command = self.settings.get("command") or []
+        candidates = [os.path.join(self._cwd(), str(part)) for part in command]
+        return [path for path in candidates if os.path.isfile(path)]
 
     def _environment(self, sdk: SimpleNamespace) -> dict[str, str]:
         extra = {key: self._expand(str(value), f"env.{key}")

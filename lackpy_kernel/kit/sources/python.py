@@ -5,11 +5,16 @@ The module is ``module = "pkg.mod"`` (importable) or ``path = "tools/mytools.py"
 named in ``functions``, or by default its public functions that have a docstring
 and are defined in it (not imported into it). Each becomes a ToolSpec described
 from its signature, annotations and docstring; its results must be plain data.
+
+The module's files in the workspace (the file, the packages on its way, what it
+imports from the workspace when it loads) join ``protected``: its code runs in
+lackpy's own processes, so programs must not rewrite it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -39,11 +44,13 @@ class PythonToolSource(ToolSource):
 
     plugin = PLUGIN
 
-    def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str]
-                 ) -> None:
+    def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
+                 protected: set[str] | None = None) -> None:
         self.workspace = Path(os.path.realpath(workspace))
-        super().__init__(name, settings)
+        super().__init__(name, settings, protected)
         self._functions: dict[str, Callable[..., Any]] = {}
+        self._module: ModuleType | None = None
+        self.protect(str(self.workspace), self._code_files())
 
     @property
     def origin(self) -> str:
@@ -51,7 +58,7 @@ class PythonToolSource(ToolSource):
 
     def _load(self) -> list[ToolSpec]:
         self._functions = {}
-        module = self._import()
+        module = self.module()
         chosen = self._chosen_functions(module)
         specs = []
         for function_name, fn in chosen.items():
@@ -75,12 +82,47 @@ class PythonToolSource(ToolSource):
             raise self.error(f"has no tool {spec.name!r}")
         return plain_results(fn, spec.name, self.label)
 
+    def module(self) -> ModuleType:
+        """The module, imported the first time it is asked for (and again after a failure).
+
+        Raises ToolSourceError when it cannot be imported.
+        """
+        if self._module is None:
+            before = set(sys.modules)
+            self._module = self._import()
+            self.protect(str(self.workspace), _files_of(sys.modules.get(name)
+                                                        for name in set(sys.modules) - before))
+        return self._module
+
+    def tool(self, function_name: str) -> Callable[..., Any]:
+        """The module's function ``function_name`` as a tool (results checked to be plain
+        data), without loading the source's specs: how a sandbox process that imported the
+        module itself gets it. Raises ToolSourceError."""
+        fn = getattr(self.module(), function_name, None)
+        if not callable(fn):
+            raise self.error(f"the module has no function {function_name!r}")
+        return plain_results(fn, function_name, self.label)
+
+    def timeout_of(self, function_name: str) -> float | None:
+        """Seconds one call of ``function_name`` may take (``timeout``), None for no limit."""
+        timeout = self.overrides.get(function_name, {}).get("timeout") or \
+            self.settings.get("timeout")
+        return float(timeout) if timeout else None
+
     def _config_of(self, function_name: str) -> dict[str, Any]:
         where = self.overrides.get(function_name, {}).get("where") or \
             self.settings.get("where") or DEFAULT_WHERE
         return {"plugin": PLUGIN, "origin": self.origin, "function": function_name,
                 "module": self.settings.get("module"), "path": self._real_path_text(),
-                "where": where}
+                "where": where, "timeout": self.timeout_of(function_name)}
+
+    def _code_files(self) -> list[str]:
+        """The files importing the module runs first, found without running any: the file
+        of ``path``, or each package on the way to ``module`` and the module itself."""
+        if self.settings.get("path"):
+            return [str(self.workspace / str(self.settings["path"]))]
+        module_name = self.settings.get("module")
+        return _located_files(module_name) if isinstance(module_name, str) else []
 
     # -- importing ----------------------------------------------------------------
 
@@ -159,6 +201,35 @@ class PythonToolSource(ToolSource):
             else:
                 chosen[name] = fn
         return chosen
+
+
+def _located_files(module_name: str) -> list[str]:
+    """The files of ``module_name`` and the packages on its way, as the import system would
+    find them (no module's code runs); those already imported are known by their ``__file__``."""
+    files: list[str] = []
+    search: Any = None
+    parts = module_name.split(".")
+    for index in range(len(parts)):
+        name = ".".join(parts[:index + 1])
+        try:
+            loaded = sys.modules.get(name)
+            spec = loaded.__spec__ if loaded is not None else \
+                importlib.machinery.PathFinder.find_spec(name, search)
+        except (ImportError, ValueError, AttributeError):
+            spec = None
+        if spec is None:
+            break
+        if spec.has_location and spec.origin:
+            files.append(spec.origin)
+        search = spec.submodule_search_locations
+        if search is None:
+            break
+    return files
+
+
+def _files_of(modules: Any) -> list[str]:
+    return [module.__file__ for module in modules
+            if isinstance(getattr(module, "__file__", None), str)]
 
 
 def _is_default_tool(name: str, value: Any, module: ModuleType) -> bool:
