@@ -9,6 +9,7 @@ import sys
 
 
 def main() -> None:
+    _forget_the_working_folder()
     first = sys.argv[1:2]
     if first == ["install"]:
         from lackpy_kernel.install import main as install
@@ -27,7 +28,19 @@ def main() -> None:
 
     from lackpy_kernel.kernel import LackpyKernel
 
-    IPKernelApp.launch_instance(kernel_class=LackpyKernel)
+    IPKernelApp.launch_instance(kernel_class=LackpyKernel, ignore_cwd=True)  # as below
+
+
+def _forget_the_working_folder() -> None:
+    """Take the working folder off the import path, where ``python -m`` puts it first (and
+    IPython would put it again, without ``ignore_cwd``).
+
+    The kernel's working folder is the workspace, where programs write files: a
+    ``mcp_types.py`` written there would otherwise be what the kernel imports the first
+    time it needs the real one, and run outside the sandbox.
+    """
+    if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
 
 
 if __name__ == "__main__":

@@ -169,16 +169,19 @@ def _cell_text(value: Any) -> str:
 
 
 def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
-    """The tool calls: one line each (tool, args, ms, ok); with results in full unless compact."""
+    """The tool calls: one line each (tool, args, ms, ok, and the tool's source when one is
+    not built in); with results in full unless compact."""
     total = sum(entry.duration_ms for entry in trace.entries)
     count = len(trace.entries)
     title = f"trace: {count} tool call{'s' if count != 1 else ''}, {total:.1f} ms"
-    columns = ["#", "tool", "args", "ms", "ok"] + ([] if compact else ["result / error"])
+    sourced = any(entry.source not in ("", "builtin") for entry in trace.entries)
+    columns = ["#", "tool", "args", "ms", "ok"] + (["source"] if sourced else []) + \
+        ([] if compact else ["result / error"])
     rows = []
     for entry in trace.entries:
         args = ", ".join(f"{k}={v!r}" for k, v in entry.args.items())
         row = [entry.step, entry.tool, args, f"{entry.duration_ms:.1f}",
-               "ok" if entry.success else "failed"]
+               "ok" if entry.success else "failed"] + ([entry.source] if sourced else [])
         if not compact:
             row.append(entry.result if entry.success else entry.error)
         rows.append(row)

@@ -45,6 +45,7 @@ from .plain import find_non_plain
 
 READ_CHUNK = 1 << 16
 MAX_ERROR_CHARS = 2_000
+DEADLINE_GRACE = 1.0
 CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
 
 
@@ -95,10 +96,10 @@ def _positional(spec: ToolSpec) -> list[str]:
 
 def _load_info(spec: ToolSpec) -> dict[str, Any]:
     config = spec.provider_config
-    module = config.get("module")
-    return {"provider": spec.provider, "path": config.get("path"), "module": module,
+    return {"provider": spec.provider, "path": config.get("path"), "module": config.get("module"),
             "function": config.get("function", spec.name),
-            "sys_path": [os.path.abspath(entry) for entry in sys.path] if module else []}
+            # what the module imports, the worker finds where this process does
+            "sys_path": [os.path.abspath(entry) for entry in sys.path]}
 
 
 class ToolHost:
@@ -174,7 +175,9 @@ class HostedRun:
         from lackpy_kernel.kit.sources import call_deadline  # noqa: PLC0415 - the kit's sources load late
 
         try:
-            with call_deadline(self.deadline):
+            # A second past the program's deadline: the sandbox's own limit, and its message,
+            # come first; then the call ends rather than run on for nobody.
+            with call_deadline(self.deadline + DEADLINE_GRACE):
                 value = fn(*args, **kwargs)
             bad = find_non_plain(value)
             if bad is not None:
@@ -378,10 +381,11 @@ def rebuilt_error(error_type: str, args: list[Any]) -> Exception:
 
 
 def child_tools(tools: dict[str, dict[str, Any]], workspace: str, python_tools: PythonTools,
-                channel: ChildChannel, walls_up: bool
+                channel: ChildChannel, walls_up: Callable[[], bool]
                 ) -> tuple[dict[str, Callable[..., Any]], dict[str, str]]:
     """The callables of the tools a request describes (all but the built-in ones), and
-    each one's source. Raises ToolSourceError for a Python tool the worker could not load."""
+    each one's source; ``walls_up`` says, when a call runs, whether the walls are up.
+    Raises ToolSourceError for a Python tool the worker could not load."""
     callables: dict[str, Callable[..., Any]] = {}
     for alias, described in tools.items():
         if described.get("where") == CHILD:
@@ -406,7 +410,7 @@ def _forwarded(alias: str, described: dict[str, Any], channel: ChildChannel
     return forwarded
 
 
-def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: bool
+def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Callable[[], bool]
               ) -> Callable[..., Any]:
     tool, source, timeout = str(described["tool"]), str(described["source"]), \
         described.get("timeout")
@@ -418,7 +422,7 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: bool
             with _alarm(timeout, tool, source):
                 return fn(*args, **kwargs)
         except PermissionError as exc:
-            if not walls_up or isinstance(exc, errors.LackpyError):
+            if not walls_up() or isinstance(exc, errors.LackpyError):
                 raise  # not a wall: the workspace's own refusals, or no walls here
             raise ToolCallError(
                 f"tool {tool!r} from {source} was stopped by the sandbox's walls "

@@ -683,7 +683,8 @@ def _resolve(request: dict, snapshot: _Snapshot) -> Tools:
     kit: ResolvedKit = resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
     sources = {alias: spec.source for alias, spec in kit.tools.items()}
     more, more_sources = child_tools(request.get("tools") or {}, request["workspace"],
-                                     snapshot.python_tools, snapshot.channel, snapshot.walls_up)
+                                     snapshot.python_tools, snapshot.channel,
+                                     lambda: snapshot.walls_up)  # up after the warm-up
     return {**kit.callables, **more}, {**sources, **more_sources}
 
 
