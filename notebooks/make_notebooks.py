@@ -1,11 +1,11 @@
 """Write the example notebooks, then run them so that every stored output is real.
 
-    python notebooks/make_notebooks.py              # all six
+    python notebooks/make_notebooks.py              # all seven
     python notebooks/make_notebooks.py ratchet      # one
 
 Each notebook lives in its own folder, which is its workspace (the kernel's
 working directory), and runs on the kernel named in its metadata: ``lackpy``
-for five, ``python3`` for the extension. Run it after changing a notebook's
+for all but the extension, ``python3``. Run it after changing a notebook's
 cells or the kernel's output; ``pytest --nbval notebooks/`` then checks that a
 fresh run still gives the same outputs (timings and paths masked by
 ``sanitize.cfg``).
@@ -494,6 +494,61 @@ there after an interrupt or a crash.
     code("%plan status words"),
 ]
 
+SOURCES = [
+    md("""
+# Your own tools: a Python module and an MCP server
+
+Beside the built-in file tools, a kit can draw on **tool sources** declared in
+`.lackpy/config.toml`: here `words.py`, a Python module whose documented
+functions are tools, and `glossary.py`, a small MCP server written with the
+official SDK, which lackpy starts over stdio when a kit first needs it.
+
+Every program still runs in the sandbox, under its time and memory limits. A
+Python tool runs there with the program; an MCP tool is called through the
+sandbox's worker, in the kernel's process, and its answer comes back as plain
+data. This folder's config gives each cell 3 seconds:
+"""),
+    code("print(read_file('.lackpy/config.toml'))"),
+    md("""
+`%kit` names tools from any source. Each is described from its signature and
+docstring (or the server's schema), as prompts and Shift-Tab show them:
+"""),
+    code("%kit read_file,write_file,count_words,top_words,define,add_term,define_slowly"),
+    md("One cell calls tools from both sources; the trace says where each came from."),
+    code("""
+text = read_file('notes.txt')
+{'words': count_words(text), 'top': top_words(text, 2), 'kit': define('kit')}
+"""),
+    md("The server keeps its state from call to call, for the kernel's life:"),
+    code("""
+add_term('ratchet', 'a verified program saved as a template')
+define('ratchet')
+"""),
+    md("""
+## Limits and walls hold for every tool
+
+A tool's time counts against the cell's: a slow answer stops the cell at its
+limit. The cell's variables stay as they were, and so do the server and
+what it holds:
+"""),
+    code("meaning = define_slowly('kit', 30)", error=True),
+    code("[text.splitlines()[0], define('ratchet')]"),
+    md("""
+Programs may write files in the workspace, but not the code of a tool source:
+it runs outside the sandbox, so a program that rewrote it would escape.
+"""),
+    code("write_file('words.py', 'import os')", error=True),
+    md("""
+## From `%delegate`
+
+The replay tier answers from `.lackpy/replay.jsonl`, a program a model wrote
+with this kit; `--run` runs it here, under the same limits:
+"""),
+    code("%delegate --run count the words of notes.txt and define the most frequent one",
+         inserts="text = read_file('notes.txt')\ntop = top_words(text, 1)[0]\n"
+                 "{'words': count_words(text), 'top': top, 'meaning': define(top)}"),
+]
+
 NOTEBOOKS = {
     "tour": ("lackpy", TOUR),
     "ratchet": ("lackpy", RATCHET),
@@ -501,6 +556,7 @@ NOTEBOOKS = {
     "replay": ("lackpy", REPLAY),
     "plans": ("lackpy", PLANS),
     "agent": ("lackpy", AGENT),
+    "sources": ("lackpy", SOURCES),
 }
 
 

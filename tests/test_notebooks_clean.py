@@ -108,6 +108,17 @@ def test_the_replay_notebook_is_answered_by_replay():
     assert [json.loads(line)["provider"] for line in records] == ["ollama-local"] * 2
 
 
+def test_the_sources_notebook_uses_both_tool_sources_from_cells_and_from_replay():
+    assert delegate_tiers("sources") == ["replay"]
+    shown = "\n".join(output.data["text/plain"] for cell in code_cells(load("sources"))
+                      for output in cell.outputs if output.output_type == "display_data")
+    assert "words (python: words.py)" in shown
+    assert "glossary (mcp: python glossary.py)" in shown
+    errors = [output.ename for cell in code_cells(load("sources")) for output in cell.outputs
+              if output.output_type == "error"]
+    assert errors == ["TimeoutError", "WorkspaceError"]
+
+
 def test_the_sanitize_file_parses_into_patterns():
     text = (NOTEBOOKS / "sanitize.cfg").read_text()
     pairs = re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, flags=re.MULTILINE)  # nbval's reader
