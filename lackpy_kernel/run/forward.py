@@ -46,6 +46,7 @@ from .plain import find_non_plain
 READ_CHUNK = 1 << 16
 MAX_ERROR_CHARS = 2_000
 DEADLINE_GRACE = 1.0
+MAX_WRAPPED = 8
 CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
 
 
@@ -55,11 +56,14 @@ CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
 @dataclass
 class KitPlan:
     """A kit as a sandbox request carries it: ``builtins`` (alias -> built-in tool name),
-    ``tools`` (alias -> a plain-data description of each other tool), and what runs here:
-    ``kernel`` (alias -> callable) and the ``timeouts`` this side enforces."""
+    ``tools`` (alias -> a plain-data description of each other tool), ``import_path`` (this
+    process's, for a worker that imports Python tools, which finds what they import where
+    this process does), and what runs here: ``kernel`` (alias -> callable) and the
+    ``timeouts`` this side enforces."""
 
     builtins: dict[str, str] = field(default_factory=dict)
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    import_path: list[str] = field(default_factory=list)
     kernel: dict[str, Callable[..., Any]] = field(default_factory=dict)
     timeouts: dict[str, float] = field(default_factory=dict)
 
@@ -78,6 +82,7 @@ def plan_kit(resolved: ResolvedKit) -> KitPlan:
                                      "timeout": timeout}
         if spec.where == CHILD:
             described["load"] = _load_info(spec)
+            plan.import_path = [os.path.abspath(entry) for entry in sys.path]
         else:
             plan.kernel[alias] = resolved.callables[alias]
             if timeout:
@@ -97,9 +102,7 @@ def _positional(spec: ToolSpec) -> list[str]:
 def _load_info(spec: ToolSpec) -> dict[str, Any]:
     config = spec.provider_config
     return {"provider": spec.provider, "path": config.get("path"), "module": config.get("module"),
-            "function": config.get("function", spec.name),
-            # what the module imports, the worker finds where this process does
-            "sys_path": [os.path.abspath(entry) for entry in sys.path]}
+            "function": config.get("function", spec.name)}
 
 
 class ToolHost:
@@ -251,6 +254,7 @@ class PythonTools:
         for described in _child_tools(request):
             key = _load_key(described["load"], request["workspace"])
             if key not in self._sources:
+                _extend_import_path(request.get("import_path") or [])
                 self._sources[key] = _import_source(described["load"], request["workspace"])
 
     def has_tried(self, request: dict[str, Any]) -> bool:
@@ -280,12 +284,14 @@ def _load_key(info: dict[str, Any], workspace: str) -> tuple:
     return (info["provider"], info.get("path"), info.get("module"), workspace)
 
 
+def _extend_import_path(entries: list[str]) -> None:
+    """Add the kernel's import path after the worker's (which lacks site-packages: -S)."""
+    sys.path.extend(entry for entry in dict.fromkeys(entries) if entry not in sys.path)
+
+
 def _import_source(info: dict[str, Any], workspace: str) -> Any:
     from lackpy_kernel.kit.sources import PythonToolSource  # noqa: PLC0415 - only when a kit has one
 
-    for entry in info.get("sys_path") or []:  # the worker starts without site-packages
-        if entry not in sys.path:
-            sys.path.append(entry)
     where = {"path": info["path"]} if info.get("path") else {"module": info.get("module")}
     source = PythonToolSource(info["provider"], {"plugin": "python", **where}, workspace)
     try:
@@ -421,18 +427,36 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Calla
         try:
             with _alarm(timeout, tool, source):
                 return fn(*args, **kwargs)
-        except PermissionError as exc:
-            if not walls_up() or isinstance(exc, errors.LackpyError):
-                raise  # not a wall: the workspace's own refusals, or no walls here
+        except Exception as exc:
+            wall = _wall_in(exc) if walls_up() else None
+            if wall is None:
+                raise
             raise ToolCallError(
                 f"tool {tool!r} from {source} was stopped by the sandbox's walls "
-                f"({exc.strerror or exc}): tools run in the program's process, which may not "
-                "use the network, start programs or touch files outside the workspace. One "
-                "that needs to should run in the kernel: set where = \"kernel\" in "
-                f"[tools.providers.{info['provider']}] (or overrides.{info['function']}.where) "
-                "in .lackpy/config.toml") from None
+                f"({getattr(wall, 'strerror', None) or wall}): tools run in the program's "
+                "process, which may not use the network, start programs or touch files outside "
+                "the workspace. One that needs to should run in the kernel: set where = "
+                f"\"kernel\" in [tools.providers.{info['provider']}] (or "
+                f"overrides.{info['function']}.where) in .lackpy/config.toml") from None
 
     return in_child
+
+
+def _wall_in(exc: BaseException) -> BaseException | None:
+    """The error a wall raised, in ``exc`` or what it wraps (``urlopen`` wraps the refused
+    socket in a URLError, a client library in its own error), else None. The workspace's
+    own refusals (a WorkspaceError) are not walls."""
+    for _ in range(MAX_WRAPPED):
+        if isinstance(exc, PermissionError) and not isinstance(exc, errors.LackpyError):
+            return exc
+        if type(exc).__name__ == "gaierror":  # no name resolution: /etc and UDP are walled
+            return exc
+        reason = getattr(exc, "reason", None)
+        inner = reason if isinstance(reason, BaseException) else exc.__cause__ or exc.__context__
+        if inner is None:
+            return None
+        exc = inner
+    return None
 
 
 @contextlib.contextmanager

@@ -244,6 +244,7 @@ class Sandbox:
             "program": program,
             "kit": plan.builtins,
             "tools": plan.tools,
+            "import_path": plan.import_path,
             "protected": sorted(self.protected),
             "params": dict(params or {}),
             "keep": keep,

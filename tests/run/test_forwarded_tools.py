@@ -9,7 +9,9 @@ budget, with its errors, timeouts and non-plain results handled as in-process.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import textwrap
 import threading
 import time
@@ -44,6 +46,17 @@ def peek(path: str) -> str:
     """The start of any file on the machine."""
     with open(path) as stream:
         return stream.read(20)
+
+
+def knock(port: int) -> str:
+    """Open a TCP connection to a port of this machine."""
+    from urllib.request import urlopen
+
+    try:
+        urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+    except ConnectionError:
+        pass  # the listener does not speak HTTP: connecting is all this tool does
+    return "connected"
 '''
 LOAD_FAILS_IN_WORKER = '''
 import sys
@@ -277,7 +290,32 @@ def test_a_python_tool_the_walls_stop_says_to_run_it_in_the_kernel(sandbox, tmp_
     assert "the secret" not in result.error
 
 
-def test_a_python_tool_declared_for_the_kernel_runs_outside_the_walls(workspace,
+@pytest.fixture
+def listener():
+    """A port on 127.0.0.1 whose server hangs up on every connection."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                server.accept()[0].close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+
+
+def test_a_python_tool_that_opens_a_socket_is_stopped_by_the_walls_through_urllib(sandbox,
+                                                                                  listener):
+    if not {wall.name: wall.up for wall in os_walls()}.get("seccomp"):
+        pytest.skip("this kernel has no seccomp filters")
+    result = sandbox.run(f"knock({listener})", ["knock"])
+    assert result.error_type == "ToolCallError"
+    assert "was stopped by the sandbox's walls (Operation not permitted)" in result.error
+    assert "(or overrides.knock.where)" in result.error
+
+
+def test_a_python_tool_declared_for_the_kernel_runs_outside_the_walls(workspace, listener,
                                                                       tmp_path_factory):
     outside = tmp_path_factory.mktemp("outside") / "notes.txt"
     outside.write_text("kept elsewhere")
@@ -286,9 +324,9 @@ def test_a_python_tool_declared_for_the_kernel_runs_outside_the_walls(workspace,
                                     "where": "kernel"}}, workspace)
     sources.attach(toolbox)
     with Sandbox(workspace, LIMITS, toolbox=toolbox) as box:
-        result = box.run(f"peek({str(outside)!r})", ["peek"])
+        result = box.run(f"[peek({str(outside)!r}), knock({listener})]", ["peek", "knock"])
     sources.close()
-    assert result.output == "kept elsewhere"
+    assert result.output == ["kept elsewhere", "connected"], result.error
 
 
 def test_a_module_the_worker_cannot_load_fails_the_kit_saying_where_to_run_it(sandbox):
