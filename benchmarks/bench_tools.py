@@ -5,7 +5,7 @@
 The same work (add two integers) as:
 
 1. a direct call of a Python function, and the same function traced as any tool
-   a program calls is (the runner's tracing and plain-data checks);
+   a program calls is (the runner's tracing and plain-data checks), wall-clock;
 2. a tool of a ``plugin = "python"`` source, traced the same way, in this process:
    what the source adds is the check that its result is plain data;
 3. that tool called by a program in the sandbox, where it runs in the program's
@@ -129,8 +129,9 @@ def main() -> None:
             child = traced_per_call(sandboxed, "add", child_calls, repeat)
             forwarded = traced_per_call(sandboxed, "kadd", forwarded_calls, repeat)
             rows = [("direct call", base),
-                    ("traced function", per_call(plain_tool("add", direct, Trace()), calls,
-                                                 repeat)),
+                    ("the same, traced (wall)", per_call(plain_tool("add", direct, Trace()),
+                                                         calls, repeat)),
+                    ("as the trace times a call:", None),
                     ("python tool, here", traced_per_call(here, "add", child_calls, repeat)),
                     ("python tool, in-child", child),
                     ("python tool, forwarded", forwarded),
@@ -142,6 +143,9 @@ def main() -> None:
             box.close()
             sources.close()
     for label, seconds in rows:
+        if seconds is None:
+            print(label)
+            continue
         print(f"{label:26} {seconds * 1e6:10.2f} us/call   {seconds / base:10.1f}x direct")
     print(f"{'forwarding':26} {(forwarded - child) * 1e6:10.2f} us/call   "
           f"{forwarded / child:10.1f}x in-child")

@@ -425,6 +425,8 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Calla
     @functools.wraps(fn)
     def in_child(*args: Any, **kwargs: Any) -> Any:
         try:
+            if not timeout:
+                return fn(*args, **kwargs)
             with _alarm(timeout, tool, source):
                 return fn(*args, **kwargs)
         except Exception as exc:
@@ -460,9 +462,9 @@ def _wall_in(exc: BaseException) -> BaseException | None:
 
 
 @contextlib.contextmanager
-def _alarm(seconds: float | None, tool: str, source: str) -> Iterator[None]:
-    """Raise ToolCallTimeoutError in this (main) thread after ``seconds`` (None: never)."""
-    if not seconds or threading.current_thread() is not threading.main_thread():
+def _alarm(seconds: float, tool: str, source: str) -> Iterator[None]:
+    """Raise ToolCallTimeoutError in this (main) thread after ``seconds``."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
