@@ -568,16 +568,12 @@ def tool_names(resolved: ResolvedKit) -> list[str]:
     return sorted({spec.name for spec in resolved.tools.values()})
 
 
-def alias_map(resolved: ResolvedKit) -> dict[str, str]:
-    """Alias -> tool name: the kit as a tool list a sandbox resolves again."""
-    return {alias: spec.name for alias, spec in resolved.tools.items()}
-
-
 def _check_plain(what: str, values: Mapping[str, Any]) -> None:
     bad = find_non_plain(values)
     if bad is not None:
         raise UsageError(f"{what} must be plain data (str, numbers, lists, dicts), "
                          f"not {bad.__name__}")
+
 
 def trace_sources(resolved: ResolvedKit) -> dict[str, str]:
     """Alias -> where its tool comes from (``ToolSpec.source``), for the trace."""

@@ -22,7 +22,6 @@ from lackpy_kernel.service import (
     KitOrResolved,
     LackpyService,
     NotebookContext,
-    alias_map,
     trace_sources,
     validate_for,
 )

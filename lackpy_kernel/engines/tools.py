@@ -45,7 +45,7 @@ from lackpy_kernel.run import (
     summarize,
 )
 from lackpy_kernel.run.plain import jsonable
-from lackpy_kernel.service import alias_map, in_thread, validate_for
+from lackpy_kernel.service import in_thread, trace_sources, validate_for
 
 from .compiler import did_you_mean
 from .envelope import error_info
@@ -200,14 +200,14 @@ class Toolset:
         if not check.valid:
             listed = "; ".join(str(issue) for issue in check.issues)
             raise UsageError(f"the call is not valid lackpy, nothing ran: {listed}")
-        if not self.service.sandbox_applies(kit):
+        if not self.service.sandbox_applies():
             return await in_daemon_thread(RestrictedRunner().run_validated, program, check,
-                                          kit.callables, params)
+                                          kit.callables, params, sources=trace_sources(kit))
         if self.pool is None:
             self.pool = SandboxPool(self.service)
         with self.pool.box() as box:
-            result: ExecutionResult = await in_thread(box.run, box.interrupt, program,
-                                                      alias_map(kit), params, keep=False)
+            result: ExecutionResult = await in_thread(box.run, box.interrupt, program, kit,
+                                                      params, keep=False)
         return result
 
     def _kit(self) -> ResolvedKit:
