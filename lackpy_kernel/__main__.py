@@ -9,7 +9,6 @@ import sys
 
 
 def main() -> None:
-    _forget_the_working_folder()
     first = sys.argv[1:2]
     if first == ["install"]:
         from lackpy_kernel.install import main as install
@@ -19,6 +18,7 @@ def main() -> None:
         from lackpy_kernel.cli import entry
 
         entry(sys.argv[1:])
+    _forget_the_working_folder()
     if sys.platform.startswith("linux"):
         # The sandbox worker boots while the kernel imports Jupyter; the session adopts it.
         from lackpy_kernel.run.spawn import start_early
@@ -32,12 +32,13 @@ def main() -> None:
 
 
 def _forget_the_working_folder() -> None:
-    """Take the working folder off the import path, where ``python -m`` puts it first (and
-    IPython would put it again, without ``ignore_cwd``).
+    """Take the working folder off the kernel's import path, where ``python -m`` puts it
+    first (and IPython would put it again, without ``ignore_cwd``).
 
     The kernel's working folder is the workspace, where programs write files: a
     ``mcp_types.py`` written there would otherwise be what the kernel imports the first
-    time it needs the real one, and run outside the sandbox.
+    time it needs the real one, and run outside the sandbox. (The command line keeps it:
+    ``--registry MODULE:NAME`` names a module there on purpose.)
     """
     if not sys.flags.safe_path and sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
