@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import pprint
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lackpy_kernel.infer import (
@@ -33,6 +33,7 @@ JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a
 __all__ = [
     "ErrorReport",
     "delegation_status",
+    "GenerationProgress",
     "generation_progress",
     "generation_summary",
     "uses_comment",
@@ -294,6 +295,20 @@ def held_message(delegation: Delegation, where: str = "the next cell") -> str:
 
 
 PROGRESS_REASON = 160  # characters of a provider's failure shown while others are tried
+
+
+@dataclass
+class GenerationProgress:
+    """What a live ``%delegate`` display shows: its title, then the generation so far. It
+    ends showing the title alone, so a notebook replayed later shows what it showed first."""
+
+    title: str
+    events: list[GenerationEvent] = field(default_factory=list)
+
+    def add(self, event: GenerationEvent) -> str:
+        """The display's text once ``event`` has happened."""
+        self.events.append(event)
+        return f"{self.title}\n{generation_progress(self.events)}"
 
 
 def generation_progress(events: list[GenerationEvent]) -> str:

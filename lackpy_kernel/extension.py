@@ -37,6 +37,7 @@ from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
 from lackpy_kernel.display import (
+    GenerationProgress,
     delegation_status,
     held_message,
     plan_bundle,
@@ -66,6 +67,7 @@ from lackpy_kernel.errors import (
     UsageError,
     error_text,
 )
+from lackpy_kernel.infer import GenerationEvent
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
@@ -299,14 +301,16 @@ class LackpyMagics(Magics):
         if not options.rest:
             raise LackpyUsageError(f"%delegate needs an intent, after its options; "
                                    f"usage: {_declared('delegate').usage}")
-        _status(f"delegating: {options.rest} ... ")
+        progress = self._live_progress(f"delegating: {options.rest} ...")
         try:
             delegation = self._call(self.service.delegation(
                 options.rest, options.kit, options.params, run=options.run, ask=not options.yes,
-                sandbox=options.sandbox, variables=self._notebook_values()))
+                sandbox=options.sandbox, variables=self._notebook_values(), on_event=progress))
         except GenerationError:
             _status("no provider could write a program\n")
             raise
+        finally:
+            progress.close()
         _status(delegation_status(delegation) + "\n")
         self.shell.set_next_input(_lackpy_cell(delegation, options), replace=False)
         if delegation.held:
@@ -314,6 +318,11 @@ class LackpyMagics(Magics):
         if delegation.result is None:
             return None
         return _show_run(delegation.result, delegation.program).output
+
+    def _live_progress(self, title: str) -> _LiveProgress:
+        """A display of the generation's progress, updated in place where a front end
+        replaces displays (a notebook); a terminal gets the title as a status line."""
+        return _LiveProgress(title, live=getattr(self.shell, "kernel", None) is not None)
 
     def _notebook_values(self, names: set[str] | frozenset[str] | None = None) -> dict[str, Any]:
         """The Python notebook's variables a lackpy program may use (all, or ``names``):
@@ -608,6 +617,27 @@ def _lackpy_cell(delegation: Delegation, options: MagicOptions) -> str:
     if delegation.uses:
         lines.append(uses_comment(delegation.uses))
     return "\n".join([*lines, delegation.program.rstrip("\n")])
+
+
+class _LiveProgress:
+    """The kernel's live ``%delegate`` display, for a Python notebook (see
+    ``GenerationProgress``); called from the extension's event loop thread."""
+
+    def __init__(self, title: str, *, live: bool) -> None:
+        self.progress = GenerationProgress(title)
+        self.handle = display({"text/plain": title}, raw=True, display_id=True) if live else None
+        if self.handle is None:
+            _status(f"{title} ")
+
+    def __call__(self, event: GenerationEvent) -> None:
+        text = self.progress.add(event)
+        if self.handle is not None:
+            self.handle.update({"text/plain": text}, raw=True)
+
+    def close(self) -> None:
+        """Show the title alone again (the status line follows it)."""
+        if self.handle is not None and self.progress.events:
+            self.handle.update({"text/plain": self.progress.title}, raw=True)
 
 
 def _status(text: str) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.display import (
+    GenerationProgress,
     delegation_status,
-    generation_progress,
     held_message,
     table_bundle,
     trace_bundle,
@@ -200,26 +200,22 @@ class KernelMagics(PlanMagics, AgentMagics):
 
 
 class _LiveProgress:
-    """One display that shows a generation's progress as it happens (the tier tried, each
-    correction, a model's program as it streams in), and ends as it began, with ``title``:
-    a notebook replayed later shows what the cell showed first."""
+    """One display that shows a generation's progress as it happens (see
+    ``GenerationProgress``)."""
 
     def __init__(self, output: CellOutput, title: str) -> None:
-        self.output, self.title = output, title
+        self.output, self.progress = output, GenerationProgress(title)
         self.display_id = uuid.uuid4().hex
-        self.events: list[GenerationEvent] = []
         output.display({"text/plain": title}, self.display_id)
 
     def show(self, event: GenerationEvent) -> None:
         """Add ``event`` to what the display shows."""
-        self.events.append(event)
-        text = f"{self.title}\n{generation_progress(self.events)}"
-        self.output.update_display({"text/plain": text}, self.display_id)
+        self.output.update_display({"text/plain": self.progress.add(event)}, self.display_id)
 
     def close(self) -> None:
         """Show the title alone again (the status line follows it)."""
-        if self.events:
-            self.output.update_display({"text/plain": self.title}, self.display_id)
+        if self.progress.events:
+            self.output.update_display({"text/plain": self.progress.title}, self.display_id)
 
 
 def _program_cell(delegation: Delegation, params: dict[str, Any], kit: str | None) -> str:

@@ -47,3 +47,24 @@ def test_the_progress_display_shows_the_program_as_a_model_streams_it(tmp_path):
     assert all(later.startswith(earlier) for earlier, later in zip(streamed, streamed[1:], strict=False))
     assert "written by local" in outcome.stream("stdout")
     assert outcome.reply["content"]["payload"][0]["text"] == PROGRAM
+
+
+def test_the_extension_shows_the_same_live_progress_in_a_python_notebook(tmp_path):
+    pieces = ["lines = read_file(", "'notes.txt').splitlines()\n", "len(lines)"]
+    with lb.LoopbackServer(default=lb.ollama_stream(pieces)) as server:
+        config = (f'[inference]\norder = ["local"]\n[inference.providers.local]\nplugin = "ollama"\n'
+                  f'host = "{server.url}"\nmodel = "m"\nmax_retries = 0\n')
+        kernel = Kernel(make_workspace(tmp_path, config), kernel_name="python3")
+        try:
+            assert kernel.execute("%load_ext lackpy_kernel").status == "ok"
+            outcome = kernel.execute("%delegate count the lines of notes.txt")
+        finally:
+            kernel.close()
+    assert outcome.status == "ok", outcome.reply
+    updates = progress_of(outcome, "delegating: count the lines of notes.txt ...")
+    assert "trying local" in updates[-2].splitlines()
+    streamed = [text.split("local is writing (generate):\n", 1)[1] for text in updates
+                if "local is writing" in text]
+    assert streamed[-1] == PROGRAM
+    assert updates[-1] == "delegating: count the lines of notes.txt ..."
+    assert "written by local" in outcome.stream("stdout")
