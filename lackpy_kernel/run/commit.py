@@ -45,6 +45,11 @@ class Commit:
     deleted: list[str] = field(default_factory=list)
     types: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def empty(self) -> bool:
+        """Whether the program changed nothing."""
+        return not self.units and not self.deleted
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the wire."""
         return {"units": [[names, blob] for names, blob in self.units],

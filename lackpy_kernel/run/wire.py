@@ -14,6 +14,7 @@ import struct
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
+HEADER_SIZE = _HEADER.size  # bytes before each frame's body
 PROTOCOL = 5
 
 

@@ -84,6 +84,7 @@ class Worker:
         self.log = UnitLog(keep_blobs=False)
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
+        self.twin: Child | None = None  # held, with the same session: the next spare if it stays
         self.walls: WallPlan | None = None
         self.walls_key: tuple | None = None
         self.python_tools = PythonTools()  # the tool modules the children inherit
@@ -102,14 +103,27 @@ class Worker:
             pass  # the parent went away while we answered
         self.exit()
 
-    def fork_spare(self) -> Child:
+    def fork_spare(self, *, held: bool = False) -> Child:
         """A child with the session as it is now, and the Python tools of programs like the
-        last; it reads stdin from where we stopped."""
-        pending = bytes(self.requests.buffer)
-        self.requests = wire.FrameReader()
+        last; it reads stdin from where we stopped, or, when ``held``, once it is released
+        (``Child.release``)."""
+        pending = b""
+        if not held:
+            pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
         self.python_tools.load(self.like)
         return Child.fork(_Snapshot(self.session, self.log, self.like, pending,
-                                    self.walls_for(self.like), self.python_tools))
+                                    self.walls_for(self.like), self.python_tools, held=held))
+
+    def release(self, child: Child) -> Child:
+        """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
+        died meanwhile is replaced."""
+        try:
+            child.release(bytes(self.requests.buffer))
+        except OSError:
+            child.kill()
+            return self.fork_spare()
+        self.requests = wire.FrameReader()
+        return child
 
     def walls_for(self, like: dict) -> WallPlan:
         """The walls for programs like ``like``, built once per workspace and kits folder."""
@@ -136,26 +150,36 @@ class Worker:
             child.kill()
             self.exit()
         if event["kind"] == "started":
-            self.run(child, event["request"])
+            changed = self.run(child, event["request"])
             child.kill(wait=False)
-            self.spare = self.fork_spare()
+            twin, self.twin = self.twin, None
+            if twin is not None and not changed and twin.like == _program_kind(self.like):
+                self.spare = self.release(twin)
+            else:
+                self.spare = self.fork_spare()
+                if twin is not None:
+                    twin.kill()
             child.reap()  # after the fork: the new child warms up meanwhile
+            self.twin = self.fork_spare(held=True)
         else:
             child.kill()
-            self.handle(event["request"])
+            if self.handle(event["request"]) and self.twin is not None:
+                self.twin.kill()
+                self.twin = None
             self.spare = self.fork_spare()
 
-    def handle(self, request: dict) -> None:
+    def handle(self, request: dict) -> bool:
+        """Answer a request a child handed back; returns whether a child forked before it
+        could no longer run the next program (the session or the kind of program changed)."""
         op = request.get("op")
         if op == "run":  # for a child walled for its workspace: the next one reads it again
-            self.like = {key: value for key, value in request.items()
-                         if key not in ("program", "params")}
+            self.like = _program_kind(request)
             self.requests.buffer[0:0] = wire.dumps(request)
-            return
+            return True
         if op == "describe":  # for a prompt: described here, so the caller never loads them
             text = describe_variables(self.session, previews=bool(request.get("previews", True)))
             wire.write_frame(STDOUT, {"ok": True, "description": text})
-            return
+            return False
         if op == "reset":
             self.replace_session({}, [])
         elif op == "restore":
@@ -164,9 +188,11 @@ class Worker:
         else:
             raise wire.WireError(f"unknown request {str(op)[:40]!r}")
         wire.write_frame(STDOUT, {"ok": True})
+        return True
 
-    def run(self, child: Child, request: dict) -> None:
-        """Watch the child run its program; reply, and keep what it changed."""
+    def run(self, child: Child, request: dict) -> bool:
+        """Watch the child run its program; reply, and keep what it changed. Returns whether
+        the session changed."""
         self.like = request
         outcome = watch(child, request, self.requests)
         if outcome is STDIN_CLOSED:
@@ -181,8 +207,10 @@ class Worker:
             except wire.WireError as exc:
                 outcome = _failure("SandboxError", f"the program's process sent a bad reply: {exc}")
         wire.write_frame(STDOUT, outcome)
-        if commit is not None:
-            self.apply(commit, loaded)
+        if commit is None or commit.empty:
+            return False
+        self.apply(commit, loaded)
+        return True
 
     def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
         for name in commit.deleted:
@@ -197,9 +225,9 @@ class Worker:
             self.log.add(names, blob)
 
     def exit(self) -> NoReturn:
-        child, self.spare = self.spare, None
-        if child is not None:
-            child.kill()
+        for child in (self.spare, self.twin):
+            if child is not None:
+                child.kill()
         os._exit(0)
 
 
@@ -231,6 +259,7 @@ class Child:
         self.pid, self.to_child, self.from_child = pid, to_child, from_child
         self.frames = wire.FrameReader()
         self.reaped = False
+        self.like: dict = {}  # the programs it was warmed up for
 
     @classmethod
     def fork(cls, snapshot: _Snapshot) -> Child:
@@ -247,7 +276,9 @@ class Child:
             _child_main(up_write, down_read, worker_pid, snapshot)
         os.close(down_read)
         os.close(up_write)
-        return cls(pid, down_write, up_read)
+        child = cls(pid, down_write, up_read)
+        child.like = _program_kind(snapshot.like)
+        return child
 
     def first_frame(self) -> dict | None:
         """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
@@ -261,6 +292,10 @@ class Child:
                 or type(frame.get("leftover")) is not bytes):
             raise wire.WireError(f"the waiting child said {str(frame)[:80]!r}")
         return frame
+
+    def release(self, pending: bytes) -> None:
+        """Let a held child read stdin, after ``pending`` (what the worker read of it)."""
+        wire.write_frame(self.to_child, {"go": pending})
 
     def kill(self, *, wait: bool = True) -> None:
         """Kill the child (if it still runs) and, with ``wait``, reap it."""
@@ -491,6 +526,7 @@ class _Snapshot:
     python_tools: PythonTools  # the tool modules the worker imported
     channel: ChildChannel = field(default_factory=ChildChannel)  # calls to the kernel's tools
     walls_up: bool = False
+    held: bool = False  # waits for the worker's go before it reads stdin
 
 
 def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoReturn:
@@ -501,6 +537,8 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
         _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
         snapshot.walls_up = bool(snapshot.walls.put_up())
+        if snapshot.held:
+            snapshot.pending = _wait_for_release(down)
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
@@ -518,6 +556,27 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     while os.read(down, READ_CHUNK):
         pass
     os._exit(0)
+
+
+def _program_kind(request: dict) -> dict:
+    """What a child is prepared for in a run request: all but the program and its values."""
+    return {key: value for key, value in request.items()
+            if key not in ("program", "params", "return_variables")}
+
+
+def _wait_for_release(down: int) -> bytes:
+    """Wait for the worker's go (``Child.release``); what it read of stdin. Exits if the
+    worker lets this child go instead."""
+    reader = wire.FrameReader()
+    while (frame := reader.next_frame()) is None:
+        wanted = reader.missing() or wire.HEADER_SIZE - len(reader.buffer)
+        data = os.read(down, wanted)  # exactly the go frame: calls' answers come after it
+        if not data:
+            os._exit(0)
+        reader.feed(data)
+    if type(frame) is not dict or type(frame.get("go")) is not bytes:
+        os._exit(CHILD_FAILED)
+    return frame["go"]
 
 
 def _take_request(snapshot: _Snapshot, up: int) -> dict:

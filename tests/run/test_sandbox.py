@@ -254,20 +254,35 @@ def test_start_twice_starts_one_worker(workspace):
         assert workers_of(os.getpid()) == [box.worker_pid]
 
 
-def test_between_programs_the_worker_holds_one_fresh_child(sandbox):
+def test_each_program_runs_in_a_child_no_program_ran_in_before(sandbox):
+    """Between programs the worker holds two children forked from the session as it is:
+    the spare, and its held twin that becomes the spare when a program changes nothing."""
     assert sandbox.wait_ready(timeout=60)
-    seen = [_waiting_child(sandbox.worker_pid)]
-    for _ in range(3):
-        assert sandbox.run("1 + 1", KIT).success
-        seen.append(_waiting_child(sandbox.worker_pid, not_one_of=seen))
+    waiting = _waiting_children(sandbox.worker_pid, 1)
+    for program in ("1 + 1", "x = 1", "1 + 1", "missing_name"):
+        assert sandbox.run(program, KIT).success is (program != "missing_name")
+        now = _waiting_children(sandbox.worker_pid, 2, not_all_of=waiting)
+        assert set(waiting) - set(now), "the child that ran a program is still waiting"
+        waiting = now
 
 
-def test_a_waiting_child_that_dies_is_replaced(sandbox):
+def test_a_program_that_changes_nothing_hands_over_to_the_twin(sandbox):
+    sandbox.run("x = 1", KIT)
+    before = set(_waiting_children(sandbox.worker_pid, 2))
+    assert sandbox.run("x + 1", KIT).output == 2
+    after = set(_waiting_children(sandbox.worker_pid, 2, not_all_of=before))
+    assert len(before & after) == 1  # the twin, now the spare
+
+
+@pytest.mark.parametrize("which", ["both", "one"])
+def test_waiting_children_that_die_are_replaced(sandbox, which):
     sandbox.run("kept = [1]", KIT)
-    waiting = _waiting_child(sandbox.worker_pid)
-    os.kill(waiting, signal.SIGKILL)
-    assert gone_within(waiting, 5)
-    assert sandbox.run("kept", KIT).output == [1]
+    waiting = _waiting_children(sandbox.worker_pid, 2)
+    for pid in waiting if which == "both" else waiting[:1]:
+        os.kill(pid, signal.SIGKILL)
+        assert gone_within(pid, 5)
+    for _ in range(3):
+        assert sandbox.run("kept", KIT).output == [1]
 
 
 def test_a_session_holding_a_large_value_does_not_send_it_again(workspace):
@@ -340,7 +355,7 @@ def test_closing_leaves_no_process(workspace):
     box = Sandbox(workspace, LIMITS)
     box.run("x = 1", KIT)
     worker = box.worker_pid
-    processes = [worker, _waiting_child(worker)]
+    processes = [worker, *_waiting_children(worker, 2)]
     box.close()
     for pid in processes:
         assert gone(pid), f"process {pid} outlived close()"
@@ -368,17 +383,16 @@ def test_closing_a_worker_that_is_still_starting_leaves_no_process(workspace):
     assert gone(worker)
 
 
-def _waiting_child(worker, not_one_of=()):
-    """The one child the worker holds between programs, once the last program's is reaped
-    (and the next one forked: it is none of ``not_one_of``)."""
+def _waiting_children(worker, count, not_all_of=()):
+    """The ``count`` children the worker holds between programs, once they are there (and
+    not all of them are ``not_all_of``, the ones it held before)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         children = children_of(worker)
-        if len(children) == 1 and children[0] not in not_one_of:
-            return children[0]
+        if len(children) == count and not set(children) <= set(not_all_of):
+            return children
         time.sleep(0.01)
-    raise AssertionError(f"the worker holds {children}, not one new child")
-
+    raise AssertionError(f"the worker holds {children}, not {count} new children")
 
 
 def _bytes_written(pid):
