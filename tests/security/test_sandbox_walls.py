@@ -9,7 +9,6 @@ machine's kernel lacks is skipped, and says so.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
