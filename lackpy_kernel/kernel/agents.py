@@ -10,17 +10,9 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.display import output_bundle, turns_bundle
-from lackpy_kernel.engines import Agent, Envelope
-from lackpy_kernel.engines.turns import (
-    TurnLog,
-    notebook_agent,
-    notebook_replan,
-    offer_program,
-    run_summary,
-)
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.magics import (
     AGENT_OPTIONS,
@@ -34,8 +26,12 @@ from lackpy_kernel.session import LackpySession
 
 from .output import CellError, CellOutput
 
+if TYPE_CHECKING:  # the engines load with the first %agent or %replan: start-up stays short
+    from lackpy_kernel.engines import Agent, Envelope
+    from lackpy_kernel.engines.turns import TurnLog
+
 UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
-Run = Callable[[TurnLog, Callable[[], None]], Awaitable[Envelope]]
+Run = Callable[["TurnLog", Callable[[], None]], Awaitable["Envelope"]]
 
 
 class AgentMagics:
@@ -53,6 +49,8 @@ class AgentMagics:
         if not intent:
             raise UsageError(f"what should the agent do? usage: {self._magic('agent').usage}")
         options = line.options
+        from lackpy_kernel.engines.turns import notebook_agent
+
         agent = notebook_agent(
             self.service, options.get("--kit") or self.session.kit,
             model=options.get("--model"), provider=options.get("--provider"),
@@ -70,6 +68,8 @@ class AgentMagics:
         intent = line.rest or (self._checkpointed_task(key) if resume else "")
         if not intent:
             raise UsageError(f"what should the plan do? usage: {self._magic('replan').usage}")
+        from lackpy_kernel.engines.turns import notebook_replan
+
         agent = notebook_replan(
             self.service, options.get("--kit") or self.session.kit, key=key, resume=resume,
             max_rounds=_whole(options, "--max-rounds"), model=options.get("--model"),
@@ -84,6 +84,8 @@ class AgentMagics:
 
     async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
         """Run with a display updated as the run goes; the final table follows it."""
+        from lackpy_kernel.engines.turns import TurnLog
+
         log = TurnLog(label)
         display_id = uuid.uuid4().hex
         self.output.display({"text/plain": title}, display_id)
@@ -117,6 +119,8 @@ class AgentMagics:
     def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str) -> None:
         if envelope.error is not None:
             raise CellError(envelope.error.type, envelope.error.message)
+        from lackpy_kernel.engines.turns import offer_program, run_summary
+
         self.output.stream("stdout", f"done: {run_summary(envelope, label)}\n")
         program = offer_program(self.service, agent, intent, envelope)
         if program is not None:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ipykernel._version import kernel_protocol_version
 from ipykernel.kernelbase import Kernel
 
 from lackpy_kernel import __version__
@@ -97,9 +98,12 @@ class LackpyKernel(Kernel):
 
     @property
     def kernel_info(self) -> dict[str, Any]:
-        info = dict(super().kernel_info)
-        info["supported_features"] = []  # no debugger, no subshells
-        return info
+        # Built here, not by the base class, which imports debugpy (tens of ms at start-up)
+        # to ask whether to offer a debugger; this kernel offers no debugger, no subshells.
+        return {"protocol_version": kernel_protocol_version, "implementation": self.implementation,
+                "implementation_version": self.implementation_version,
+                "language_info": self.language_info, "banner": self.banner,
+                "help_links": self.help_links, "supported_features": []}
 
     # -- execute --------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.display import (
     output_bundle,
@@ -23,8 +23,6 @@ from lackpy_kernel.display import (
     runs_bundle,
     table_bundle,
 )
-from lackpy_kernel.engines import Approval, Envelope, Plan, Step
-from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
 from lackpy_kernel.errors import LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.magics import (
@@ -43,7 +41,11 @@ from lackpy_kernel.session import LackpySession
 
 from .output import CellError, CellOutput
 
-Runner = Callable[[Callable[[str, str, float | None], None]], Awaitable[Envelope]]
+if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
+    from lackpy_kernel.engines import Envelope, Plan, Step
+    from lackpy_kernel.engines.notebook import PlanDraft, StepLog
+
+Runner = Callable[[Callable[[str, str, float | None], None]], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
 
 
@@ -57,6 +59,8 @@ class PlanMagics:
     @functools.cached_property
     def plans(self) -> PlanDraft:
         """The plan the notebook's %%step cells declared."""
+        from lackpy_kernel.engines.notebook import PlanDraft
+
         return PlanDraft(self.session.service)
 
     @functools.cached_property
@@ -74,6 +78,8 @@ class PlanMagics:
 
     @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
     def step(self, line: Any, body: str) -> None:
+        from lackpy_kernel.engines.notebook import step_from_cell
+
         name, options = step_line(self._magic("step"), line)
         step = step_from_cell(name, body, kit=options.get("--kit") or self.session.kit,
                               writes=options.get("--writes"),
@@ -97,6 +103,8 @@ class PlanMagics:
         name, *prompt = command.words
         if not name.isidentifier():
             raise UsageError(f"name the gate with one name such as review, not {name!r}")
+        from lackpy_kernel.engines import Approval, Step
+
         self._declare(Step(Approval(" ".join(prompt) or "waiting for approval"), name=name))
 
     async def _plan_drop(self, command: PlanCommand) -> None:
@@ -223,6 +231,8 @@ class PlanMagics:
     async def _live(self, plan: Plan, key: str | None, title: str, run: Runner,
                     done_before: list[str] | None = None) -> None:
         """Run with a display updated as each step starts and ends; show the outcome."""
+        from lackpy_kernel.engines.notebook import StepLog
+
         log = StepLog([step.name for step in plan.steps], done_before)
         display_id = uuid.uuid4().hex
         self.output.display({"text/plain": title}, display_id)
