@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -465,3 +467,16 @@ def test_interrupt_with_the_sandbox_off(tmp_path):
         assert kernel.execute("kept").value() == [1]
     finally:
         kernel.close()
+
+
+def test_the_kernel_imports_no_engine_and_no_debugger_before_it_needs_them():
+    """Start-up stays as short as ipykernel's: the engines load with the first plan or agent
+    magic, and kernel_info never asks debugpy about a debugger this kernel does not offer."""
+    probe = ("import sys\n"
+             "from lackpy_kernel.kernel import LackpyKernel\n"
+             "info = LackpyKernel.kernel_info.fget(LackpyKernel)\n"
+             "print(info['protocol_version'], sorted(m for m in sys.modules\n"
+             "      if m.startswith(('lackpy_kernel.engines', 'debugpy', 'ipykernel.debugger'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(" ", 1) == ["5.3", "[]\n"]
