@@ -26,7 +26,7 @@ from lackpy_kernel.kit.builtin_tools import _read_text, _write_text
 from lackpy_kernel.run import Sandbox, SandboxLimits
 from lackpy_kernel.run.walls import WallPlan, os_walls
 from lackpy_kernel.run.worker import wall_plan
-from tests.support.processes import children_of
+from tests.support.processes import children_of, gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux walls")
 UP = {wall.name for wall in os_walls() if wall.up}
@@ -178,8 +178,7 @@ def test_tcp_is_refused_even_on_an_open_socket(arena):
 def test_the_sandbox_workers_children_run_behind_the_walls(tmp_path):
     with Sandbox(tmp_path, SandboxLimits(timeout=10)) as box:
         assert box.run("1 + 1", ["read_file"]).output == 2
-        waiting = _walled_children(box.worker_pid)
-        statuses = [Path(f"/proc/{pid}/status").read_text() for pid in waiting]
+        statuses = _waiting_statuses(box.worker_pid)
     for status in statuses:
         if "no_new_privs" in UP:
             assert "NoNewPrivs:\t1" in status
@@ -187,14 +186,22 @@ def test_the_sandbox_workers_children_run_behind_the_walls(tmp_path):
             assert "Seccomp:\t2" in status
 
 
-def _walled_children(worker: int) -> list[int]:
-    """The worker's two waiting children (the spare and its twin), once both are walled."""
+def _status(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:  # reaped since it was listed
+        return ""
+
+
+def _waiting_statuses(worker: int) -> list[str]:
+    """/proc status of the worker's two waiting children (the spare and its twin), once
+    both are walled."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        children = children_of(worker)
-        statuses = [Path(f"/proc/{pid}/status").read_text() for pid in children]
-        if len(children) == 2 and ("seccomp" not in UP
+        children = [pid for pid in children_of(worker) if not gone(pid)]  # no zombie
+        statuses = [_status(pid) for pid in children]
+        if len(children) == 2 and all(statuses) and ("seccomp" not in UP
                                    or all("Seccomp:\t2" in status for status in statuses)):
-            return children
+            return statuses
         time.sleep(0.02)
     raise AssertionError("the worker holds no two walled children")
