@@ -19,7 +19,7 @@ from typing import Any
 from lackpy_kernel.errors import ConcurrentPlanRunError, PlanResumeError
 
 from .envelope import ErrorInfo
-from .evaluate import PlanState
+from .evaluate import CHECKPOINT_MARK, PlanState
 from .store import Store
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Checkpointer",
     "HEARTBEAT_SECONDS",
     "STALE_AFTER_SECONDS",
+    "checkpoint_problem",
     "is_checkpoint",
     "owner_alive",
 ]
@@ -42,8 +43,42 @@ _LIVE_RUNS: set[str] = set()
 
 def is_checkpoint(value: Any) -> bool:
     """Whether a Store value is a plan checkpoint."""
-    return isinstance(value, dict) and value.get("checkpoint_version") == CHECKPOINT_VERSION \
+    return isinstance(value, dict) and value.get(CHECKPOINT_MARK) == CHECKPOINT_VERSION \
         and "status" in value and "run_uid" in value
+
+
+_OPTIONAL_TEXT = ("plan", "next_step", "paused_step")
+_DICTS = ("kv", "branch_return", "step_hashes", "owner")
+
+
+def checkpoint_problem(checkpoint: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of ``checkpoint`` (a value ``is_checkpoint`` accepts), or
+    None: a row this module did not write (an old version, a file edited by hand) is refused
+    with this, never read half-way."""
+    def kind(name: str) -> str:
+        return type(checkpoint.get(name)).__name__
+
+    if not isinstance(checkpoint["status"], str) or not isinstance(checkpoint["run_uid"], str):
+        return "its status and run_uid are not text"
+    for name in _OPTIONAL_TEXT:
+        if checkpoint.get(name) is not None and not isinstance(checkpoint[name], str):
+            return f"its {name} is a {kind(name)}, not a name"
+    for name in _DICTS:
+        if not isinstance(checkpoint.get(name) or {}, dict):
+            return f"its {name} is a {kind(name)}, not a dict"
+    steps = checkpoint.get("completed_steps") or []
+    if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
+        return "its completed_steps are not a list of step names"
+    history = checkpoint.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(item, dict) for item in history):
+        return "its history is not a list of step results"
+    error = checkpoint.get("error")
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)
+                                  and isinstance(error.get("message"), str)):
+        return "its error is not a type and a message"
+    if not isinstance(checkpoint.get("iterations") or 0, int):
+        return f"its iterations are a {kind('iterations')}, not a count"
+    return None
 
 
 def owner_alive(checkpoint: dict[str, Any], now: float | None = None) -> bool:
@@ -52,7 +87,9 @@ def owner_alive(checkpoint: dict[str, Any], now: float | None = None) -> bool:
     On this host: its process exists (the same one: its start time matches) and, when it is
     this process, the run is still going. On another host: its heartbeat is recent.
     """
-    owner = checkpoint.get("owner") or {}
+    owner = checkpoint.get("owner")
+    if not isinstance(owner, dict):
+        return False
     if owner.get("host") != socket.gethostname():
         beat = owner.get("heartbeat")
         return isinstance(beat, (int, float)) and (now or time.time()) - beat < STALE_AFTER_SECONDS
@@ -101,9 +138,14 @@ class Checkpointer:
             raise ConcurrentPlanRunError(
                 f"the Store key {self.key!r} holds a value that is not a plan checkpoint; "
                 f"refusing to overwrite it: choose another checkpoint_key")
+        problem = checkpoint_problem(existing)
+        if problem is not None and not restart:
+            raise PlanResumeError(f"the checkpoint {self.key!r} cannot be read ({problem}); "
+                                  f"restart the run (plan.restart(), `lackpy plan restart "
+                                  f"{self.key}`) to start over")
         status = existing["status"]
         if status == "running" and owner_alive(existing):
-            owner = existing.get("owner") or {}
+            owner = existing["owner"]
             raise ConcurrentPlanRunError(
                 f"checkpoint {self.key!r} is held by a live run (run {existing['run_uid']}, "
                 f"process {owner.get('pid')} on {owner.get('host')}); wait for it, use another "
@@ -178,7 +220,7 @@ class Checkpointer:
     def _check_fit(self, existing: dict[str, Any], task: Any, task_given: bool) -> PlanState:
         try:
             state = PlanState.from_dict(existing)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PlanResumeError(f"cannot resume {self.key!r}: its checkpoint cannot be read "
                                   f"({type(exc).__name__}: {exc}); restart the run") from None
         if state.next_step is not None and state.next_step not in self.step_hashes:

@@ -7,11 +7,12 @@ import difflib
 import inspect
 import re
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import KitError, PlanCompileError, error_text
 from lackpy_kernel.lang import ALLOWED_BUILTINS
+from lackpy_kernel.run import summarize
 
 from .sentinels import FromParallelAll, FromStep, Sentinel
 from .step import Kit, Step, target_kind
@@ -19,6 +20,7 @@ from .step import Kit, Step, target_kind
 __all__ = ["PROGRAM_PARAMS", "compile_steps", "kit_tools", "output_fields"]
 
 PROGRAM_PARAMS = ("task", "context")
+MAX_SUGGESTIONS = 10  # problems that get a "did you mean": each searches every name once
 _UNKNOWN_NAME = re.compile(r"unknown (?:name|function) '([^']+)'")
 
 
@@ -69,8 +71,16 @@ class _Checker:
         self.service = service
         self.checkpoint_key = checkpoint_key
         self.names = [step.name for step in steps]
-        self.position = {name: index for index, name in reversed(list(enumerate(self.names)))}
+        self.position = {name: index for index, name in reversed(list(enumerate(self.names)))
+                         if isinstance(name, str)}
         self.found: list[str] = []
+        self.suggested = 0
+
+    def suggest(self, name: str, candidates: Sequence[str], what: str = "") -> str:
+        """``did_you_mean`` for the first MAX_SUGGESTIONS problems, then nothing: a plan of
+        thousands of broken steps costs one search of its names per problem, not more."""
+        self.suggested += 1
+        return did_you_mean(name, candidates, what) if self.suggested <= MAX_SUGGESTIONS else ""
 
     def problems(self) -> list[str]:
         if not self.steps:
@@ -98,7 +108,7 @@ class _Checker:
             if name in seen:
                 self.found.append(
                     f"two steps are named {name!r} (steps {seen[name] + 1} and {index + 1}); "
-                    f"did you mean name={_free_name(name, self.names)!r} for step {index + 1}?")
+                    f"did you mean name={_free_name(name, seen)!r} for step {index + 1}?")
             seen.setdefault(name, index)
 
     # -- targets ----------------------------------------------------------------
@@ -134,7 +144,7 @@ class _Checker:
         if tools is not None and step.target not in tools:
             self.found.append(
                 f"step {step.name!r}: no tool {step.target!r} in the plan's kit"
-                + did_you_mean(step.target, list(tools), "kit's tools"))
+                + self.suggest(step.target, list(tools), "kit's tools"))
 
     def _check_callable(self, step: Step) -> None:
         try:
@@ -192,7 +202,7 @@ class _Checker:
         target = reference.name
         said = f"step {step.name!r}: {where}={reference!r}"
         if target not in self.position:
-            self.found.append(f"{said} names no step" + did_you_mean(target, self.names, "steps"))
+            self.found.append(f"{said} names no step" + self.suggest(target, self.names, "steps"))
             return
         at = self.position[target]
         if at >= index:
@@ -214,9 +224,15 @@ class _Checker:
         if step.after_branches is not None and not (step.routes or step.routes_by):
             self.found.append(f"{said}: after_branches={step.after_branches!r} without routes= or "
                               f"routes_by= has nothing to rejoin; did you mean to add routes=?")
+        for option in ("routes_by", "after_branches"):
+            value = getattr(step, option)
+            if value is not None and not isinstance(value, str):
+                self.found.append(f"{said}: {option}={summarize(value)} is not a name; did you "
+                                  f"mean {option}='next'?")
+                return
         if step.after_branches is not None and step.after_branches not in self.position:
             self.found.append(f"{said}: after_branches={step.after_branches!r} names no step"
-                              + did_you_mean(str(step.after_branches), self.names, "steps"))
+                              + self.suggest(step.after_branches, self.names, "steps"))
         if (step.routes or step.routes_by) and step.parallel:
             self.found.append(f"{said} is parallel, and a band always goes on to the step after it, "
                               f"so its routes would never be read; did you mean parallel=False?")
@@ -233,7 +249,7 @@ class _Checker:
         for target, predicate in step.routes.items():
             if target not in self.position:
                 self.found.append(f"step {step.name!r}: routes to {target!r}, which names no step"
-                                  + did_you_mean(str(target), self.names, "steps"))
+                                  + self.suggest(str(target), self.names, "steps"))
             if not callable(predicate):
                 self.found.append(f"step {step.name!r}: the route to {target!r} is {predicate!r}, "
                                   f"not a predicate; did you mean lambda output: ...?")
@@ -244,7 +260,7 @@ class _Checker:
             self.found.append(
                 f"step {step.name!r}: routes_by={step.routes_by!r}, but its output "
                 f"{step.output.__name__} has no such field"
-                + did_you_mean(str(step.routes_by), fields, "fields"))
+                + self.suggest(str(step.routes_by), fields, "fields"))
 
     def _check_writes(self, step: Step) -> None:
         if step.writes is None:
@@ -258,7 +274,7 @@ class _Checker:
                               f"writes={step.name!r}?")
 
 
-def _free_name(name: str, taken: list[str]) -> str:
+def _free_name(name: str, taken: Container[str]) -> str:
     number = 2
     while f"{name}_{number}" in taken:
         number += 1

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lackpy_kernel.errors import PlanRuntimeError
+from lackpy_kernel.run import summarize
 from lackpy_kernel.run.plain import jsonable
 
 from .compiler import did_you_mean, output_fields
@@ -26,7 +27,10 @@ from .envelope import ErrorInfo, StepResult
 from .sentinels import FromParallelAll, FromPrev, FromStart, FromStep
 from .step import Step, target_label
 
-__all__ = ["Evaluator", "PlanState", "choose_route", "pause_error", "type_problem"]
+__all__ = ["CHECKPOINT_MARK", "Evaluator", "PlanState", "choose_route", "pause_error",
+           "type_problem"]
+
+CHECKPOINT_MARK = "checkpoint_version"  # the key that makes a Store value a run's checkpoint
 
 
 @dataclass
@@ -113,8 +117,15 @@ class Evaluator:
         """Record a band's successful results in ``state`` and move it on.
 
         Returns the values to write to the Store (``{key: value}``; a None output writes
-        nothing). Raises PlanRuntimeError when routing fails (the state is then unchanged).
+        nothing). Raises PlanRuntimeError when routing fails or an output to write looks like
+        a checkpoint (the state is then unchanged).
         """
+        for step, result in zip(band, results, strict=True):
+            if step.writes and isinstance(result.output, dict) and CHECKPOINT_MARK in result.output:
+                raise PlanRuntimeError(
+                    f"step {step.name!r} ({target_label(step.target)}) output a dict with a "
+                    f"{CHECKPOINT_MARK!r} key, which would stand in the Store as a run's "
+                    f"checkpoint; nothing was written under {step.writes!r}: rename that key")
         following = self._next_after(state, band, results)
         writes: dict[str, Any] = {}
         for step, result in zip(band, results, strict=True):
@@ -149,11 +160,12 @@ class Evaluator:
             value = _field(step, output)
             if value is None:
                 return None
-            if value not in self.by_name:
+            if not isinstance(value, str) or value not in self.by_name:
+                shown = summarize(value)
                 raise PlanRuntimeError(
                     f"step {step.name!r} ({target_label(step.target)}): its output's "
-                    f"{step.routes_by!r} is {value!r}, which names no step"
-                    + did_you_mean(str(value), self.names, "steps"))
+                    f"{step.routes_by!r} is {shown!r}, which names no step"
+                    + did_you_mean(shown if isinstance(shown, str) else "", self.names, "steps"))
             return value
         return None
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import CONFIG_DIR
-from lackpy_kernel.errors import UsageError
+from lackpy_kernel.errors import PlanResumeError, UsageError
 from lackpy_kernel.kit.atomic import atomic_write_text
 
-from .checkpoint import is_checkpoint, owner_alive
+from .checkpoint import checkpoint_problem, is_checkpoint, owner_alive
 from .plan import Plan
 from .store import Store
 
@@ -30,7 +30,8 @@ _PLAN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 @dataclass
 class RunStatus:
     """One checkpointed run: its key, plan, status (``running`` only while its owner lives;
-    a run whose process died shows as ``stopped``), next step, completed steps, task, error."""
+    a run whose process died shows as ``stopped``; a checkpoint of the wrong shape as
+    ``unreadable``, its error saying why), next step, completed steps, task, error."""
 
     key: str
     plan: str | None
@@ -91,6 +92,9 @@ class PlanLibrary:
             raise UsageError(f"no saved plan {name!r} ({path}); saved plans: {known}") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UsageError(f"cannot read the saved plan {path}: {exc}") from None
+        except RecursionError:  # JSON nested deeper than the parser goes: not a plan we wrote
+            raise UsageError(f"cannot read the saved plan {path}: it is nested too deeply "
+                             f"to be a plan") from None
         overrides.setdefault("name", name)
         return Plan.from_dict(data, registry, store=self.store, service=service, **overrides)
 
@@ -103,6 +107,12 @@ class PlanLibrary:
         saved = self.store.read(key)
         if not is_checkpoint(saved):
             return None
+        problem = checkpoint_problem(saved)
+        if problem is not None:
+            plan = saved.get("plan") if isinstance(saved.get("plan"), str) else None
+            return RunStatus(key, plan, "unreadable", None, [], None, {
+                "type": "PlanResumeError", "message": f"the checkpoint cannot be read "
+                f"({problem}); `lackpy plan restart {key}` starts it over"})
         status = saved["status"]
         if status == "running" and not owner_alive(saved):
             status = "stopped"
@@ -116,6 +126,8 @@ class PlanLibrary:
         run = self.run(key)
         if run is None:
             raise UsageError(f"no plan run under the key {key!r}; `lackpy plan status` lists them")
+        if run.status == "unreadable" and run.plan is None:
+            raise PlanResumeError(f"{key!r}: {run.error['message']}")
         if run.plan is None:
             raise UsageError(f"the run {key!r} was not started from a saved plan, so there is no "
                              f"plan to load; resume it from the code that started it")

@@ -16,9 +16,10 @@ from lackpy_kernel.errors import (
     PlanRuntimeError,
     UsageError,
 )
+from lackpy_kernel.run import summarize
 from lackpy_kernel.service import LackpyService
 
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, is_checkpoint
 from .compiler import compile_steps
 from .envelope import Envelope, ErrorInfo, StepResult, error_info
 from .evaluate import Evaluator, PlanState, pause_error
@@ -164,7 +165,7 @@ class Plan:
         if not isinstance(data, Mapping) or data.get("format") != PLAN_FORMAT \
                 or not isinstance(data.get("steps"), list):
             raise PlanCompileError(f"not a saved plan (format {PLAN_FORMAT} with a list of "
-                                   f"steps): {str(data)[:200]}")
+                                   f"steps): {summarize(data)}")
         steps = [step_from_dict(item, registry or {}) for item in data["steps"]]
         options = {name: data.get(name, default) for name, default in (
             ("kit", None), ("max_iterations", 100), ("checkpoint_key", None),
@@ -298,6 +299,12 @@ class _Run:
         if self.checkpointer is None and self.plan.store is None:
             return
         for step, result in zip(band, results, strict=True):
+            if step.writes and self.plan.store is not None \
+                    and is_checkpoint(self.plan.store.read(step.writes)):
+                raise PlanRuntimeError(
+                    f"step {step.name!r} ({target_label(step.target)}) writes {step.writes!r}, "
+                    f"the key of another run's checkpoint, which the write would destroy; "
+                    f"nothing was written: choose another key for writes=")
             if self.checkpointer is None and not step.writes:
                 continue
             try:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import PlanCompileError, PlanRegistryError, UsageError
+from lackpy_kernel.run import summarize
 
 from .sentinels import reference_from_data, reference_to_data
 from .step import Approval, Delegate, Program, Step, target_kind
@@ -44,7 +45,7 @@ def step_from_dict(data: Mapping[str, Any], registry: Mapping[str, Any]) -> Step
     """The Step ``step_to_dict`` wrote; PlanRegistryError naming a callable or type the
     registry lacks, PlanCompileError for data that is not a step."""
     if not isinstance(data, Mapping):
-        raise PlanCompileError(f"not a saved plan step: {data!r}")
+        raise PlanCompileError(f"not a saved plan step: {summarize(data)}")
     try:
         context = data.get("context")
         return Step(
@@ -66,7 +67,8 @@ def step_from_dict(data: Mapping[str, Any], registry: Mapping[str, Any]) -> Step
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, PlanRegistryError):
             raise
-        raise PlanCompileError(f"not a saved plan step: {exc!r} in {dict(data)!r}") from None
+        raise PlanCompileError(f"not a saved plan step: {exc!r} in {summarize(dict(data))}") \
+            from None
 
 
 def _target_to_dict(step: Step) -> dict[str, Any]:
