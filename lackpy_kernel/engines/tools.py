@@ -13,6 +13,7 @@ Python callables and agents run in this process: they are the caller's own code.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import dataclasses
@@ -189,9 +190,8 @@ class Toolset:
         if not check.valid:
             listed = "; ".join(str(issue) for issue in check.issues)
             raise UsageError(f"the program is not valid lackpy, nothing ran: {listed}")
-        for name in dict.fromkeys(check.calls):
-            if name in kit.tools:
-                self._check_grade(name, kit.tools[name].grade_w)
+        for name in _tools_named(check.tree, kit):
+            self._check_grade(name, kit.tools[name].grade_w)
         return await self._run_program(program, {})
 
     async def _run_program(self, program: str, params: dict[str, Any]) -> ExecutionResult:
@@ -494,6 +494,14 @@ def result_text(output: Any) -> str:
         cut = len(text) - MAX_RESULT_CHARS
         text = f"{text[:MAX_RESULT_CHARS]}\n[... {cut} more characters not shown]"
     return text
+
+
+def _tools_named(tree: ast.Module | None, kit: ResolvedKit) -> list[str]:
+    """The kit's tools that a validated program names anywhere, called or not: a tool bound
+    to a variable (``w = write_file``) or put in a list is called under another name, so
+    the approval ceiling looks at every name, not only at the calls."""
+    names = (node.id for node in ast.walk(tree) if isinstance(node, ast.Name)) if tree else ()
+    return [name for name in dict.fromkeys(names) if name in kit.tools]
 
 
 def _plain(value: Any) -> Any:

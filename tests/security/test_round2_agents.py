@@ -1,0 +1,180 @@
+"""Attacks on the agent loop: a hostile model, a forged recording, a hostile trace.
+
+The model is the attacker here: whatever it answers (unknown tools, arguments that are not
+data or are nested without end, ten thousand calls in one turn, programs that reach a write
+tool under a read-only ceiling, a final answer that is not data), the run gives it an error
+result and goes on, or ends with a clear error, and writes nothing it was not allowed to. A
+recording (``.lackpy/conversations.jsonl``, which a shared notebook may carry) is an
+attacker too, and ``trace_to_program`` must turn any trace into a straight line of tool
+calls with data arguments, or refuse. Models answer from loopback servers that speak the
+real wire protocols (tests/support/loopback.py); tools run through the real Toolset.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import math
+
+import pytest
+
+from lackpy_kernel.config import LackpyConfig
+from lackpy_kernel.engines import Agent, LLMEngine, trace_to_program
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.run import TraceEntry
+from lackpy_kernel.service import LackpyService
+from tests.support import agents
+from tests.support import loopback as lb
+
+ANTHROPIC = "anthropic"
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    return tmp_path
+
+
+@pytest.fixture
+def service(workspace):
+    with LackpyService(workspace, LackpyConfig(sandbox_enabled=False)) as running:
+        yield running
+
+
+@pytest.fixture
+def server(monkeypatch):
+    for name in agents.CLEARED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", agents.KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-openai-0123456789")
+    with lb.LoopbackServer() as running:
+        yield running
+
+
+def run_turns(server, workspace, service, *turns, tools="debug", protocol=ANTHROPIC,
+              auto_run=None, output=str, **knobs):
+    """An agent whose model makes ``turns`` (lists of calls) then answers 'done'; returns
+    the envelope and the tool results each later request carried."""
+    server.script(*[lb.tool_turn(protocol, "", calls) for calls in turns],
+                  lb.tool_turn(protocol, "done"))
+    agent = Agent(agents.engine(protocol, server, workspace, **knobs), tools=tools,
+                  service=service, auto_run=auto_run, output=output)
+    with agent:
+        envelope = agent.run("do it")
+    results = [agents.tool_results(protocol, request) for request in server.requests[1:]]
+    return envelope, results
+
+
+def untouched(workspace):
+    return sorted(path.name for path in workspace.iterdir() if path.name != ".lackpy") == [
+        "notes.txt"]
+
+
+# -- tools that do not exist, arguments that are not data ---------------------------------
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+# -- the approval ceiling: a read-only agent never writes ----------------------------------
+
+
+@pytest.mark.parametrize("program", [
+    "w = write_file\nw('pwned.txt', 'x')",
+    "tools = [read_file, write_file]\nw = tools[1]\nw('pwned.txt', 'x')",
+    "e = edit_file\ne('notes.txt', 'alpha', 'pwned')",
+    "pick = {'w': write_file}\nw = pick['w']\nw('pwned.txt', 'x')",
+    "w = write_file if len('a') else read_file\nw('pwned.txt', 'x')",
+], ids=["alias", "list-element", "edit-alias", "dict-value", "chosen"])
+def test_a_program_cannot_reach_a_write_tool_under_a_read_ceiling(
+        server, workspace, service, program):
+    envelope, (results, *_) = run_turns(
+        server, workspace, service, [("lackpy", {"program": program})],
+        tools="read_file,write_file,edit_file,lackpy")
+    assert envelope.ok
+    assert results[0].startswith("ToolApprovalError: "), results[0]
+    assert untouched(workspace)
+    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
+
+
+
+
+# -- the final answer --------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Count:
+    lines: int
+
+
+
+
+# -- a forged recording ------------------------------------------------------------------
+
+
+def record(workspace, *records, raw=""):
+    path = workspace / ".lackpy" / "conversations.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("".join(json.dumps(item) + "\n" for item in records) + raw)
+
+
+def replay_agent(workspace, service, tools="read_file,write_file", **options):
+    return Agent(LLMEngine("replay", provider="replay", workspace=workspace), tools=tools,
+                 service=service, **options)
+
+
+def conversation(*turns, tools=("read_file", "write_file")):
+    return {"intent": "do it", "tools": sorted(tools), "model": "forged", "turns": list(turns)}
+
+
+
+
+
+
+# -- trace_to_program: a straight line of calls with data arguments ----------------------
+
+HOSTILE_STRINGS = [
+    "it's", 'say "hi"', "'''", '"""', "a\nb", "a\\nb", "\\", "x'); write_file('pwned.txt', 'x'); ('",
+    "__import__('os')", "{read_file.__globals__}", "___", "_" * 9, "\u2028write_file('p', 'x')",
+    "\x85\x00\r", "\N{BULLET}" * 1000, "#", "f'{x}'", "a" * 100_000,
+]
+
+
+def entry(step, tool, args):
+    return TraceEntry(step, tool, args, None, 0.1, True, None)
+
+
+def assert_straight_line(program, tools):
+    tree = ast.parse(program)
+    *assignments, last = tree.body
+    for number, statement in enumerate(assignments, 1):
+        assert isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
+        assert [target.id for target in statement.targets] == [f"step_{number}"]
+        call = statement.value
+        assert isinstance(call.func, ast.Name) and call.func.id in tools and not call.args
+        for keyword in call.keywords:
+            for node in ast.walk(keyword.value):
+                assert isinstance(node, (ast.Constant, ast.List, ast.Dict, ast.BinOp, ast.Add,
+                                         ast.UnaryOp, ast.USub, ast.Load)), ast.dump(node)
+    assert isinstance(last, ast.Expr)
+
+
+
+
+def data_of(node):
+    """The value of an argument ``assert_straight_line`` checked: constants joined by +."""
+    return eval(compile(ast.Expression(node), "<argument>", "eval"), {"__builtins__": {}})
+
+
+
+
