@@ -258,6 +258,8 @@ def parse_arguments(call_id: str, name: str, raw: Any) -> ToolCall:
         value = json.loads(text)
     except ValueError as exc:
         return ToolCall(call_id, name, None, text, f"the arguments are not valid JSON ({exc})")
+    except RecursionError:
+        return ToolCall(call_id, name, None, text, "the arguments are nested too deeply to read")
     if not isinstance(value, dict):
         return ToolCall(call_id, name, None, text,
                         f"the arguments must be a JSON object, not {type(value).__name__}")

@@ -78,6 +78,14 @@ def untouched(workspace):
 
 
 
+def test_arguments_nested_without_end_are_an_error_result(server, workspace, service):
+    deep = '{"path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    envelope, (results, second) = run_turns(server, workspace, service, [("read_file", deep)],
+                                            [("read_file", {"path": "notes.txt"})],
+                                            protocol="openai")
+    assert envelope.ok, envelope.error
+    assert results[0].startswith("BadArguments: read_file: ") and "nested" in results[0]
+    assert second == ["alpha\nbeta\ngamma\n"]
 
 
 
