@@ -109,8 +109,26 @@ def _records(path: Path) -> list[dict[str, Any]]:
     for line in lines:
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("turns"), list):
+        if _is_recording(record):
             records.append(record)
     return records
+
+
+def _is_recording(record: Any) -> bool:
+    """Whether a line's value has the shape ``record_conversation`` writes (a file edited by
+    hand, or made to crash a replay, is skipped like a line that is not JSON)."""
+    if not isinstance(record, dict) or not isinstance(record.get("intent", ""), str):
+        return False
+    tools, turns = record.get("tools") or [], record.get("turns")
+    if not isinstance(tools, list) or not isinstance(turns, list):
+        return False
+    for turn in turns:
+        if not isinstance(turn, dict) or not isinstance(turn.get("text") or "", str):
+            return False
+        calls = turn.get("calls") or []
+        if not isinstance(calls, list) or not all(
+                isinstance(call, dict) and isinstance(call.get("name"), str) for call in calls):
+            return False
+    return True
