@@ -44,6 +44,8 @@ def read_output(kind: Any, text: str) -> tuple[Any, str | None]:
         data = json.loads(body)
     except ValueError as exc:
         return None, f"the answer is not JSON ({exc})"
+    except RecursionError:
+        return None, "the answer is JSON nested too deeply to read"
     try:
         return from_data(kind, data), None
     except (TypeError, ValueError) as exc:

@@ -125,6 +125,20 @@ class Count:
     lines: int
 
 
+@pytest.mark.parametrize("answer", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"lines": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"lines": 1e999}',
+    '{"lines": "3", "__class__": "x"}',
+], ids=["deep", "deep-field", "infinite", "extra-dunder"])
+def test_a_structured_answer_that_is_not_the_type_is_a_clear_error(
+        server, workspace, service, answer):
+    server.script(lb.tool_turn(ANTHROPIC, answer), lb.tool_turn(ANTHROPIC, answer))
+    agent = Agent(agents.engine(ANTHROPIC, server, workspace), tools="debug",
+                  service=service, output=Count)
+    envelope = agent.run("count")
+    assert envelope.error is not None and envelope.error.type == "AgentOutputError"
+    assert len(envelope.error.message) < 20_000
 
 
 # -- a forged recording ------------------------------------------------------------------
