@@ -8,13 +8,15 @@ program makes the same successful calls, in the same order, with no model in bet
 from __future__ import annotations
 
 import ast
+import keyword
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.lang import validate
-from lackpy_kernel.run import TraceEntry, no_rebinding
+from lackpy_kernel.run import TraceEntry, no_rebinding, summarize
 
 from .envelope import Envelope
 from .tools import LACKPY_TOOL
@@ -46,6 +48,9 @@ def trace_to_program(trace: Sequence[TraceEntry] | Envelope, *,
         name = f"step_{number}"
         if entry.tool == LACKPY_TOOL:
             lines += _inlined(str(entry.args.get("program", "")), name, taken, allowed)
+        elif not _is_name(entry.tool) or not all(_is_name(key) for key in entry.args):
+            raise UsageError(f"the run's call of {summarize(entry.tool)} has a tool or argument "
+                             f"name that is not a Python name, so no program can make it")
         elif entry.tool not in allowed:
             raise UsageError(f"the run called {entry.tool!r}, which is not a kit tool "
                              f"({', '.join(sorted(allowed)) or 'none'}), so a lackpy program "
@@ -90,9 +95,17 @@ def _inlined(program: str, name: str, taken: set[str], allowed: set[str]) -> lis
     return lines
 
 
+def _is_name(text: Any) -> bool:
+    return isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
+
+
 def _literal(value: Any) -> str:
     """``value`` (JSON data) as lackpy source; a string holding ``__`` (which lackpy forbids
-    in a literal) as a sum of literals that do not."""
+    in a literal) as a sum of literals that do not. UsageError for a number that has no
+    literal (NaN, infinity: their repr is a name)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"the run's calls pass {value!r}, a number a program cannot write; "
+                         f"write the program by hand")
     if isinstance(value, str) and "__" in value:
         parts, current = [], ""
         for char in value:

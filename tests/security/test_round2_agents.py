@@ -74,8 +74,26 @@ def untouched(workspace):
 # -- tools that do not exist, arguments that are not data ---------------------------------
 
 
+@pytest.mark.parametrize("name", ["__import__", "eval", "lackpy", "read_file\nwrite_file",
+                                  "x" * 10_000, "read_file.__globals__"])
+def test_a_call_to_a_tool_the_agent_does_not_have_is_an_error_result(
+        server, workspace, service, name):
+    envelope, (results, *_) = run_turns(server, workspace, service,
+                                        [(name, {"path": "notes.txt"})])
+    assert envelope.ok and envelope.payload == "done"
+    assert results[0].startswith("UnknownTool: there is no tool") and len(results[0]) < 20_000
+    assert untouched(workspace)
 
 
+@pytest.mark.parametrize("arguments", [
+    '["notes.txt"]', '"notes.txt"', "null", "12", '{"path": "notes.txt"', "NaN",
+], ids=["list", "string", "null", "number", "cut-off", "nan"])
+def test_arguments_that_are_not_a_json_object_are_an_error_result(
+        server, workspace, service, arguments):
+    envelope, (results, *_) = run_turns(server, workspace, service,
+                                        [("read_file", arguments)], protocol="openai")
+    assert envelope.ok
+    assert results[0].startswith("BadArguments: read_file: ")
 
 
 def test_arguments_nested_without_end_are_an_error_result(server, workspace, service):
@@ -88,10 +106,40 @@ def test_arguments_nested_without_end_are_an_error_result(server, workspace, ser
     assert second == ["alpha\nbeta\ngamma\n"]
 
 
+@pytest.mark.parametrize("arguments", [
+    {"path": "notes.txt", "x=1)\nwrite_file('pwned.txt', 'x')#": 1},
+    {"path=1, content": "x"},
+    {"path": {"__class__": "x"}},
+    {"path": ["notes.txt"]},
+], ids=["code-as-a-name", "two-names-in-one", "dict-value", "list-value"])
+def test_argument_names_and_values_are_data_never_code(server, workspace, service, arguments):
+    envelope, (results, *_) = run_turns(server, workspace, service, [("read_file", arguments)],
+                                        tools="read_file,write_file", auto_run="write")
+    assert envelope.ok
+    assert results[0].startswith("BadArguments: read_file: ")
+    assert untouched(workspace)
 
 
+def test_ten_thousand_calls_in_one_turn_are_each_answered_and_none_writes(
+        server, workspace, service):
+    calls = [("write_file", {"path": f"f{index}.txt", "content": "x"}) for index in range(10_000)]
+    envelope, (results, *_) = run_turns(server, workspace, service, calls,
+                                        tools="read_file,write_file")
+    assert envelope.ok and len(results) == 10_000
+    assert all(result.startswith("ToolApprovalError: write_file is a write tool")
+               for result in results)
+    assert envelope.metadata["tool_calls"] == 10_000 and untouched(workspace)
 
 
+def test_a_cap_on_calls_per_turn_answers_the_rest_without_running_them(
+        server, workspace, service):
+    calls = [("read_file", {"path": "notes.txt"})] * 2_000
+    envelope, (results, *_) = run_turns(server, workspace, service, calls,
+                                        max_tool_calls_per_turn=3)
+    assert envelope.ok
+    assert results[:3] == ["alpha\nbeta\ngamma\n"] * 3
+    assert all(result.startswith("ToolCallLimit: only 3 tool calls run per turn")
+               for result in results[3:]) and len(results) == 2_000
 
 
 # -- the approval ceiling: a read-only agent never writes ----------------------------------
@@ -115,6 +163,17 @@ def test_a_program_cannot_reach_a_write_tool_under_a_read_ceiling(
     assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
 
 
+def test_a_validation_bomb_as_a_program_is_refused_and_the_run_goes_on(
+        server, workspace, service):
+    bomb = ", ".join(f"v{i}" for i in range(100_000)) + " = range(100000)\nv0\n" + \
+        "x = " + "-" * 300 + "1"
+    envelope, (first, second) = run_turns(
+        server, workspace, service, [("lackpy", {"program": bomb})],
+        [("read_file", {"path": "notes.txt"})], tools="debug,lackpy")
+    assert envelope.ok
+    assert first[0].startswith("UsageError: the program is not valid lackpy, nothing ran")
+    assert "nested more than 200 levels" in first[0]
+    assert second == ["alpha\nbeta\ngamma\n"]
 
 
 # -- the final answer --------------------------------------------------------------------
@@ -216,6 +275,13 @@ def assert_straight_line(program, tools):
     assert isinstance(last, ast.Expr)
 
 
+def test_trace_to_program_keeps_hostile_strings_as_data():
+    trace = [entry(i, "read_file", {"path": text}) for i, text in enumerate(HOSTILE_STRINGS)]
+    trace.append(entry(99, "find_files", {"pattern": {"k": HOSTILE_STRINGS, "'": ["\n"]}}))
+    program = trace_to_program(trace)
+    assert_straight_line(program, {"read_file", "find_files"})
+    values = [data_of(call.value.keywords[0].value) for call in ast.parse(program).body[:-1]]
+    assert values[:-1] == HOSTILE_STRINGS
 
 
 def data_of(node):
@@ -223,5 +289,21 @@ def data_of(node):
     return eval(compile(ast.Expression(node), "<argument>", "eval"), {"__builtins__": {}})
 
 
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
+def test_trace_to_program_never_turns_a_number_into_a_name(value):
+    trace = [entry(0, "read_file", {"path": value})]
+    try:
+        program = trace_to_program(trace, tools=["read_file", "nan", "inf"])
+    except UsageError:
+        return
+    assert_straight_line(program, {"read_file"})
 
 
+@pytest.mark.parametrize(("tool", "args"), [
+    ("read_file", {"path='a'); write_file('pwned.txt', 'x'); read_file(path": "b"}),
+    ("read_file", {"path=1, x": "b"}),
+    ("write_file('pwned.txt', 'x')\nread_file", {"path": "a"}),
+], ids=["argument-name", "two-names", "tool-name"])
+def test_trace_to_program_refuses_names_that_are_not_names(tool, args):
+    with pytest.raises(UsageError):
+        trace_to_program([entry(0, tool, args)], tools=["read_file", "write_file", tool])
