@@ -24,7 +24,10 @@ from typing import Any
 from . import wire
 from .plain import SCALARS
 
-_WORD = re.compile(r"\w+")
+# A run of characters between ASCII punctuation and whitespace: every identifier is one
+# (outside strings, Python separates tokens only with those), combining marks and the
+# other identifier characters that ``\w`` does not match included.
+_WORD = re.compile(r"[^\s!-/:-@\[-^`{-~]+")
 _MISSING = object()
 
 
@@ -132,7 +135,7 @@ class UnitLog:
 
 def names_in(program: str) -> set[str]:
     """Every word of ``program`` (after NFKC, as Python reads identifiers): a superset of the
-    names it uses."""
+    names it uses, whatever letters, digits and marks they are made of."""
     return set(_WORD.findall(unicodedata.normalize("NFKC", program)))
 
 
