@@ -12,7 +12,6 @@ real sandbox worker, through ``Sandbox`` and ``LackpyService``.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import struct
 import time
@@ -20,8 +19,8 @@ import tracemalloc
 
 import pytest
 
-from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported, wire
+from lackpy_kernel.run.plain import display_problem, jsonable
 from lackpy_kernel.service import LackpyService
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
@@ -56,14 +55,56 @@ def test_a_change_in_place_is_kept_whatever_letters_the_name_has(box, name):
     assert run(box, name) == [0, 2]
 
 
+def test_a_change_through_an_alias_reaches_every_name_of_the_value(box):
+    run(box, "al = [1]\nbl = {'k': al}")
+    run(box, "cl = bl['k']")
+    run(box, "cl.append(2)")
+    assert run(box, "[al, bl['k'], cl]") == [[1, 2], [1, 2], [1, 2]]
+    run(box, "bl['k'].append(3)")
+    assert run(box, "[al, cl, al == cl]") == [[1, 2, 3], [1, 2, 3], True]
 
 
+def test_aliases_survive_the_worker_dying(tmp_path):
+    with Sandbox(tmp_path, SandboxLimits(timeout=30)) as box:
+        run(box, "da = [1]\ndb = [da, da]")
+        run(box, "dc = db[0]")
+        os.kill(box.worker_pid, signal.SIGKILL)
+        box.run("1", KIT)  # the worker's death is this program's SandboxError, or not seen
+        run(box, "dc.append(2)")
+        assert run(box, "[da, db, dc]") == [[1, 2], [[1, 2], [1, 2]], [1, 2]]
 
 
+def test_the_session_cannot_grow_past_its_limit_a_little_at_a_time(box):
+    run(box, "kept = 'still here'")
+    grown = 0
+    for step in range(10):
+        result = box.run(f"g{step} = 'x' * 400000", KIT)
+        if not result.success:
+            assert result.error_type == "ResultTooLarge", result.error
+            break
+        grown += 1
+    assert grown < 10
+    assert run(box, "kept") == "still here"
+    result = box.run(f"g{grown}", KIT)
+    assert not result.success  # the cell over the limit kept nothing
+    for step in range(grown):
+        run(box, f"g{step} = None")
 
 
+def test_a_value_cannot_grow_in_place_past_the_limit(box):
+    run(box, "growing = ['x' * 300000]")
+    outcomes = [box.run("growing.append('y' * 300000)", KIT) for _ in range(10)]
+    assert any(outcome.error_type == "ResultTooLarge" for outcome in outcomes)
+    size = run(box, "sum([len(part) for part in growing])")
+    assert size <= 2_000_000
+    run(box, "growing = None")
 
 
+def test_sharing_cannot_hide_a_value_from_the_session_limit(box):
+    # pickle keeps the sharing of the rows but writes each int again: 2.5 MB, over 2 MB
+    result = box.run("n = int('9' * 4000)\nrow = [n] * 1500\nhidden = [row] * 100000", KIT)
+    assert not result.success and result.error_type == "ResultTooLarge", result.error
+    assert not box.run("hidden", KIT).success
 
 
 # -- frames: crafted pickles are refused without building or allocating ---------------------
@@ -89,10 +130,45 @@ def refused(body):
 PROTO = b"\x80\x05"
 
 
+@pytest.mark.parametrize("body", [
+    PROTO + b"\x8c\x08builtins\x8c\x04eval\x93\x8c\x011\x85R.",     # STACK_GLOBAL eval, REDUCE
+    PROTO + b"cos\nsystem\n\x8c\x02id\x85R.",                         # GLOBAL os.system
+    PROTO + b"\x8c\x02os\x8c\x06system\x93.",                         # a reference, not a call
+    PROTO + b"\x8c\x08builtins\x8c\x07complex\x93\x8c\x03abc\x85R.",  # complex('abc')
+    PROTO + b"\x8c\x08builtins\x8c\x07complex\x93]\x85R.",            # complex([])
+    PROTO + b"}\x8c\x01a\x8c\x01b\x87a.",                             # APPEND to a dict
+    PROTO + b"\x8f(]e\x90.",                                          # ADDITEMS of a list to a set
+    PROTO + b"\x95" + struct.pack("<Q", 2 ** 62) + b"N.",             # a frame of 4 EiB
+    PROTO + b"\x8d" + struct.pack("<Q", 2 ** 62) + b"abc.",           # a string of 4 EiB
+    PROTO + b"\x8b" + struct.pack("<I", 2 ** 31) + b"\x01.",          # a long of 2 GiB
+    PROTO + b"j\xff\xff\xff\x7f.",                                    # LONG_BINGET of an index
+    PROTO + b"N\x94h\x05.",                                           # BINGET past the memo
+    PROTO + b"Nb.",                                                   # BUILD
+    PROTO + b"N\x8c\x01x\x8c\x01y\x86\x81.",                          # NEWOBJ
+    PROTO + b"(\x8c\x08builtins\x8c\x04eval\x93o.",                   # OBJ
+    PROTO + b"\x8c\x03abcP.",                                         # PERSID
+    PROTO + b"\x82\x01\x00.",                                         # EXT1
+], ids=["stack-global-eval", "global-system", "reference", "complex-text", "complex-list",
+        "append-to-dict", "additems-list", "frame-4eib", "string-4eib", "long-2gib",
+        "memo-index", "memo-miss", "build", "newobj", "obj", "persid", "ext"])
+def test_a_crafted_frame_is_refused_without_allocating(body):
+    assert refused(body) < 1_000_000
 
 
+def test_a_frame_of_references_allocates_no_more_than_its_size():
+    count = 500_000
+    body = PROTO + b"\x8c\x01x(" + b"2" * count + b"l."  # DUP the string, then LIST: refused
+    assert refused(body) < 1_000_000
+    body = PROTO + b"]\x8c\x01x\x940(" + b"h\x00" * count + b"e."  # a list of 500,000 refs
+    peak = peak_while(lambda: wire.loads_body(body))
+    assert peak < 16 * len(body)  # 8 bytes a reference, on the stack and in the list
 
 
+def test_a_frame_nested_a_million_deep_is_read_and_sent_nowhere_recursive():
+    body = PROTO + b"]" * 1_000_000 + b"a" * 999_999 + b"."
+    value = wire.loads_body(body)
+    assert display_problem(value) == "nested too deeply to show"
+    assert isinstance(jsonable(value), list)
 
 
 # -- budgets however they are spent ------------------------------------------------------
