@@ -5,8 +5,7 @@ The configured tool sources (Python modules, MCP servers) are ``lackpy_kernel.ki
 
 from .builtin_tools import FileToolsProvider, builtin_toolbox
 from .effects import FileEffects, record_read, record_write, recording
-from .errors import UnknownToolError, WorkspaceError, WorkspacePathTypeError
-from .pathmatch import TooManyMatchesError
+from .errors import TooManyMatchesError, UnknownToolError, WorkspaceError, WorkspacePathTypeError
 from .registry import (
     KitFile,
     ResolvedKit,

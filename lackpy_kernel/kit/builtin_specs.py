@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .spec import BUILTIN_PROVIDER, ArgSpec, ToolSpec
+from .spec import BUILTIN_PROVIDER, ArgSpec, Grade, ToolSpec
 
 PROVIDER_NAME = BUILTIN_PROVIDER
-READ_GRADE = {"grade_w": 1, "effects_ceiling": 1}
-WRITE_GRADE = {"grade_w": 3, "effects_ceiling": 3}
+READ_GRADE: Grade = {"grade_w": 1, "effects_ceiling": 1}
+WRITE_GRADE: Grade = {"grade_w": 3, "effects_ceiling": 3}
 
 
 def tool_specs() -> list[ToolSpec]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import code_search
 from .atomic import SUPPORTS_DIR_FD, atomic_write_bytes_at, atomic_write_text
@@ -19,8 +19,8 @@ from .effects import (
     record_read,
     record_write,
 )
-from .errors import WorkspaceError
-from .pathmatch import TooManyMatchesError, compile_pattern, match_files
+from .errors import TooManyMatchesError, WorkspaceError
+from .pathmatch import compile_pattern, match_files
 from .spec import ToolSpec
 from .toolbox import Toolbox
 from .workspace import Workspace
@@ -29,6 +29,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # docs paths are relative
 MAX_READ_BYTES = 16 * 1024 * 1024
 MAX_WRITE_BYTES = 16 * 1024 * 1024
 MAX_FIND_RESULTS = 10_000
+_Hit = TypeVar("_Hit", code_search.Definition, code_search.CallSite)
 
 
 class FileToolsProvider:
@@ -51,7 +52,8 @@ class FileToolsProvider:
         """The bound tool function for ``spec``."""
         if spec.name not in _TOOL_NAMES:
             raise KeyError(f"provider {self.name!r} has no tool {spec.name!r}")
-        return getattr(self, spec.name)
+        tool: Callable[..., Any] = getattr(self, spec.name)
+        return tool
 
     def resolve_docs(self, spec: ToolSpec) -> Path | None:
         """The absolute path of ``spec.docs`` inside this package, or None."""
@@ -98,17 +100,18 @@ class FileToolsProvider:
         _write_text(self.workspace, real, path, text.replace(old, new, 1))
         return f"edited {self.workspace.relative(real)}: replaced {len(old)} chars with {len(new)} chars"
 
-    def find_definitions(self, name: str) -> list[dict]:
+    def find_definitions(self, name: str) -> list[code_search.Definition]:
         """Functions, async functions and classes named ``name`` in the workspace's .py files."""
         _require_name(name)
         return self._search(code_search.find_definitions, name)
 
-    def find_callers(self, name: str) -> list[dict]:
+    def find_callers(self, name: str) -> list[code_search.CallSite]:
         """Calls of ``name(...)`` or ``<anything>.name(...)`` in the workspace's .py files."""
         _require_name(name)
         return self._search(code_search.find_callers, name)
 
-    def _search(self, search: Callable[[Workspace, str], dict[str, list[dict]]], name: str):
+    def _search(self, search: Callable[[Workspace, str], Mapping[str, list[_Hit]]],
+                name: str) -> list[_Hit]:
         try:
             by_file = search(self.workspace, name)
         except TooManyMatchesError:

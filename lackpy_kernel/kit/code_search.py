@@ -8,6 +8,7 @@ import stat
 import warnings
 from collections.abc import Iterator
 from importlib.util import decode_source
+from typing import TypedDict
 
 from .pathmatch import compile_pattern, match_files
 from .workspace import Workspace
@@ -15,32 +16,51 @@ from .workspace import Workspace
 MAX_PYTHON_FILES = 10_000
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 _TEXT_LIMIT = 200
-_KINDS = {
+_KINDS: dict[type[ast.AST], str] = {
     ast.FunctionDef: "function",
     ast.AsyncFunctionDef: "async_function",
     ast.ClassDef: "class",
 }
 
 
-def find_definitions(workspace: Workspace, name: str) -> dict[str, list[dict]]:
+class Definition(TypedDict):
+    """One definition found by :func:`find_definitions`."""
+
+    file: str
+    line: int
+    kind: str
+    name: str
+
+
+class CallSite(TypedDict):
+    """One call found by :func:`find_callers`; ``text`` is its line, stripped and shortened."""
+
+    file: str
+    line: int
+    caller: str
+    text: str
+
+
+def find_definitions(workspace: Workspace, name: str) -> dict[str, list[Definition]]:
     """Definitions named ``name``, grouped by file: ``{file: [{file, line, kind, name}]}``."""
-    found: dict[str, list[dict]] = {}
+    found: dict[str, list[Definition]] = {}
     for relative, tree, _lines in _parsed_python_files(workspace):
-        hits = [
+        hits: list[Definition] = [
             {"file": relative, "line": node.lineno, "kind": _KINDS[type(node)], "name": node.name}
             for node in ast.walk(tree)
-            if type(node) in _KINDS and node.name == name
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and type(node) in _KINDS and node.name == name
         ]
         if hits:
             found[relative] = sorted(hits, key=lambda hit: hit["line"])
     return found
 
 
-def find_callers(workspace: Workspace, name: str) -> dict[str, list[dict]]:
+def find_callers(workspace: Workspace, name: str) -> dict[str, list[CallSite]]:
     """Calls of ``name`` (as ``name(...)`` or ``obj.name(...)``), grouped by file."""
-    found: dict[str, list[dict]] = {}
+    found: dict[str, list[CallSite]] = {}
     for relative, tree, lines in _parsed_python_files(workspace):
-        hits = [
+        hits: list[CallSite] = [
             {
                 "file": relative,
                 "line": line,

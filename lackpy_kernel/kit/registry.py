@@ -52,7 +52,7 @@ def default_kits_dir() -> Path:
 
 
 def resolve_kit(
-    kit: str | list[str] | dict[str, str | dict] | None,
+    kit: str | list[str] | dict[str, str | dict[str, Any]] | None,
     toolbox: Toolbox,
     kits_dir: str | os.PathLike[str] | None = None,
     extra_tools: list[str] | None = None,

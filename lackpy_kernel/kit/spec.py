@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 POSITIONAL_ONLY_MARK = "/"
 KEYWORD_ONLY_MARK = "*"
 BUILTIN_PROVIDER = "builtin"
 CHILD, KERNEL = "child", "kernel"  # where a tool's calls run (ToolSpec.where)
+
+
+class Grade(TypedDict):
+    """The grade fields of a ToolSpec, to pass as ``ToolSpec(..., **grade)``."""
+
+    grade_w: int
+    effects_ceiling: int
+
+
+class ToolExample(TypedDict):
+    """A few-shot example of a tool in use: an intent, the program that answers it, its tags."""
+
+    intent: str
+    code: str
+    tags: NotRequired[list[str]]
 
 
 @dataclass
@@ -50,7 +65,7 @@ class ToolSpec:
     returns: str = "Any"
     grade_w: int = 3
     effects_ceiling: int = 3
-    examples: list[dict] = field(default_factory=list)
+    examples: list[ToolExample] = field(default_factory=list)
     docs: str | None = None
 
     def signature(self, name: str | None = None) -> str:

@@ -173,7 +173,8 @@ class Toolbox:
                 f"tool {name!r} comes from provider {spec.provider!r}, which is not registered; "
                 f"register it with Toolbox.register_provider() or pass fn= to register_tool()"
             )
-        return provider.resolve(spec)
+        tool: Callable[..., Any] = provider.resolve(spec)
+        return tool
 
     def resolve_docs(self, name: str, docs_root: str | os.PathLike[str]) -> Path | None:
         """The absolute path of tool ``name``'s markdown docs, or None when it has none.

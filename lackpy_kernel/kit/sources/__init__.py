@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ..spec import ToolSpec
 from ..toolbox import Toolbox
 from .base import (
     FAILED,
@@ -114,7 +115,7 @@ class _UnknownPlugin(ToolSource):
     def origin(self) -> str:
         return "?"
 
-    def _load(self) -> list:
+    def _load(self) -> list[ToolSpec]:
         raise self.error(f"unknown plugin {self.settings.get('plugin')!r}; use \"python\" or "
                          "\"mcp\"")
 

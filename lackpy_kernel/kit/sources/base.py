@@ -16,8 +16,9 @@ from lackpy_kernel.errors import ToolCallError, ToolSourceError
 
 from ..builtin_specs import READ_GRADE, WRITE_GRADE
 from ..plain import find_non_plain, not_plain_message
+from ..spec import Grade, ToolSpec
 
-GRADES: dict[str, dict[str, int]] = {"read": READ_GRADE, "write": WRITE_GRADE}
+GRADES: dict[str, Grade] = {"read": READ_GRADE, "write": WRITE_GRADE}
 NOT_LOADED, LOADED, FAILED = "not loaded", "loaded", "failed"
 _deadline: ContextVar[float | None] = ContextVar("lackpy_call_deadline", default=None)
 
@@ -94,7 +95,7 @@ class ToolSource:
         """``tool source 'NAME' (plugin: origin)``, for messages."""
         return f"tool source {self.name!r} ({self.plugin}: {self.origin})"
 
-    def load(self) -> list:
+    def load(self) -> list[ToolSpec]:
         """The source's tool specs; records the outcome in ``status``.
 
         Raises ToolSourceError, naming the source and what to do, when it cannot be used.
@@ -108,11 +109,11 @@ class ToolSource:
         self.status.state, self.status.error = LOADED, None
         return specs
 
-    def _load(self) -> list:
+    def _load(self) -> list[ToolSpec]:
         """The specs, recording per-tool problems in ``status``; raises ToolSourceError."""
         raise NotImplementedError
 
-    def resolve(self, spec: Any) -> Callable[..., Any]:
+    def resolve(self, spec: ToolSpec) -> Callable[..., Any]:
         """The callable behind one of this source's specs."""
         raise NotImplementedError
 
@@ -123,11 +124,11 @@ class ToolSource:
         """A ToolSourceError saying ``problem`` about this source."""
         return ToolSourceError(f"{self.label}: {problem}")
 
-    def grade_of(self, tool: str, default: str) -> dict[str, int]:
+    def grade_of(self, tool: str, default: str) -> Grade:
         """The grade fields of ``tool``: its override, else the source's ``grade``, else
         ``default``."""
         override = self.overrides.get(tool, {}).get("grade")
-        return dict(GRADES[override or self.settings.get("grade") or default])
+        return GRADES[override or self.settings.get("grade") or default].copy()
 
     @property
     def overrides(self) -> dict[str, dict[str, Any]]:

@@ -25,6 +25,8 @@ _GOOGLE_ARGS = {"args", "arguments", "parameters", "params", "keyword args", "ke
 _GOOGLE_RETURNS = {"returns", "return", "yields"}
 _GOOGLE_OTHER = {"raises", "example", "examples", "note", "notes", "see also", "warning",
                  "warnings", "todo", "attributes", "references"}
+_STARS: dict[inspect._ParameterKind, str] = {
+    inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 _GOOGLE_SECTION = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _GOOGLE_ARG = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
 _NUMPY_UNDERLINE = re.compile(r"^-{3,}\s*$")
@@ -109,7 +111,7 @@ def _first_paragraph(lines: list[str]) -> str:
 
 def _is_google_header(line: str) -> bool:
     match = _GOOGLE_SECTION.match(line)
-    return bool(match) and match.group(1).lower() in _GOOGLE_ARGS | _GOOGLE_RETURNS | _GOOGLE_OTHER
+    return match is not None and match.group(1).lower() in _GOOGLE_ARGS | _GOOGLE_RETURNS | _GOOGLE_OTHER
 
 
 def _read_google_section(lines: list[str], index: int, doc: Docstring) -> int:
@@ -274,8 +276,7 @@ def _arg_specs(signature: inspect.Signature, doc: Docstring, module: str | None)
 def _arg_spec(parameter: inspect.Parameter, doc: Docstring, module: str | None) -> ArgSpec:
     name = parameter.name
     kind = _format_annotation(parameter.annotation, module) or doc.arg_types.get(name) or "Any"
-    shown = {inspect.Parameter.VAR_POSITIONAL: f"*{name}",
-             inspect.Parameter.VAR_KEYWORD: f"**{name}"}.get(parameter.kind, name)
+    shown = _STARS.get(parameter.kind, "") + name
     default = None if parameter.default is inspect.Parameter.empty else _default_text(
         parameter.default)
     return ArgSpec(shown, kind, doc.arg_text.get(name, ""), default)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import importlib
 import inspect
 import json
 import keyword
@@ -27,10 +28,10 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError, ToolSourceError
 
@@ -56,6 +57,7 @@ MAX_SEND_DEPTH = 100
 MAX_SCHEMA_DEPTH = 4
 CLIENT_NAME = "lackpy"
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_T = TypeVar("_T")
 _JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
                "null": "None", "array": "list", "object": "dict"}
 
@@ -68,7 +70,12 @@ def _sdk() -> SimpleNamespace | None:
         import mcp_types
         from mcp import Client, MCPError
         from mcp.client.stdio import get_default_environment
-        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        # The SDK's transport module uses create_mcp_http_client without re-exporting it.
+        from mcp.client.streamable_http import (  # type: ignore[attr-defined]
+            create_mcp_http_client,
+            streamable_http_client,
+        )
         from pydantic import ValidationError
 
         from .stdio import StdioState, bounded_stdio
@@ -87,7 +94,7 @@ def _warm_up_result_checks() -> None:
 
     def load() -> None:
         with contextlib.suppress(ImportError):
-            import jsonschema  # noqa: F401, PLC0415
+            importlib.import_module("jsonschema")
 
     threading.Thread(target=load, name="lackpy-mcp-warm-up", daemon=True).start()
 
@@ -100,11 +107,11 @@ class EventLoopThread:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, coroutine: Awaitable[Any]) -> concurrent.futures.Future:
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         """Schedule ``coroutine`` on the loop; its future, to wait on from any thread."""
         import asyncio  # noqa: PLC0415 - see the note at the top
 
-        return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop())  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop())
 
     def call_soon(self, callback: Callable[[], Any]) -> None:
         """Run ``callback`` on the loop's thread."""
@@ -142,7 +149,7 @@ class _Connection:
         self.loop = loop
         self.stdio: StdioState | None = None
         self._client: Any = None
-        self._held: concurrent.futures.Future | None = None
+        self._held: concurrent.futures.Future[None] | None = None
         self._stop: asyncio.Event | None = None
         self._lock = threading.Lock()
 
@@ -157,7 +164,7 @@ class _Connection:
             self._drop_locked()
             return self._start_locked()
 
-    def run(self, make: Callable[[Any], Awaitable[Any]], timeout: float) -> Any:
+    def run(self, make: Callable[[Any], Coroutine[Any, Any, _T]], timeout: float) -> _T:
         """``await make(client)`` on the loop, waiting at most ``timeout`` seconds (then
         cancelling it). Raises what the coroutine raises, or TimeoutError."""
         future = self.loop.submit(make(self.client()))
@@ -181,7 +188,7 @@ class _Connection:
 
     def _start_locked(self) -> Any:
         _warm_up_result_checks()
-        ready: concurrent.futures.Future = concurrent.futures.Future()
+        ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._held = self.loop.submit(self._hold(ready))
         startup = self.source.startup_timeout
         try:
@@ -201,7 +208,7 @@ class _Connection:
                                     f"{self.diagnosis()}") from None
         return self._client
 
-    async def _hold(self, ready: concurrent.futures.Future) -> None:
+    async def _hold(self, ready: concurrent.futures.Future[Any]) -> None:
         import asyncio  # noqa: PLC0415 - see the note at the top
 
         self._stop = asyncio.Event()
@@ -475,7 +482,8 @@ class McpToolSource(ToolSource):
     def _environment(self, sdk: SimpleNamespace) -> dict[str, str]:
         extra = {key: self._expand(str(value), f"env.{key}")
                  for key, value in (self.settings.get("env") or {}).items()}
-        return sdk.default_environment() | extra
+        environment: dict[str, str] = sdk.default_environment()
+        return environment | extra
 
     def _cwd(self) -> str:
         return os.path.join(self.workspace, str(self.settings.get("cwd") or "."))
@@ -503,10 +511,12 @@ def lackpy_name(name: str, prefix: str) -> str | None:
 def _parameters(schema: dict[str, Any]) -> list[tuple[str, str, str, str, str | None]]:
     """(python name, wire name, type, description, default) per property, required first;
     an optional argument's default is its schema default, else ``None``."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    declared = schema.get("properties")
+    properties: dict[str, Any] = declared if isinstance(declared, dict) else {}
     required = [n for n in schema.get("required") or [] if isinstance(n, str) and n in properties]
     order = required + [name for name in properties if name not in required]
-    params, used = [], set()
+    params: list[tuple[str, str, str, str, str | None]] = []
+    used: set[str] = set()
     for wire in order:
         prop = properties[wire] if isinstance(properties[wire], dict) else {}
         python = _python_name(wire, used)

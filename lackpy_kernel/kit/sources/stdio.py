@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import mcp_types
-from anyio.abc import Process
+from anyio.abc import ObjectReceiveStream, ObjectSendStream, Process
 from mcp.shared.message import SessionMessage
 
 READ_CHUNK = 1 << 16
@@ -59,8 +59,8 @@ class StdioState:
 @asynccontextmanager
 async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
                         max_message_bytes: int, state: StdioState
-                        ) -> AsyncIterator[tuple[anyio.abc.ObjectReceiveStream,
-                                                 anyio.abc.ObjectSendStream]]:
+                        ) -> AsyncIterator[tuple[ObjectReceiveStream[SessionMessage | Exception],
+                                                 ObjectSendStream[SessionMessage]]]:
     """Start ``command`` and exchange newline-delimited JSON-RPC with it.
 
     Raises OSError when the command cannot be started.
@@ -97,7 +97,8 @@ async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
             tasks.cancel_scope.cancel()
 
 
-async def _read_lines(process: Process, to_session: anyio.abc.ObjectSendStream,
+async def _read_lines(process: Process,
+                      to_session: ObjectSendStream[SessionMessage | Exception],
                       max_message_bytes: int, state: StdioState) -> None:
     buffer = bytearray()
     async for chunk in process.stdout:  # type: ignore[union-attr]
