@@ -32,7 +32,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel import errors
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError, ToolSourceError
@@ -43,11 +43,16 @@ from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KERNEL, KEYWORD_ONLY
 from . import wire
 from .plain import find_non_plain
 
+if TYPE_CHECKING:
+    from lackpy_kernel.kit.sources import PythonToolSource
+
 READ_CHUNK = 1 << 16
 MAX_ERROR_CHARS = 2_000
 DEADLINE_GRACE = 1.0
 MAX_WRAPPED = 8
 CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
+_Job = Callable[[], None]
+_LoadKey = tuple[str, str | None, str | None, str]  # provider, path, module, workspace
 
 
 # --- the kernel's side ------------------------------------------------------------------
@@ -111,7 +116,7 @@ class ToolHost:
     caller). ``start`` opens a run's calls; ``HostedRun.close`` ends them."""
 
     def __init__(self) -> None:
-        self._idle: list[queue.SimpleQueue] = []
+        self._idle: list[queue.SimpleQueue[_Job]] = []
         self._lock = threading.Lock()
 
     def start(self, plan: KitPlan, *, deadline: float, send: Callable[[bytes], None],
@@ -120,7 +125,7 @@ class ToolHost:
         ``deadline`` (``time.monotonic()``); ``send`` writes an answer's frame."""
         return HostedRun(plan, deadline, send, max_bytes, self._submit)
 
-    def _submit(self, job: Callable[[], None]) -> None:
+    def _submit(self, job: _Job) -> None:
         with self._lock:
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
@@ -129,7 +134,7 @@ class ToolHost:
                              daemon=True).start()
         inbox.put(job)
 
-    def _serve(self, inbox: queue.SimpleQueue) -> None:
+    def _serve(self, inbox: queue.SimpleQueue[_Job]) -> None:
         while True:
             inbox.get()()  # a job never raises (HostedRun._run catches everything)
             with self._lock:
@@ -141,7 +146,7 @@ class HostedRun:
     unless the program ended first (then it is dropped: the program's process is gone)."""
 
     def __init__(self, plan: KitPlan, deadline: float, send: Callable[[bytes], None],
-                 max_bytes: int, submit: Callable[[Callable[[], None]], None]) -> None:
+                 max_bytes: int, submit: Callable[[_Job], None]) -> None:
         self.plan, self.deadline, self.max_bytes = plan, deadline, max_bytes
         self._send, self._submit = send, submit
         self._lock = threading.Lock()
@@ -152,7 +157,8 @@ class HostedRun:
         """Start the call the worker passed on (``id``, ``tool``, ``args``, ``kwargs``)."""
         call_id, alias = call.get("id"), call.get("tool")
         fn = self.plan.kernel.get(alias) if isinstance(alias, str) else None
-        if not isinstance(call_id, int) or fn is None:  # the worker checks this first
+        if not isinstance(call_id, int) or not isinstance(alias, str) or fn is None:
+            # the worker checks this first
             self._answer(call_id, _error_answer(call_id, ToolCallError(
                 f"{str(alias)[:40]!r} is not a tool of this kit that runs in the kernel")))
             return
@@ -173,8 +179,8 @@ class HostedRun:
         with self._lock:
             self._open = False
 
-    def _run(self, call_id: int, alias: str, fn: Callable[..., Any], args: list,
-             kwargs: dict, timer: threading.Timer | None) -> None:
+    def _run(self, call_id: int, alias: str, fn: Callable[..., Any], args: list[Any],
+             kwargs: dict[str, Any], timer: threading.Timer | None) -> None:
         from lackpy_kernel.kit.sources import call_deadline  # noqa: PLC0415 - the kit's sources load late
 
         try:
@@ -247,7 +253,7 @@ class PythonTools:
     walls (as the kernel does), so that every child forked afterwards has its functions."""
 
     def __init__(self) -> None:
-        self._sources: dict[tuple, Any] = {}  # key -> PythonToolSource, or why it failed
+        self._sources: dict[_LoadKey, PythonToolSource | str] = {}  # a source, or why it failed
 
     def load(self, request: dict[str, Any]) -> None:
         """Import the modules of the request's Python tools not imported yet."""
@@ -280,7 +286,7 @@ def _child_tools(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [described for described in tools.values() if described.get("where") == CHILD]
 
 
-def _load_key(info: dict[str, Any], workspace: str) -> tuple:
+def _load_key(info: dict[str, Any], workspace: str) -> _LoadKey:
     return (info["provider"], info.get("path"), info.get("module"), workspace)
 
 
@@ -289,7 +295,7 @@ def _extend_import_path(entries: list[str]) -> None:
     sys.path.extend(entry for entry in dict.fromkeys(entries) if entry not in sys.path)
 
 
-def _import_source(info: dict[str, Any], workspace: str) -> Any:
+def _import_source(info: dict[str, Any], workspace: str) -> PythonToolSource | str:
     from lackpy_kernel.kit.sources import PythonToolSource  # noqa: PLC0415 - only when a kit has one
 
     where = {"path": info["path"]} if info.get("path") else {"module": info.get("module")}
@@ -339,7 +345,7 @@ class ChildChannel:
         """Use these pipes; a call may send at most ``max_bytes``."""
         self.up, self.down, self.max_bytes = up, down, max_bytes
 
-    def call(self, alias: str, tool: str, args: tuple, kwargs: dict[str, Any]) -> Any:
+    def call(self, alias: str, tool: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Have the kernel's process call ``alias``; its result, or what it raised."""
         if self.up < 0:
             raise ToolCallError(f"{tool}() cannot be called before the program starts")

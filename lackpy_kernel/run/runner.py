@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -161,8 +162,10 @@ class RestrictedRunner:
         return self._execute(program, check.tree, namespace, dict(params or {}),
                              dict(variables or {}), on_file_modified, dict(sources or {}))
 
-    def _execute(self, program, tree, namespace, params, variables, on_file_modified, sources
-                 ) -> ExecutionResult:
+    def _execute(self, program: str, tree: ast.Module,
+                 namespace: Mapping[str, Callable[..., Any]], params: dict[str, Any],
+                 variables: dict[str, Any], on_file_modified: Callable[[str], None] | None,
+                 sources: dict[str, str]) -> ExecutionResult:
         trace = Trace()
         stdout = BoundedText(STDOUT_LIMIT)
         scope: dict[str, Any] = {"__builtins__": {}}
@@ -196,7 +199,7 @@ class RestrictedRunner:
                                stdout=stdout.getvalue(), notes=notes)
 
 
-def _compile(tree: ast.Module):
+def _compile(tree: ast.Module) -> types.CodeType:
     """Compile the validated tree, storing a final expression's value as the output."""
     body = list(tree.body)
     if body and isinstance(body[-1], ast.Expr):
@@ -243,7 +246,7 @@ def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
                             "the tool is broken, report it to the kit's author")
         return result
 
-    checked.__signature__ = _signature_of(fn)
+    checked.__signature__ = _signature_of(fn)  # type: ignore[attr-defined]  # read by inspect
     return make_traced(name, checked, trace, source)
 
 
@@ -315,7 +318,8 @@ class BoundedText:
         return text
 
 
-def sort_by(items: Iterable[Mapping[str, Any]], key: str, reverse: bool = False) -> list:
+def sort_by(items: Iterable[Mapping[str, Any]], key: str,
+            reverse: bool = False) -> list[Mapping[str, Any]]:
     """Sort dicts by the value under ``key`` (a dict key, never an attribute)."""
     items = list(items)
     for index, item in enumerate(items):
@@ -331,8 +335,10 @@ class BoundedIterator:
     """An iterator with bounded nesting: CPython crashes on a zip() chain a million deep."""
 
     __slots__ = ("_iterator", "_depth")
+    _iterator: Iterator[Any]
+    _depth: int
 
-    def __init__(self, iterator: Any, sources: tuple) -> None:
+    def __init__(self, iterator: Iterator[Any], sources: tuple[Any, ...]) -> None:
         depth = 1 + max((s._depth for s in sources if isinstance(s, BoundedIterator)), default=0)
         if depth > MAX_ITERATOR_NESTING:
             kind = type(self).__name__
@@ -356,12 +362,14 @@ _Enumerate = type("enumerate", (BoundedIterator,), {"__slots__": ()})
 
 def bounded_zip(*iterables: Any, strict: bool = False) -> BoundedIterator:
     """``zip``, with its nesting bounded."""
-    return _Zip(zip(*iterables, strict=strict), iterables)
+    zipped: BoundedIterator = _Zip(zip(*iterables, strict=strict), iterables)
+    return zipped
 
 
 def bounded_enumerate(iterable: Any, start: int = 0) -> BoundedIterator:
     """``enumerate``, with its nesting bounded."""
-    return _Enumerate(enumerate(iterable, start), (iterable,))
+    enumerated: BoundedIterator = _Enumerate(enumerate(iterable, start), (iterable,))
+    return enumerated
 
 
 def safe_builtins(stdout: BoundedText) -> dict[str, Any]:

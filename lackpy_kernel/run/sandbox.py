@@ -10,10 +10,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from lackpy_kernel.errors import KitError
 from lackpy_kernel.kit import ResolvedKit, Toolbox, builtin_toolbox, resolve_kit
@@ -79,7 +79,7 @@ class Sandbox:
                                                                            protected)
         self.variable_types: dict[str, str] = {}  # the session's variables: name -> type name
         self._host = ToolHost()
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._reader = wire.FrameReader()
         self._preamble = 0  # frames the worker sends before its next reply (ready, restored)
         self._restore_pending = False
@@ -272,7 +272,7 @@ class Sandbox:
         process = self._process
         assert process is not None and process.stdout is not None
         fd = process.stdout.fileno()
-        reply: asyncio.Future = loop.create_future()
+        reply: asyncio.Future[dict[str, Any] | BaseException] = loop.create_future()
 
         def readable() -> None:
             try:
@@ -306,7 +306,8 @@ class Sandbox:
             return self._failed_worker(failure)
         return frame
 
-    async def _await_reply(self, reply: asyncio.Future, wait: float) -> dict[str, Any]:
+    async def _await_reply(self, reply: asyncio.Future[dict[str, Any] | BaseException],
+                           wait: float) -> dict[str, Any]:
         """The reply frame within ``wait`` seconds. Cancelled, it stops the program and
         re-raises; a result that came first stands."""
         try:
@@ -315,10 +316,11 @@ class Sandbox:
             if not reply.done():
                 self.interrupt()
                 await asyncio.wait([reply], timeout=GRACE_SECONDS)
-            if not reply.done() or isinstance(reply.result(), BaseException):
+            if not reply.done():
                 raise
             frame = reply.result()
-            if frame.get("result", {}).get("error_type") == "KeyboardInterrupt":
+            if isinstance(frame, BaseException) or \
+                    frame.get("result", {}).get("error_type") == "KeyboardInterrupt":
                 raise
         if isinstance(frame, BaseException):
             raise frame
@@ -345,7 +347,8 @@ class Sandbox:
             deadline = time.monotonic() + wait
             while _is_call(frame := self._receive(deadline - time.monotonic())):
                 _call(hosted, frame)
-            return frame
+            reply: dict[str, Any] = frame  # the worker answers each request with a dict
+            return reply
         except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
             self._kill_worker()
             return self._failed_worker(exc)
@@ -432,7 +435,12 @@ def _close(hosted: HostedRun | None) -> None:
         hosted.close()
 
 
-async def _in_thread(call: Any, interrupt: Any, *args: Any, **kwargs: Any) -> Any:
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+async def _in_thread(call: Callable[_P, _T], interrupt: Callable[[], None], *args: _P.args,
+                     **kwargs: _P.kwargs) -> _T:
     """Run a blocking sandbox call in a thread; cancelling the await stops the program."""
     task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
     try:

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 WORKER_MODULE = "lackpy_kernel.run.worker"
-_early: dict[str, subprocess.Popen] = {}
+_early: dict[str, subprocess.Popen[bytes]] = {}
 
 
-def spawn_worker(workspace: str | os.PathLike[str]) -> subprocess.Popen:
+def spawn_worker(workspace: str | os.PathLike[str]) -> subprocess.Popen[bytes]:
     """A new worker process in ``workspace``, its stdin and stdout our pipes to it."""
     return subprocess.Popen(
         # -S: the worker needs the standard library and this package only (PYTHONPATH)
@@ -42,7 +42,7 @@ def start_early(workspace: str | os.PathLike[str]) -> None:
         _early[key] = spawn_worker(key)
 
 
-def adopt_early(workspace: str | os.PathLike[str]) -> subprocess.Popen | None:
+def adopt_early(workspace: str | os.PathLike[str]) -> subprocess.Popen[bytes] | None:
     """The worker ``start_early`` started for ``workspace``, if it still runs (once)."""
     process = _early.pop(os.path.realpath(workspace), None)
     if process is not None and process.poll() is not None:
@@ -57,7 +57,7 @@ def discard_early() -> None:
         stop_worker(_early.popitem()[1])
 
 
-def stop_worker(process: subprocess.Popen, *, timeout: float = 5.0) -> None:
+def stop_worker(process: subprocess.Popen[bytes], *, timeout: float = 5.0) -> None:
     """Close the worker's stdin (it then stops its child and exits) and wait for it;
     kill it if it has not gone within ``timeout`` seconds."""
     if process.stdin:

@@ -113,7 +113,8 @@ def _parameter_names(fn: Callable[..., Any]) -> list[str]:
     return [p.name for p in parameters if p.kind in positional]
 
 
-def _name_arguments(parameters: list[str], args: tuple, kwargs: dict) -> dict[str, Any]:
+def _name_arguments(parameters: list[str], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> dict[str, Any]:
     named = {}
     for index, value in enumerate(args):
         key = parameters[index] if index < len(parameters) else f"arg{index}"

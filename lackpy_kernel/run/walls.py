@@ -234,7 +234,8 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 def _syscall(number: int, *args: Any) -> int:
     assert _libc is not None
     _libc.syscall.restype = ctypes.c_long
-    return _libc.syscall(ctypes.c_long(number), *args)
+    result: int = _libc.syscall(ctypes.c_long(number), *args)
+    return result
 
 
 def _prctl(option: int, *args: Any) -> int:
@@ -242,7 +243,8 @@ def _prctl(option: int, *args: Any) -> int:
         return -1
     values = [ctypes.c_ulong(arg) if isinstance(arg, int) else arg for arg in args]
     values += [ctypes.c_ulong(0)] * (4 - len(values))
-    return _libc.prctl(ctypes.c_int(option), *values)
+    result: int = _libc.prctl(ctypes.c_int(option), *values)
+    return result
 
 
 class _RulesetAttr(ctypes.Structure):

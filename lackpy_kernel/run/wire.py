@@ -118,7 +118,8 @@ class FrameReader:
         """The announced size of the frame being read, once its header has arrived."""
         if len(self.buffer) < _HEADER.size:
             return None
-        return _HEADER.unpack_from(self.buffer)[0]
+        size: int = _HEADER.unpack_from(self.buffer)[0]
+        return size
 
     def missing(self) -> int:
         """How many more bytes the frame being read needs (0 before its header arrives)."""

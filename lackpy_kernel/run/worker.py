@@ -50,6 +50,7 @@ READ_CHUNK = 1 << 16
 CHILD_FAILED = 3
 PR_SET_PDEATHSIG = 1
 INTERRUPTED = "interrupted: the program was stopped before it finished"
+Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
 
 def main() -> None:
@@ -86,9 +87,9 @@ class Worker:
         self.spare: Child | None = None
         self.twin: Child | None = None  # held, with the same session: the next spare if it stays
         self.walls: WallPlan | None = None
-        self.walls_key: tuple | None = None
+        self.walls_key: tuple[str, list[str]] | None = None
         self.python_tools = PythonTools()  # the tool modules the children inherit
-        self.like: dict = {  # the last program's request, less its program: the next warm-up's
+        self.like: Frame = {  # the last program's request, less its program: the next warm-up's
             "op": "run", "kit": [], "workspace": os.getcwd(), "kits_dir": None, "keep": True,
             "timeout": 120.0, "memory_mb": 512, "max_result_bytes": 64_000_000}
 
@@ -125,7 +126,7 @@ class Worker:
         self.requests = wire.FrameReader()
         return child
 
-    def walls_for(self, like: dict) -> WallPlan:
+    def walls_for(self, like: Frame) -> WallPlan:
         """The walls for programs like ``like``, built once per workspace and kits folder."""
         key = _walled_for(like)
         if self.walls_key != key:
@@ -168,7 +169,7 @@ class Worker:
                 self.twin = None
             self.spare = self.fork_spare()
 
-    def handle(self, request: dict) -> bool:
+    def handle(self, request: Frame) -> bool:
         """Answer a request a child handed back; returns whether a child forked before it
         could no longer run the next program (the session or the kind of program changed)."""
         op = request.get("op")
@@ -190,7 +191,7 @@ class Worker:
         wire.write_frame(STDOUT, {"ok": True})
         return True
 
-    def run(self, child: Child, request: dict) -> bool:
+    def run(self, child: Child, request: Frame) -> bool:
         """Watch the child run its program; reply, and keep what it changed. Returns whether
         the session changed."""
         self.like = request
@@ -199,7 +200,8 @@ class Worker:
             self.exit()
         sent = outcome.get("commit") if request.get("keep", True) else None
         outcome = {**outcome, "commit": None}
-        commit, loaded = None, {}
+        commit: Commit | None = None
+        loaded: dict[str, Any] = {}
         if sent is not None:
             try:
                 commit, loaded = _read_commit(sent)
@@ -218,7 +220,8 @@ class Worker:
         self.session.update(loaded)
         self.log.apply(commit)
 
-    def replace_session(self, session: dict[str, Any], units: list) -> None:
+    def replace_session(self, session: dict[str, Any], units: list[tuple[list[str], bytes]]
+                        ) -> None:
         self.session = session
         self.log.clear()
         for names, blob in units:
@@ -259,7 +262,7 @@ class Child:
         self.pid, self.to_child, self.from_child = pid, to_child, from_child
         self.frames = wire.FrameReader()
         self.reaped = False
-        self.like: dict = {}  # the programs it was warmed up for
+        self.like: Frame = {}  # the programs it was warmed up for
 
     @classmethod
     def fork(cls, snapshot: _Snapshot) -> Child:
@@ -280,7 +283,7 @@ class Child:
         child.like = _program_kind(snapshot.like)
         return child
 
-    def first_frame(self) -> dict | None:
+    def first_frame(self) -> Frame | None:
         """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
         if it died first."""
         while (frame := self.frames.next_frame()) is None:
@@ -317,10 +320,10 @@ class Child:
         return status
 
 
-STDIN_CLOSED: dict = {"exit": "stdin-closed"}
+STDIN_CLOSED: Frame = {"exit": "stdin-closed"}
 
 
-def watch(child: Child, request: dict, requests: wire.FrameReader) -> dict:
+def watch(child: Child, request: Frame, requests: wire.FrameReader) -> Frame:
     """The started child's reply, or a failure at the deadline, on a cancel or if it dies.
     Meanwhile its calls of tools that run in the kernel go up, and their answers down."""
     frames = _ChildFrames(child.frames, request)
@@ -420,14 +423,14 @@ class _ChildFrames:
     """What the child sent: the files it modified and the tools it called as it went, then
     its result frame."""
 
-    def __init__(self, reader: wire.FrameReader, request: dict) -> None:
+    def __init__(self, reader: wire.FrameReader, request: Frame) -> None:
         self.reader = reader
         self.reader.max_body = int(request["max_result_bytes"]) + READ_CHUNK
         self.request = request
         self.modified: list[str] = []
-        self.calls: list[dict] = []
+        self.calls: list[Frame] = []
         self.calls_made = 0
-        self.final: dict | None = None
+        self.final: Frame | None = None
 
     def wanted(self) -> int:
         """How much to read next: the rest of a big frame at once, else a chunk."""
@@ -448,13 +451,13 @@ class _ChildFrames:
             else:
                 raise wire.WireError(f"unexpected frame {str(kind)[:40]!r}")
 
-    def failed(self, error_type: str, message: str) -> dict:
+    def failed(self, error_type: str, message: str) -> Frame:
         """A failure that still lists the files the program changed before it stopped."""
         outcome = _failure(error_type, message)
         outcome["result"]["trace"]["files_modified"] = list(self.modified)
         return outcome
 
-    def bad(self, exc: wire.WireError, request: dict) -> dict:
+    def bad(self, exc: wire.WireError, request: Frame) -> Frame:
         """The failure for a frame too large or malformed, or a call it may not make."""
         if isinstance(exc, wire.FrameTooLarge):
             return self.failed("ResultTooLarge", _too_big_message(request))
@@ -462,7 +465,7 @@ class _ChildFrames:
                            "it was stopped")
 
 
-def _checked(frame: dict) -> dict:
+def _checked(frame: Frame) -> Frame:
     """The child's final frame as the parent will read it; WireError if it is malformed."""
     try:
         result = ExecutionResult.from_dict(frame["result"]).to_dict()
@@ -471,7 +474,7 @@ def _checked(frame: dict) -> dict:
     return {"result": result, "commit": frame.get("commit")}
 
 
-def _collect(child: Child, frames: _ChildFrames, request: dict) -> dict:
+def _collect(child: Child, frames: _ChildFrames, request: Frame) -> Frame:
     """The failure for a child that ended without its result frame."""
     status = child.reap()
     if status is not None and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV:
@@ -490,12 +493,12 @@ def _collect(child: Child, frames: _ChildFrames, request: dict) -> dict:
     )
 
 
-def _stop(child: Child, outcome: dict) -> dict:
+def _stop(child: Child, outcome: Frame) -> Frame:
     child.kill()
     return outcome
 
 
-def _failure(error_type: str, message: str) -> dict:
+def _failure(error_type: str, message: str) -> Frame:
     result = ExecutionResult(False, error=message, error_type=error_type)
     return {"result": result.to_dict(), "commit": None}
 
@@ -505,7 +508,7 @@ def _timeout_message(timeout: float) -> str:
             "work on less data or raise [sandbox] timeout in .lackpy/config.toml")
 
 
-def _too_big_message(request: dict) -> str:
+def _too_big_message(request: Frame) -> str:
     limit = int(request["max_result_bytes"]) / 1_000_000
     return (f"the program's result and variables are over the {limit:g} MB limit; "
             "return a smaller value (a slice, a count) or set big variables to None")
@@ -520,7 +523,7 @@ class _Snapshot:
 
     session: dict[str, Any]
     log: UnitLog
-    like: dict  # the last program's request, for the warm-up
+    like: Frame  # the last program's request, for the warm-up
     pending: bytes  # stdin the worker read but did not use
     walls: WallPlan  # built for like's workspace
     python_tools: PythonTools  # the tool modules the worker imported
@@ -558,7 +561,7 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     os._exit(0)
 
 
-def _program_kind(request: dict) -> dict:
+def _program_kind(request: Frame) -> Frame:
     """What a child is prepared for in a run request: all but the program and its values."""
     return {key: value for key, value in request.items()
             if key not in ("program", "params", "return_variables")}
@@ -576,10 +579,11 @@ def _wait_for_release(down: int) -> bytes:
         reader.feed(data)
     if type(frame) is not dict or type(frame.get("go")) is not bytes:
         os._exit(CHILD_FAILED)
-    return frame["go"]
+    go: bytes = frame["go"]
+    return go
 
 
-def _take_request(snapshot: _Snapshot, up: int) -> dict:
+def _take_request(snapshot: _Snapshot, up: int) -> Frame:
     """Read stdin up to the next program and tell the worker it started. Any other request,
     a program for another workspace or kits folder than this child's walls were built for,
     one whose Python tools the worker has not imported, or stdin closing, is handed back to
@@ -600,12 +604,13 @@ def _take_request(snapshot: _Snapshot, up: int) -> dict:
         if op != "run" or _walled_for(frame) != _walled_for(snapshot.like) \
                 or not snapshot.python_tools.has_tried(frame):
             _hand_back(up, {"kind": "handoff", "request": frame}, reader)
-        told = {key: value for key, value in frame.items() if key not in ("program", "params")}
+        request: Frame = frame  # a dict: its op is "run"
+        told = {key: value for key, value in request.items() if key not in ("program", "params")}
         wire.write_frame(up, {"kind": "started", "request": told, "leftover": bytes(reader.buffer)})
-        return frame
+        return request
 
 
-def _hand_back(up: int, event: dict, reader: wire.FrameReader) -> NoReturn:
+def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
     wire.write_frame(up, {**event, "leftover": bytes(reader.buffer)})
     os._exit(0)
 
@@ -629,18 +634,18 @@ def _warm_up(snapshot: _Snapshot) -> None:
         _encode(frame, request)
 
 
-def wall_plan(like: dict) -> WallPlan:
+def wall_plan(like: Frame) -> WallPlan:
     """The OS walls (``walls``) for programs ``like`` this request: its workspace read-write,
     its kits folder readable."""
     return WallPlan.prepare(like["workspace"], _readable(like))
 
 
-def _walled_for(request: dict) -> tuple[str, list[str]]:
+def _walled_for(request: Frame) -> tuple[str, list[str]]:
     """What a child's walls are built for: the workspace, and what it reads outside."""
     return os.path.realpath(request["workspace"]), _readable(request)
 
 
-def _readable(request: dict) -> list[str]:
+def _readable(request: Frame) -> list[str]:
     """What a program's process reads besides the workspace and Python: the kits folder,
     unless it is in the workspace (``.lackpy/kits``, as a service's is)."""
     kits = request.get("kits_dir")
@@ -658,7 +663,7 @@ def _detach_standard_streams(null: int) -> None:
     os.close(null)
 
 
-def _encode(frame: dict, request: dict) -> bytes:
+def _encode(frame: Frame, request: Frame) -> bytes:
     """The frame's bytes, or a failure's when it cannot be sent whole."""
     try:
         data = wire.dumps(frame)
@@ -672,7 +677,7 @@ def _encode(frame: dict, request: dict) -> bytes:
     return wire.dumps(_failed_after(frame["result"]["trace"], "ResultTooLarge", message))
 
 
-def _failed_after(trace: dict[str, Any], error_type: str, message: str) -> dict:
+def _failed_after(trace: dict[str, Any], error_type: str, message: str) -> Frame:
     """The final frame of a program that ran but cannot be kept: it still lists its files."""
     failure = _failure(error_type, message)
     failure["result"]["trace"].update(files_read=trace["files_read"],
@@ -680,7 +685,7 @@ def _failed_after(trace: dict[str, Any], error_type: str, message: str) -> dict:
     return {"kind": "done", **failure}
 
 
-def _confine(request: dict) -> None:
+def _confine(request: Frame) -> None:
     memory = int(request["memory_mb"]) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -699,8 +704,8 @@ def _die_with_parent(worker_pid: int) -> None:
         os._exit(0)  # the worker died before the line above took effect
 
 
-def _run_request(request: dict, snapshot: _Snapshot, on_modified: Callable[[str], None]
-                 ) -> dict:
+def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str], None]
+                 ) -> Frame:
     session, log = snapshot.session, snapshot.log
     try:
         tools, sources = _kit_for(request, snapshot)
@@ -712,7 +717,7 @@ def _run_request(request: dict, snapshot: _Snapshot, on_modified: Callable[[str]
         request["program"], tools, request.get("params"),
         variables=session if keep else {}, on_file_modified=on_modified, sources=sources,
     )
-    if result.error_type == "MemoryError":
+    if result.error_type == "MemoryError" and result.error is not None:
         result.error += (f"; the limit is {request['memory_mb']} MB "
                          "([sandbox] memory_mb in .lackpy/config.toml)")
     return _reply(result, request, session if keep else {}, log)
@@ -722,7 +727,7 @@ Tools = tuple[dict[str, Callable[..., Any]], dict[str, str]]  # callables, and t
 _resolved_kits: dict[str, Tools] = {}  # in a child: the kit its warm-up resolved
 
 
-def _kit_for(request: dict, snapshot: _Snapshot) -> Tools:
+def _kit_for(request: Frame, snapshot: _Snapshot) -> Tools:
     """The request's tools (alias -> callable) and their sources; a kit given as tool names
     is resolved once per child (a kit file's name is read each time: the file may change)."""
     kit = request["kit"]
@@ -735,7 +740,7 @@ def _kit_for(request: dict, snapshot: _Snapshot) -> Tools:
     return _resolved_kits[key]
 
 
-def _resolve(request: dict, snapshot: _Snapshot) -> Tools:
+def _resolve(request: Frame, snapshot: _Snapshot) -> Tools:
     """The built-in tools by name (their writes refusing the request's protected files),
     then the tools the request describes: in this process or forwarded to the kernel's."""
     toolbox = builtin_toolbox(Path(request["workspace"]), frozenset(request.get("protected") or ()))
@@ -747,7 +752,7 @@ def _resolve(request: dict, snapshot: _Snapshot) -> Tools:
     return {**kit.callables, **more}, {**sources, **more_sources}
 
 
-def _reply(result: ExecutionResult, request: dict, before: dict[str, Any], log: UnitLog) -> dict:
+def _reply(result: ExecutionResult, request: Frame, before: dict[str, Any], log: UnitLog) -> Frame:
     """The child's frame: the result in plain data, and what changed in the session when kept."""
     commit = None
     if result.success:
@@ -781,7 +786,7 @@ def _reply(result: ExecutionResult, request: dict, before: dict[str, Any], log: 
             "commit": commit.to_dict() if commit else None}
 
 
-def _session_too_big(request: dict) -> str:
+def _session_too_big(request: Frame) -> str:
     limit = int(request["max_result_bytes"]) / 1_000_000
     return (f"the session's variables would be over the {limit:g} MB limit; "
             "set big variables to None (or %reset) and keep smaller values")
