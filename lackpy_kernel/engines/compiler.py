@@ -70,7 +70,8 @@ class _Checker:
         self.kit = kit
         self.service = service
         self.checkpoint_key = checkpoint_key
-        self.names = [step.name for step in steps]
+        # "" for an argument that is not a Step: problems() says what it is instead
+        self.names = [step.name if isinstance(step, Step) else "" for step in steps]
         self.position = {name: index for index, name in reversed(list(enumerate(self.names)))
                          if isinstance(name, str)}
         self.found: list[str] = []
@@ -101,7 +102,9 @@ class _Checker:
 
     def _check_names(self) -> None:
         seen: dict[str, int] = {}
-        for index, name in enumerate(self.names):
+        for index, (step, name) in enumerate(zip(self.steps, self.names, strict=True)):
+            if not isinstance(step, Step):
+                continue
             if not isinstance(name, str) or not name:
                 self.found.append(f"step {index + 1} has no name; did you mean name='step{index + 1}'?")
                 continue

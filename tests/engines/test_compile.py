@@ -201,3 +201,9 @@ def test_plan_options_are_checked_at_construction(options, said):
 
 def test_an_empty_plan_is_refused():
     assert "a plan needs at least one step" in compile_error()
+
+
+def test_an_argument_that_is_not_a_step_is_refused_with_the_step_it_meant():
+    message = compile_error(Step(echo), "fetch")
+    assert "argument 2 is str, not a Step; did you mean Step('fetch')?" in message
+    assert "has no name" not in message
