@@ -143,7 +143,9 @@ class Agent:
         async def tool(task: str) -> Any:
             envelope = await self.arun(task)
             payload = envelope.raise_for_error().payload
-            return dataclasses.asdict(payload) if dataclasses.is_dataclass(payload) else payload
+            if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+                return dataclasses.asdict(payload)
+            return payload
 
         tool.__name__ = tool.__qualname__ = tool_name
         tool.__doc__ = description or f"Ask the agent {tool_name!r} to do a task; returns its answer."

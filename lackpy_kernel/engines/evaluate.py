@@ -95,6 +95,7 @@ class Evaluator:
 
     def band(self, state: PlanState) -> list[Step]:
         """The steps that run next: one step, or the parallel band starting at it."""
+        assert state.next_step is not None, "a finished plan has no next band"
         start = self.names.index(state.next_step)
         band = [self.steps[start]]
         if band[0].parallel:
@@ -157,7 +158,7 @@ class Evaluator:
         if step.routes:
             return choose_route(step, output)
         if step.routes_by:
-            value = _field(step, output)
+            value = _field(step, step.routes_by, output)
             if value is None:
                 return None
             if not isinstance(value, str) or value not in self.by_name:
@@ -234,8 +235,7 @@ def type_problem(value: Any, expected: Any) -> str | None:
     return None
 
 
-def _field(step: Step, output: Any) -> Any:
-    name = step.routes_by
+def _field(step: Step, name: str, output: Any) -> Any:
     if isinstance(output, dict):
         if name in output:
             return output[name]

@@ -127,6 +127,7 @@ class PlanLibrary:
         if run is None:
             raise UsageError(f"no plan run under the key {key!r}; `lackpy plan status` lists them")
         if run.status == "unreadable" and run.plan is None:
+            assert run.error is not None  # an unreadable run always says why
             raise PlanResumeError(f"{key!r}: {run.error['message']}")
         if run.plan is None:
             raise UsageError(f"the run {key!r} was not started from a saved plan, so there is no "

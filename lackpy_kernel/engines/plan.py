@@ -282,9 +282,10 @@ class _Run:
             if isinstance(outcome, PlanPaused):
                 self.on_step(step.name, "paused", None)
                 raise _Paused(step.name, band, outcome)
-        for result in outcomes:
+        results = [outcome for outcome in outcomes if isinstance(outcome, StepResult)]  # all now
+        for result in results:
             self.on_step(result.name, "done" if result.ok else "failed", result.ms)
-        return list(outcomes)
+        return results
 
     async def _execute(self, step: Step, state: PlanState, task: Any, context: Any
                        ) -> StepResult:

@@ -40,6 +40,7 @@ from .tools import LACKPY_TOOL, CallOutcome, result_text
 __all__ = ["PlanRound", "ReplanEngine", "Task"]
 
 ROUND = "round"  # the one step name a replan checkpoint knows
+DEFAULT_MAX_ROUNDS = 20
 
 
 @dataclass
@@ -75,10 +76,10 @@ class ReplanEngine:
 
     def __init__(self, *, planner_name: str = "planner", store: Store | None = None,
                  checkpoint_key: str | None = None, resume: bool = False,
-                 max_rounds: int = 20) -> None:
+                 max_rounds: int = DEFAULT_MAX_ROUNDS) -> None:
         if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 1:
             raise PlanCompileError(f"max_rounds={max_rounds!r} must be a whole number of at "
-                                   f"least 1; did you mean max_rounds=20?")
+                                   f"least 1; did you mean max_rounds={DEFAULT_MAX_ROUNDS}?")
         if checkpoint_key is not None and store is None:
             raise PlanCompileError("checkpoint_key= without store= has nowhere to checkpoint; "
                                    "did you mean store=Store(db='runs.sqlite')?")
@@ -182,7 +183,7 @@ class _Rounds:
             planned = await asyncio.to_thread(planner, self.context.task, history)
         if dataclasses.is_dataclass(planned) and not isinstance(planned, type):
             planned = dataclasses.asdict(planned)
-        round_ = from_data(PlanRound, planned, "the planner's round")
+        round_: PlanRound = from_data(PlanRound, planned, "the planner's round")
         self.context.emit("turn_finished", state.iterations + 1, text=_describe(round_))
         return round_
 

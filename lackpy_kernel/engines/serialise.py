@@ -57,7 +57,7 @@ def step_from_dict(data: Mapping[str, Any], registry: Mapping[str, Any]) -> Step
             input=_type_from_name(data.get("input", "Any"), registry),
             output=_type_from_name(data.get("output", "str"), registry),
             parallel=bool(data.get("parallel", False)),
-            name=data.get("name"),
+            name=data.get("name"),  # type: ignore[arg-type]  # None: named after its target
             routes=None if data.get("routes") is None else {
                 target: _lookup(name, registry, f"the route predicate to {target!r}")
                 for target, name in data["routes"]},

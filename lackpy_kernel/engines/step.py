@@ -65,7 +65,7 @@ class Step:
     input: Any = Any
     output: Any = str
     parallel: bool = False
-    name: str | None = None
+    name: str = None  # type: ignore[assignment]  # None: __post_init__ names it after its target
     routes: dict[str, Callable[[Any], Any]] | None = None
     routes_by: str | None = None
     after_branches: str | None = None

@@ -133,7 +133,8 @@ def _record(kind: Any, data: Any, where: str) -> Any:
         raise ValueError(f"{where} lacks the field(s) {', '.join(map(repr, missing))} of "
                          f"{kind.__name__}")
     values = {name: from_data(fields[name], value, f"{where}.{name}") for name, value in data.items()}
-    return kind(**values) if dataclasses.is_dataclass(kind) else values
+    is_dataclass = isinstance(kind, type) and dataclasses.is_dataclass(kind)
+    return kind(**values) if is_dataclass else values
 
 
 def _fields(kind: Any) -> tuple[dict[str, Any], list[str]]:

@@ -24,7 +24,7 @@ import time
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from lackpy_kernel.errors import (
     KitError,
@@ -67,6 +67,8 @@ __all__ = [
 LACKPY_TOOL = "lackpy"
 GRADES = {"pure": 0, "read": 1, "exec": 2, "write": 3}  # auto_run names -> ToolSpec.grade_w
 DEFAULT_CEILING = "read"
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 MAX_RESULT_CHARS = 20_000  # the most of one tool result a model is sent
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
                "list": "array", "tuple": "array", "set": "array", "dict": "object"}
@@ -462,12 +464,13 @@ def _success(name: str, arguments: dict[str, Any], output: Any) -> CallOutcome:
                        output)
 
 
-async def in_daemon_thread(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+async def in_daemon_thread(function: Callable[_P, _T], /, *args: _P.args,
+                           **kwargs: _P.kwargs) -> _T:
     """``function(*args, **kwargs)`` in a daemon thread of its own. A call that never returns
     (abandoned at a timeout or an interrupt) keeps only its thread: it does not hold up the
     event loop's shutdown, as a thread of the default executor would."""
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
+    future: asyncio.Future[_T] = loop.create_future()
 
     def settle(result: Any, error: BaseException | None) -> None:
         if not future.done():

@@ -19,7 +19,7 @@ from .envelope import Envelope
 from .events import AgentEvent
 from .library import PlanLibrary
 from .llm import LLMEngine
-from .replan import PlanRound, ReplanEngine
+from .replan import DEFAULT_MAX_ROUNDS, PlanRound, ReplanEngine
 from .straight_line import remember_program, trace_to_program
 from .tools import LACKPY_TOOL
 
@@ -64,7 +64,7 @@ def notebook_replan(service: Any, kit: Any, *, key: str | None = None, resume: b
                     output=PlanRound, service=service)
     store = PlanLibrary(service.workspace).store if key is not None else None
     engine = ReplanEngine(store=store, checkpoint_key=key, resume=resume,
-                          **({"max_rounds": max_rounds} if max_rounds is not None else {}))
+                          max_rounds=DEFAULT_MAX_ROUNDS if max_rounds is None else max_rounds)
     tools = [spec.name for spec in service.resolve_kit(kit).tools.values()]
     return Agent(engine, tools=[planner, *tools], service=service,
                  auto_run="write" if allow_writes else None)
@@ -131,13 +131,14 @@ class TurnLog:
             self._rows.append(row)
             self._call_rows[event.call.id] = row
         elif event.kind == "call_finished" and event.call is not None and event.outcome:
-            row = self._call_rows.get(event.call.id)
-            if row is None:
-                row = _Row(turn, _call_text(event.call.name, event.call.arguments), "")
-                self._rows.append(row)
+            call_row = self._call_rows.get(event.call.id)
+            if call_row is None:
+                call_row = _Row(turn, _call_text(event.call.name, event.call.arguments), "")
+                self._rows.append(call_row)
             outcome = event.outcome
-            row.status = f"failed: {outcome.content.split(':', 1)[0]}" if outcome.is_error else "ok"
-            row.ms = outcome.entry.duration_ms
+            call_row.status = (f"failed: {outcome.content.split(':', 1)[0]}" if outcome.is_error
+                               else "ok")
+            call_row.ms = outcome.entry.duration_ms
 
     def text(self, piece: str) -> None:
         """Add a piece of the current turn's streamed text."""

@@ -17,7 +17,7 @@ import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 from temporalio.client import Client
@@ -30,14 +30,17 @@ from lackpy_kernel.errors import LackpyError, PlanPaused, PlanRuntimeError, Usag
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.service import LackpyService
 
+from ..envelope import StepResult
 from ..evaluate import choose_route
 from ..execute import ServiceExecutor
 from ..library import PlanLibrary
 from ..serialise import step_from_dict
-from ..step import target_label
+from ..step import Step, target_label
 from ..store import Store
 from .runner import connect
 from .workflows import COMMIT_ACTIVITY, STEP_ACTIVITY, PlanManyWorkflow, PlanWorkflow
+
+_T = TypeVar("_T")
 
 __all__ = ["TemporalWorker", "serve", "worker_identity"]
 
@@ -214,7 +217,7 @@ async def _beating(work: asyncio.Future[Any], timeout: Any) -> None:
         raise
 
 
-def _wire_result(step: Any, result: Any) -> dict[str, Any]:
+def _wire_result(step: Step, result: StepResult) -> dict[str, Any]:
     data = result.to_dict()
     try:
         json.dumps(data["output"], allow_nan=False)
@@ -227,7 +230,7 @@ def _wire_result(step: Any, result: Any) -> dict[str, Any]:
     return data
 
 
-def _plan_bug(work: Any) -> Any:
+def _plan_bug(work: Callable[[], _T]) -> _T:
     try:
         return work()
     except LackpyError as exc:

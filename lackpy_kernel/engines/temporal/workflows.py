@@ -118,7 +118,7 @@ class PlanWorkflow:
             self._running = []
             paused = next((outcome for outcome in outcomes if isinstance(outcome, _Pause)), None)
             if paused is None:
-                return list(outcomes)
+                return [outcome for outcome in outcomes if isinstance(outcome, StepResult)]  # all
             await self._pause(pause_error(paused.step, band, paused.message), paused.step)
 
     async def _pause(self, error: ErrorInfo, step: str) -> None:
@@ -189,6 +189,7 @@ class PlanManyWorkflow:
             async with limit:
                 self._in_flight += 1
                 self._most_in_flight = max(self._most_in_flight, self._in_flight)
+                envelope: dict[str, Any]
                 try:
                     envelope = await workflow.execute_child_workflow(
                         PLAN_WORKFLOW, {"plan": request["plans"][plan_index], "task": task,
@@ -301,10 +302,10 @@ class _Placeholder:
         raise PlanRuntimeError(f"{self.__name__} is the workers' to call, not the workflow's")
 
 
-class _Placeholders:
+class _Placeholders(dict[str, Any]):
     """A registry that has every name, as a placeholder."""
 
-    def __getitem__(self, name: str) -> _Placeholder:
+    def __missing__(self, name: str) -> _Placeholder:
         return _Placeholder(name)
 
 
