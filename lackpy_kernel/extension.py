@@ -11,7 +11,7 @@ literals where they parse as one, otherwise strings; quote a value that holds sp
 One :class:`LackpyService` serves each shell, for the folder that was the current
 directory when the extension was loaded. Magics run inside ipykernel's running event
 loop, so the service's coroutines run on a background event-loop thread
-(:class:`_LoopThread`), never through ``asyncio.run``. Failures raise lackpy's own
+(``lackpy_kernel.engines.loop.LoopThread``), never through ``asyncio.run``. Failures raise lackpy's own
 exceptions (``lackpy_kernel.errors``: LackpyValidationError, LackpyRuntimeError and its
 limits, GenerationError, KitError, UsageError), so nbval and ``raises-exception`` tags
 see them, and IPython shows them without the extension's frames.
@@ -19,7 +19,6 @@ see them, and IPython shows them without the extension's frames.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import concurrent.futures
 import functools
@@ -28,7 +27,6 @@ import logging
 import os
 import shlex
 import sys
-import threading
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -51,6 +49,7 @@ from lackpy_kernel.display import (
     validation_error,
 )
 from lackpy_kernel.engines import Approval, Envelope, Plan, Step
+from lackpy_kernel.engines.loop import LoopThread
 from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
 from lackpy_kernel.engines.turns import (
     TurnLog,
@@ -169,81 +168,6 @@ def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
     return options
 
 
-# -- the background event loop ---------------------------------------------------
-
-
-class _LoopThread:
-    """One daemon thread running an asyncio loop that the magics' coroutines run on.
-
-    ipykernel runs cells inside its own running loop, where ``asyncio.run`` fails;
-    the magics block on this loop instead.
-    """
-
-    def __init__(self, name: str = "lackpy-extension-loop") -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self._thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_forever()
-        finally:
-            try:
-                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-                self._loop.run_until_complete(self._loop.shutdown_default_executor())
-            finally:
-                self._loop.close()
-
-    @property
-    def alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result.
-
-        A KeyboardInterrupt while waiting (or the timeout passing) cancels the task,
-        which stops a sandboxed program, waits for it to wind down, then re-raises.
-        """
-        if not self.alive:
-            coro.close()
-            raise RuntimeError("the lackpy event-loop thread has stopped; reload the extension")
-        finished = threading.Event()
-        holder: dict[str, asyncio.Task[T]] = {}
-
-        def start() -> None:
-            task = self._loop.create_task(coro)
-            task.add_done_callback(lambda _: finished.set())
-            holder["task"] = task
-
-        self._loop.call_soon_threadsafe(start)
-        try:
-            if not finished.wait(timeout):
-                self._cancel(holder, finished)
-                raise TimeoutError(f"lackpy gave up waiting after {timeout} s")
-        except KeyboardInterrupt:
-            self._cancel(holder, finished)
-            raise
-        task = holder["task"]
-        if task.cancelled():
-            raise asyncio.CancelledError("the lackpy task was cancelled")
-        return task.result()
-
-    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
-        """Start ``coro`` on the loop without waiting for it."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
-
-    def _cancel(self, holder: dict[str, asyncio.Task[Any]], finished: threading.Event) -> None:
-        # FIFO with ``start``: by the time this runs, the task exists.
-        self._loop.call_soon_threadsafe(lambda: holder["task"].cancel())
-        finished.wait(CANCEL_GRACE_S)
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(CANCEL_GRACE_S)
-
-
 # -- the magics -------------------------------------------------------------------
 
 
@@ -261,7 +185,7 @@ class LackpyMagics(Magics):
             self.magics["cell" if declared.cell else "line"][name] = handler
         self.workspace = os.fspath(workspace) if workspace is not None else os.getcwd()
         self.service = LackpyService(self.workspace)
-        self._loop = _LoopThread()
+        self._loop = LoopThread("lackpy-extension-loop", grace=CANCEL_GRACE_S)
         self._closed = False
 
     def close(self) -> None:

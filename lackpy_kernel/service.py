@@ -7,7 +7,6 @@ place, for every surface. ``LackpySession`` (``lackpy_kernel.session``) builds o
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import time
@@ -60,6 +59,7 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.context import describe_variables
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
+from lackpy_kernel.run.sandbox import in_thread
 
 __all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text", "jsonable",
            "validate_for"]
@@ -592,19 +592,6 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
         "args": [vars(arg) for arg in spec.args], "returns": spec.returns,
         "grade_w": spec.grade_w, "effects_ceiling": spec.effects_ceiling, "docs": spec.docs,
     }
-
-
-async def in_thread(call: Any, interrupt: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a blocking sandbox call in a thread; cancelling the await stops the program."""
-    task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if task.done() and not task.cancelled() and task.exception() is None:
-            return task.result()  # it finished as the interrupt came: its result stands
-        interrupt()
-        await asyncio.wait([task], timeout=5)
-        raise
 
 
 def _ms_since(started: float) -> float:

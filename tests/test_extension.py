@@ -16,7 +16,6 @@ from lackpy_kernel.extension import (
     LackpyRuntimeError,
     LackpyUsageError,
     LackpyValidationError,
-    _LoopThread,
     parse_magic_options,
 )
 from tests.support.shell import EXTENSION as EXT
@@ -260,29 +259,6 @@ def test_load_and_unload(name, tmp_path, monkeypatch):
         assert magics.service.sandbox_worker_pid is None and not magics._loop.alive
     finally:
         InteractiveShell._instance = saved
-
-
-def test_loop_thread_timeout_cancels():
-    import asyncio
-
-    loop = _LoopThread()
-    cancelled = threading.Event()
-
-    async def slow():
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    try:
-        with pytest.raises(TimeoutError):
-            loop.run(slow(), timeout=0.2)
-        assert cancelled.is_set()
-        assert loop.run(asyncio.sleep(0, "ok")) == "ok"
-    finally:
-        loop.close()
-    assert not loop.alive
 
 
 # -- through a real ipykernel --------------------------------------------------------

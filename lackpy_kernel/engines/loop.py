@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -15,19 +16,44 @@ CANCEL_GRACE_S = 30.0  # how long a cancelled coroutine gets to checkpoint and w
 
 class LoopThread:
     """A daemon thread running an asyncio loop, for callers that are inside another loop
-    (a notebook cell runs inside ipykernel's), where ``asyncio.run`` cannot be used."""
+    (a notebook cell runs inside ipykernel's), where ``asyncio.run`` cannot be used.
 
-    def __init__(self, name: str = "lackpy-engines-loop") -> None:
+    ``grace`` is how long a cancelled coroutine gets to wind down (a plan checkpoints as
+    paused, a sandboxed program stops) before ``run`` raises.
+    """
+
+    def __init__(self, name: str = "lackpy-engines-loop", *, grace: float = CANCEL_GRACE_S) -> None:
+        self.grace = grace
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+    def _main(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            try:
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+                self._loop.run_until_complete(self._loop.shutdown_default_executor())
+            finally:
+                self._loop.close()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the loop's thread still runs."""
+        return self._thread.is_alive()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the thread's loop and wait for its result.
 
-        A KeyboardInterrupt while waiting cancels the coroutine (a plan then checkpoints as
-        paused), waits for it to wind down, and is raised again.
+        A KeyboardInterrupt while waiting, or ``timeout`` passing (TimeoutError), cancels
+        the coroutine, waits up to ``grace`` for it to wind down, and raises. Raises
+        RuntimeError when the loop's thread has stopped.
         """
+        if not self.alive:
+            coro.close()
+            raise RuntimeError("the lackpy event-loop thread has stopped; load lackpy again")
         finished = threading.Event()
         holder: dict[str, asyncio.Task[T]] = {}
 
@@ -38,13 +64,31 @@ class LoopThread:
 
         self._loop.call_soon_threadsafe(start)
         try:
-            finished.wait()
+            if not finished.wait(timeout):
+                self._cancel(holder, finished)
+                raise TimeoutError(f"lackpy gave up waiting after {timeout} s")
         except KeyboardInterrupt:
-            # FIFO with ``start``: by the time this runs, the task exists.
-            self._loop.call_soon_threadsafe(lambda: holder["task"].cancel())
-            finished.wait(CANCEL_GRACE_S)
+            self._cancel(holder, finished)
             raise
-        return holder["task"].result()
+        task = holder["task"]
+        if task.cancelled():
+            raise asyncio.CancelledError("the lackpy task was cancelled")
+        return task.result()
+
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future[Any]:
+        """Start ``coro`` on the loop without waiting for it."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def close(self) -> None:
+        """Stop the loop and wait (up to ``grace``) for its thread."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(self.grace)
+
+    def _cancel(self, holder: dict[str, asyncio.Task[Any]], finished: threading.Event) -> None:
+        # FIFO with ``start``: by the time this runs, the task exists.
+        self._loop.call_soon_threadsafe(lambda: holder["task"].cancel())
+        finished.wait(self.grace)
 
 
 _shared: LoopThread | None = None

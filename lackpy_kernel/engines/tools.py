@@ -46,7 +46,8 @@ from lackpy_kernel.run import (
     summarize,
 )
 from lackpy_kernel.run.plain import jsonable
-from lackpy_kernel.service import in_thread, trace_sources, validate_for
+from lackpy_kernel.run.sandbox import in_thread
+from lackpy_kernel.service import trace_sources, validate_for
 
 from .compiler import did_you_mean
 from .envelope import error_info

@@ -160,7 +160,7 @@ class Sandbox:
         stays as it was) and raises CancelledError, unless the result came first."""
         bad = find_non_plain(params or {})
         if bad is not None or not self.ready or not self._run_lock.acquire(blocking=False):
-            return await _in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
+            return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables)
         hosted = None
         try:
@@ -439,8 +439,8 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-async def _in_thread(call: Callable[_P, _T], interrupt: Callable[[], None], *args: _P.args,
-                     **kwargs: _P.kwargs) -> _T:
+async def in_thread(call: Callable[_P, _T], interrupt: Callable[[], None], *args: _P.args,
+                    **kwargs: _P.kwargs) -> _T:
     """Run a blocking sandbox call in a thread; cancelling the await stops the program."""
     task = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
     try:
