@@ -28,6 +28,7 @@ from lackpy_kernel.service import Delegation
 
 TABLE_ROWS = 200
 CELL_TEXT = 80
+EXCERPT_CHARS = 120  # the most of a source line shown under one validation issue
 JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
 
 __all__ = [
@@ -81,13 +82,28 @@ def validation_error(issues: list[Issue], program: str) -> ErrorReport:
     for issue in issues:
         traceback.append(str(issue))
         if 0 < issue.line <= len(lines):
-            traceback.append(f"    {lines[issue.line - 1]}")
+            excerpt, caret = _excerpt(lines[issue.line - 1], issue.col)
+            traceback.append(f"    {excerpt}")
             if issue.col:
-                traceback.append("    " + " " * (issue.col - 1) + "^")
+                traceback.append("    " + " " * caret + "^")
     evalue = "; ".join(str(issue) for issue in issues[:3])
     if count > 3:
         evalue += f"; and {count - 3} more"
     return ErrorReport(VALIDATION_ERROR, evalue, traceback)
+
+
+def _excerpt(line: str, col: int) -> tuple[str, int]:
+    """The part of a source line shown under an issue and where its caret goes in it: the
+    whole line when short, else a window around the column, so a long line with many errors
+    is not repeated in full for each."""
+    caret = max(col - 1, 0)
+    if len(line) <= EXCERPT_CHARS:
+        return line, caret
+    start = max(0, min(caret - EXCERPT_CHARS // 2, len(line) - EXCERPT_CHARS))
+    end = start + EXCERPT_CHARS
+    prefix = "..." if start else ""
+    suffix = "..." if end < len(line) else ""
+    return f"{prefix}{line[start:end]}{suffix}", caret - start + len(prefix)
 
 
 def output_bundle(output: Any) -> dict[str, Any]:

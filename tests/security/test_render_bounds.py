@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from lackpy_kernel.display import output_bundle, output_text
+from lackpy_kernel.display import EXCERPT_CHARS, output_bundle, output_text, validation_error
+from lackpy_kernel.lang import Issue
 from lackpy_kernel.mcp_server import build_server
 from lackpy_kernel.run import RestrictedRunner
 from lackpy_kernel.run.plain import MAX_DISPLAY_BYTES, display_problem, jsonable
@@ -143,3 +144,12 @@ async def test_mcp_replies_stay_small_and_leave_variables_out_unless_asked(works
         assert size < 200_000
     assert len(str(asked.structured_content["variables"]["big"])) < 1_000  # a summary
     assert within()
+
+
+def test_a_long_line_with_many_errors_is_shown_as_a_window_per_error():
+    line = "x = [" + ", ".join(f"q.__a{i}" for i in range(5_000)) + "]"
+    col = line.index("q.__a2500") + 1
+    report = validation_error([Issue(1, col, "private")] * 100, line)
+    excerpt, caret = report.traceback[2], report.traceback[3]
+    assert len(excerpt) < EXCERPT_CHARS + 20 and len(json.dumps(report.traceback)) < 50_000
+    assert excerpt[caret.index("^"):].startswith("q.__a2500")
