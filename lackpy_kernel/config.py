@@ -107,6 +107,9 @@ def load_config(workspace: str | os.PathLike[str] | None = None) -> LackpyConfig
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{path}: a value is nested too deeply to read; "
+                          "flatten its arrays or inline tables") from None
     _check(data, path, text)
     _apply(config, data)
     return config

@@ -89,6 +89,13 @@ def test_unreadable_bytes_are_a_config_error(tmp_path):
         load_config(tmp_path)
 
 
+@pytest.mark.parametrize("value", ["[" * 5_000 + "]" * 5_000, "{a = " * 5_000 + "1" + "}" * 5_000])
+def test_a_value_nested_past_the_parsers_depth_is_a_config_error(tmp_path, value):
+    write(tmp_path, f"x = {value}\n")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config(tmp_path)
+
+
 def test_config_is_a_plain_dataclass():
     assert LackpyConfig().sandbox_max_result_mb == 64
 
