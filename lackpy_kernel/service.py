@@ -44,7 +44,7 @@ from lackpy_kernel.kit import (
     write_kit_file,
 )
 from lackpy_kernel.kit.atomic import atomic_write_text
-from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
+from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT, read_workspace_text
 from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.lang import Grade, Rule, ValidationResult, free_names, validate
 from lackpy_kernel.ratchet import Ratchet
@@ -267,15 +267,17 @@ class LackpyService:
         return {"tool_docs": tool_docs, "kit_docs": list(resolved.docs)}
 
     def resolve_doc(self, doc_path: str) -> str | None:
-        """A doc's text: from the workspace, else the package's docs; never from outside either."""
-        for root in (self.workspace, PACKAGE_ROOT):
-            try:
-                real = Workspace(root).resolve(doc_path)
-            except (WorkspaceError, OSError):
-                continue
-            if real.is_file():
-                return real.read_text(encoding="utf-8", errors="replace")
-        return None
+        """A doc's text: from the workspace under ``read_file``'s rules (so never through a
+        hard link to a file outside), else from the package's docs; None where neither has it."""
+        try:
+            return read_workspace_text(Workspace(self.workspace), doc_path)
+        except (WorkspaceError, OSError, ValueError):
+            pass
+        try:
+            real = Workspace(PACKAGE_ROOT).resolve(doc_path)
+        except (WorkspaceError, OSError):
+            return None
+        return real.read_text(encoding="utf-8", errors="replace") if real.is_file() else None
 
     def templates_list(self) -> dict[str, Any]:
         """The workspace's templates in match order, and the files that were skipped."""

@@ -170,6 +170,13 @@ def test_docs(service):
     assert service.resolve_doc("missing.md") is None
 
 
+def test_a_doc_that_is_a_hard_link_to_a_file_outside_is_not_read(service, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside") / "secret.md"
+    outside.write_text("TOP-SECRET")
+    os.link(outside, service.workspace / "guide.md")
+    assert service.resolve_doc("guide.md") is None
+
+
 def test_toolbox_and_providers(service):
     names = [tool["name"] for tool in service.toolbox_list()]
     assert names[:2] == ["read_file", "find_files"] and "write_file" in names

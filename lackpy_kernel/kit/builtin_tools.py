@@ -135,6 +135,13 @@ def builtin_toolbox(workspace: Workspace | str | os.PathLike[str],
     return toolbox
 
 
+def read_workspace_text(workspace: Workspace, path: str) -> str:
+    """The text of the UTF-8 file at ``path`` under the rules ``read_file`` keeps: inside the
+    workspace, a regular file with a single name (no hard link to a file outside), at most
+    16 MiB. Raises WorkspaceError, OSError or ValueError."""
+    return _read_text(workspace, workspace.resolve(path), path)
+
+
 def _read_text(workspace: Workspace, real: Path, shown: str) -> str:
     try:
         info = os.stat(real)
