@@ -22,7 +22,7 @@ import time
 import pytest
 from mcp import Client
 
-from lackpy_kernel.errors import LackpyError
+from lackpy_kernel.errors import LackpyError, LackpyValidationError
 from lackpy_kernel.infer.templates import TemplatesProvider
 from lackpy_kernel.install import install_kernelspec
 from lackpy_kernel.mcp_server import build_server
@@ -189,6 +189,24 @@ def test_a_config_nested_too_deeply_is_a_clear_cli_error(tmp_path):
     assert "config.toml" in done.stderr and len(done.stderr) < 2_000
 
 
+# -- the CLI: the validation bombs --------------------------------------------------------
+
+
+@pytest.mark.parametrize("program", VALIDATION_BOMBS.values(), ids=VALIDATION_BOMBS.keys())
+@pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
+def test_the_cli_answers_a_validation_bomb_briefly(tmp_path, program, mode):
+    make_workspace(tmp_path)
+    (tmp_path / "bomb.lackpy").write_text(program)
+    done = subprocess.run([sys.executable, "-m", "lackpy_kernel", "run", "bomb.lackpy", *mode],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr[-2000:]
+    if done.returncode == 1:
+        shown = json.loads(done.stdout)["error"] if mode else done.stderr
+        assert "invalid program" in shown and len(shown) < BUNDLE_BYTES
+    # a valid bomb's variables are in the JSON: no more than the program's own size again
+    assert len(done.stdout) + len(done.stderr) < BUNDLE_BYTES + 3 * len(program)
+
+
 # -- the IPython extension ----------------------------------------------------------------
 
 
@@ -211,6 +229,16 @@ def test_the_extension_returns_a_short_summary_for_a_result_that_expands(shell, 
     assert isinstance(value, str) and len(value) < 10_000 and value.endswith("...]")
     assert shell.user_ns["grown"] == value and shell.user_ns["kept"] == "still here"
     assert "too large to show in full" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("program", VALIDATION_BOMBS.values(), ids=VALIDATION_BOMBS.keys())
+def test_the_extension_answers_a_validation_bomb_briefly(shell, program):
+    shell.user_ns["kept"] = "still here"
+    try:
+        shell.run_cell_magic("lackpy", "", program)
+    except LackpyValidationError as error:
+        assert len(json.dumps(error._render_traceback_())) < BUNDLE_BYTES
+    assert shell.user_ns["kept"] == "still here"
 
 
 def test_the_extensions_agent_cannot_write_from_a_forged_recording(shell, tmp_path):
@@ -284,6 +312,18 @@ async def test_mcp_kit_create_cannot_add_tools_through_its_description(mcp_works
         info = await client.call_tool("kit_info", {"kit": "reader"})
     assert not made.is_error, made.content
     assert list(info.structured_content["tools"]) == ["read_file"]
+
+
+@pytest.mark.parametrize("program", VALIDATION_BOMBS.values(), ids=VALIDATION_BOMBS.keys())
+async def test_mcp_run_program_answers_a_validation_bomb_briefly(mcp_workspace, program):
+    async with Client(build_server(mcp_workspace)) as client:
+        reply = await client.call_tool("run_program", {"program": program, "kit": "read_file"})
+        after = await client.call_tool("run_program", {"program": "len(read_file('notes.txt'))",
+                                                       "kit": "read_file"})
+    assert not reply.is_error and len(json.dumps(reply.structured_content)) < BUNDLE_BYTES
+    if not reply.structured_content["success"]:
+        assert reply.structured_content["error"].startswith("invalid program")
+    assert after.structured_content["output"] == 17
 
 
 async def test_mcp_validate_answers_a_validation_bomb_briefly(mcp_workspace):
