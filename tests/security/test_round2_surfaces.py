@@ -13,6 +13,7 @@ are generous, for a loaded machine.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,7 +21,9 @@ import sys
 import time
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
 
 from lackpy_kernel.errors import LackpyError, LackpyValidationError
 from lackpy_kernel.infer.templates import TemplatesProvider
@@ -332,3 +335,54 @@ async def test_mcp_validate_answers_a_validation_bomb_briefly(mcp_workspace):
         reply = await client.call_tool("validate", {"program": program, "kit": "read_file"})
     assert reply.structured_content["valid"] is False
     assert len(json.dumps(reply.structured_content)) < 100_000
+
+
+# -- the MCP server over stdio: planted templates -----------------------------------------
+
+PADDED = "total = len(read_file('notes.txt').split())\nprint(f'{total:>{width}}')\ntotal"
+TEN_PLACEHOLDERS = " ".join(f"{{p{i}}}" for i in range(10)) + " done"
+HOSTILE_INTENT = " ".join(f"w{i}" for i in range(5_000)) + " done " + " ".join(
+    f"w{i}" for i in range(5_000))
+
+
+async def stdio_calls(workspace, calls, seconds=60):
+    """Make each (tool, arguments) call on ``lackpy mcp`` over stdio, all within ``seconds``
+    (a server stuck on one call fails the test instead of hanging it); the replies."""
+    params = StdioServerParameters(command=sys.executable, args=[
+        "-m", "lackpy_kernel.mcp_server", "--workspace", str(workspace)])
+    replies = []
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as client:
+                async with asyncio.timeout(seconds):
+                    await client.initialize()
+                    for tool, arguments in calls:
+                        replies.append(await client.call_tool(tool, arguments))
+    return replies
+
+
+async def test_mcp_a_planted_pattern_cannot_hang_the_server(mcp_workspace):
+    made, hostile, matching = await stdio_calls(mcp_workspace, [
+        ("create", {"program": "'planted'", "name": "planted", "kit": "read_file",
+                    "pattern": TEN_PLACEHOLDERS}),
+        ("delegate", {"intent": HOSTILE_INTENT, "kit": "read_file"}),
+        ("delegate", {"intent": " ".join(f"w{i}" for i in range(20)) + " done",
+                      "kit": "read_file"})])
+    assert not made.is_error, made.content
+    assert hostile.is_error or hostile.structured_content["generation_tier"] != "templates"
+    assert matching.structured_content["generation_tier"] == "templates"
+    assert matching.structured_content["output"] == "planted"
+
+
+async def test_mcp_a_templates_format_spec_cannot_run_the_intents_text(mcp_workspace):
+    attack = "{write_file('pwned.txt', 'x')}"
+    made, attacked = await stdio_calls(mcp_workspace, [
+        ("create", {"program": PADDED, "name": "padded", "kit": "read_file,write_file",
+                    "pattern": "show the word count padded to {width}"}),
+        ("delegate", {"intent": f"show the word count padded to {attack}",
+                      "kit": "read_file,write_file"})])
+    assert not made.is_error, made.content
+    reply = attacked.structured_content
+    assert reply["generation_tier"] == "templates" and reply["success"] is False
+    assert not (mcp_workspace / "pwned.txt").exists()
+    assert [entry["tool"] for entry in reply["trace"]] == ["read_file"]
