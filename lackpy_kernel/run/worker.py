@@ -534,6 +534,7 @@ class _Snapshot:
 
 def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoReturn:
     """Take one request from stdin, run it and write its frames up; never returns."""
+    request: Frame = {}
     try:
         _die_with_parent(worker_pid)
         gc.freeze()  # the session's objects stay shared: collections here never touch them
@@ -549,16 +550,31 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
         frame = _run_request(request, snapshot, lambda path: wire.write_frame(
             up, {"kind": "modified", "path": path}))
         wire.write_all(up, _encode(frame, request))
+    except MemoryError:  # the program's own MemoryError is its result: this came after it
+        _send_failure(up, "MemoryError", _reply_memory_message(request))
     except BaseException as exc:
-        try:
-            message = f"the sandbox could not finish the program: {type(exc).__name__}: {exc}"
-            wire.write_all(up, wire.dumps({"kind": "done", **_failure("SandboxError", message)}))
-        except BaseException:
-            os._exit(CHILD_FAILED)
+        _send_failure(up, "SandboxError",
+                      f"the sandbox could not finish the program: {type(exc).__name__}: {exc}")
     # Wait to be killed: tearing this process down now would hold up the worker's reply.
     while os.read(down, READ_CHUNK):
         pass
     os._exit(0)
+
+
+def _send_failure(up: int, error_type: str, message: str) -> None:
+    """Write a failed result as the child's last frame; exit at once where even that fails."""
+    try:
+        wire.write_all(up, wire.dumps({"kind": "done", **_failure(error_type, message)}))
+    except BaseException:
+        os._exit(CHILD_FAILED)
+
+
+def _reply_memory_message(request: Frame) -> str:
+    limit = f"the {request['memory_mb']} MB limit" if "memory_mb" in request else "its limit"
+    return (f"the program ran, but its result and variables ran past {limit} while they were "
+            "made ready to send back and keep (big ints and repeated values take far more "
+            "room there than in the program); set big variables to None, return a smaller "
+            "value, or raise [sandbox] memory_mb in .lackpy/config.toml")
 
 
 def _program_kind(request: Frame) -> Frame:

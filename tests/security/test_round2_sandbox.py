@@ -107,6 +107,18 @@ def test_sharing_cannot_hide_a_value_from_the_session_limit(box):
     assert not box.run("hidden", KIT).success
 
 
+def test_variables_that_cannot_be_kept_within_the_memory_limit_are_a_memory_error(tmp_path):
+    # 8 MB in the program, 1.7 GB as a pickle (pickle writes each int again): the child runs
+    # out of memory after the program, while it readies the commit
+    with Sandbox(tmp_path, SandboxLimits(timeout=30, memory_mb=256)) as small:
+        assert small.run("kept = 'still here'", KIT).success
+        result = small.run("n = int('9' * 4000)\nbig = [n] * 1000000\nlen(big)", KIT)
+        assert (result.success, result.error_type) == (False, "MemoryError"), result.error
+        assert "256 MB" in result.error and "[sandbox] memory_mb" in result.error
+        assert small.run("kept", KIT).output == "still here"
+        assert not small.run("big", KIT).success
+
+
 # -- frames: crafted pickles are refused without building or allocating ---------------------
 
 
