@@ -185,6 +185,48 @@ def test_a_forged_recording_cannot_write_or_flood_the_notebook(kernel):
     still_kept(kernel)
 
 
+PADDED = "total = len(read_file('notes.txt').split())\nprint(f'{total:>{width}}')\ntotal"
+TEN_PLACEHOLDERS = " ".join(f"{{p{i}}}" for i in range(10)) + " done"
+HOSTILE_INTENT = " ".join(f"w{i}" for i in range(5_000)) + " done " + " ".join(
+    f"w{i}" for i in range(5_000))
+
+
+# -- the kernel: planted templates ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def planted(kernelspec, tmp_path_factory):
+    """A kernel whose workspace holds a ReDoS-shaped template and a padding template."""
+    running = Kernel(make_workspace(tmp_path_factory.mktemp("planted")))
+    running.execute("kept = 'still here'")
+    running.execute("%kit read_file,write_file")
+    assert running.execute(f"%%create planted --pattern '{TEN_PLACEHOLDERS}'\n'planted'"
+                           ).status == "ok"
+    assert running.execute("%%create padded --pattern 'show the word count padded to {width}'\n"
+                           + PADDED).status == "ok"
+    yield running
+    running.close()
+
+
+def test_a_planted_pattern_cannot_hang_the_kernel(planted):
+    hostile = planted.execute(f"%delegate {HOSTILE_INTENT}", timeout=60)
+    matching = planted.execute("%delegate --run " + " ".join(f"w{i}" for i in range(20))
+                               + " done", timeout=60)
+    assert hostile.status == "error" or "templates" not in hostile.stream("stdout")
+    assert matching.result() == "planted"
+    still_kept(planted)
+
+
+def test_a_templates_format_spec_cannot_run_the_intents_text_in_the_kernel(planted):
+    outcome = planted.execute("%delegate --run --yes show the word count padded to "
+                              "{write_file('pwned.txt', 'x')}", timeout=60)
+    # the template wrote it and it ran: the captured text is a string, not a format spec
+    assert outcome.stream("stdout").startswith("written by templates")
+    assert outcome.error["ename"] == "ValueError", outcome.error
+    assert not (planted.workspace / "pwned.txt").exists()
+    still_kept(planted)
+
+
 # -- a configuration nested past the parser's depth --------------------------------------
 
 
@@ -352,11 +394,6 @@ async def test_mcp_validate_answers_a_validation_bomb_briefly(mcp_workspace):
 
 
 # -- the MCP server over stdio: planted templates -----------------------------------------
-
-PADDED = "total = len(read_file('notes.txt').split())\nprint(f'{total:>{width}}')\ntotal"
-TEN_PLACEHOLDERS = " ".join(f"{{p{i}}}" for i in range(10)) + " done"
-HOSTILE_INTENT = " ".join(f"w{i}" for i in range(5_000)) + " done " + " ".join(
-    f"w{i}" for i in range(5_000))
 
 
 async def stdio_calls(workspace, calls, seconds=60):
