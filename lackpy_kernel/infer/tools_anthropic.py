@@ -46,11 +46,7 @@ class AnthropicToolChat:
 
     async def complete(self, request: ChatRequest, on_text: OnText | None = None) -> ModelTurn:
         """One model turn; raises ProviderError (the key redacted) when the policy gives up."""
-        try:
-            import anthropic
-        except ImportError as exc:  # tool_chat_model checked; this is a broken install
-            raise ProviderError("the anthropic package is not installed; install it with "
-                                "`pip install 'lackpy-kernel[anthropic]'`") from exc
+        anthropic = self.tier.import_client()  # ProviderError naming the extra if missing
         key = os.environ.get(API_KEY_ENV)
         if not key:
             raise ProviderError(f"{API_KEY_ENV} is not set; export your Anthropic API key to "

@@ -6,8 +6,6 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from lackpy_kernel.errors import ProviderError
-
 from .tools_chat import (
     AssistantMessage,
     ChatRequest,
@@ -41,11 +39,7 @@ class OllamaToolChat:
 
     async def complete(self, request: ChatRequest, on_text: OnText | None = None) -> ModelTurn:
         """One model turn; raises ProviderError when the policy gives up."""
-        try:
-            import ollama
-        except ImportError as exc:  # tool_chat_model checked; this is a broken install
-            raise ProviderError("the ollama package is not installed; install it with "
-                                "`pip install 'lackpy-kernel[ollama]'`") from exc
+        ollama = self.tier.import_client()  # ProviderError naming the extra if missing
         host = self.tier.resolved_host
         body = self._body(request)
 

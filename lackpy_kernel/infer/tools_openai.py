@@ -40,11 +40,7 @@ class OpenAIToolChat:
 
     async def complete(self, request: ChatRequest, on_text: OnText | None = None) -> ModelTurn:
         """One model turn; raises ProviderError (the key redacted) when the policy gives up."""
-        try:
-            import openai
-        except ImportError as exc:  # tool_chat_model checked; this is a broken install
-            raise ProviderError("the openai package is not installed; install it with "
-                                "`pip install 'lackpy-kernel[openai]'`") from exc
+        openai = self.tier.import_client()  # ProviderError naming the extra if missing
         key = os.environ.get(self.tier.api_key_env) or None
         if key is None and self.tier.base_url is None:
             raise ProviderError(f"{self.tier.api_key_env} is not set; export your OpenAI API key "
