@@ -28,7 +28,10 @@ def main() -> None:
 
     from lackpy_kernel.kernel import LackpyKernel
 
-    IPKernelApp.launch_instance(kernel_class=LackpyKernel, ignore_cwd=True)  # as below
+    # ignore_cwd: as below. No OutStream: cells' output is sent as messages, never printed,
+    # so the kernel's own stdout and stderr stay its log's, and no reply waits on a flush
+    # of them through the IOPub thread (four round trips to it per cell).
+    IPKernelApp.launch_instance(kernel_class=LackpyKernel, ignore_cwd=True, outstream_class=None)
 
 
 def _forget_the_working_folder() -> None:

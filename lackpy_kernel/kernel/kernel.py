@@ -19,6 +19,7 @@ from typing import Any
 
 from ipykernel._version import kernel_protocol_version
 from ipykernel.kernelbase import Kernel
+from traitlets import Float
 
 from lackpy_kernel import __version__
 from lackpy_kernel.config import LackpyConfig, load_config
@@ -56,6 +57,9 @@ class LackpyKernel(Kernel):
         "codemirror_mode": {"name": "ipython", "version": 3},
         "nbconvert_exporter": "python",
     }
+    # ipykernel sleeps 0.5 ms before each execute_reply, in case output written to stdout
+    # has not reached the client yet; this kernel's output is sent as messages, before the reply.
+    _execute_sleep = Float(0.0).tag(config=True)
     banner = (
         "lackpy: Python that lacks most of Python. Cells compose tools and plain data; "
         "each is validated, then run in a sandbox. %lsmagic lists the magics."

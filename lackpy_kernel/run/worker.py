@@ -49,6 +49,7 @@ STDIN, STDOUT = 0, 1
 READ_CHUNK = 1 << 16
 CHILD_FAILED = 3
 PR_SET_PDEATHSIG = 1
+QUIET = 0.003  # seconds without a request before the worker tidies up after a program
 INTERRUPTED = "interrupted: the program was stopped before it finished"
 Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
@@ -86,6 +87,8 @@ class Worker:
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
         self.twin: Child | None = None  # held, with the same session: the next spare if it stays
+        self.wants_twin = False  # a program ran since the last twin was used or let go
+        self.killed: list[Child] = []  # not yet reaped
         self.walls: WallPlan | None = None
         self.walls_key: tuple[str, list[str]] | None = None
         self.python_tools = PythonTools()  # the tool modules the children inherit
@@ -112,6 +115,7 @@ class Worker:
         if not held:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
         self.python_tools.load(self.like)
+        preresolve(self.like)
         return Child.fork(_Snapshot(self.session, self.log, self.like, pending,
                                     self.walls_for(self.like), self.python_tools, held=held))
 
@@ -140,6 +144,9 @@ class Worker:
         """Wait for the child to take a request from stdin, and act on it."""
         child = self.spare
         assert child is not None
+        self.killed = [each for each in self.killed if not each.ended()]
+        if (self.killed or self.wants_twin) and not _readable_within(child.from_child, QUIET):
+            self.tidy()
         event = child.first_frame()
         if event is None:  # it died before it took a request (it was killed, or ran out of memory)
             child.reap()
@@ -152,22 +159,37 @@ class Worker:
             self.exit()
         if event["kind"] == "started":
             changed = self.run(child, event["request"])
-            child.kill(wait=False)
+            self.let_go(child)
             twin, self.twin = self.twin, None
             if twin is not None and not changed and twin.like == _program_kind(self.like):
                 self.spare = self.release(twin)
             else:
                 self.spare = self.fork_spare()
                 if twin is not None:
-                    twin.kill()
-            child.reap()  # after the fork: the new child warms up meanwhile
-            self.twin = self.fork_spare(held=True)
+                    self.let_go(twin)
+            self.wants_twin = True
         else:
             child.kill()
             if self.handle(event["request"]) and self.twin is not None:
                 self.twin.kill()
                 self.twin = None
             self.spare = self.fork_spare()
+
+    def let_go(self, child: Child) -> None:
+        """Kill ``child``; it is reaped when the worker is next idle."""
+        child.kill(wait=False)
+        self.killed.append(child)
+
+    def tidy(self) -> None:
+        """What follows a program once no request came for a moment: reaping the children
+        let go, and forking the next twin. Done at once, it would compete for the CPU
+        with the next cell when cells come back to back (a notebook's Run All)."""
+        for child in self.killed:
+            child.reap()
+        self.killed.clear()
+        if self.wants_twin and self.twin is None:
+            self.twin = self.fork_spare(held=True)
+        self.wants_twin = False
 
     def handle(self, request: Frame) -> bool:
         """Answer a request a child handed back; returns whether a child forked before it
@@ -228,7 +250,7 @@ class Worker:
             self.log.add(names, blob)
 
     def exit(self) -> NoReturn:
-        for child in (self.spare, self.twin):
+        for child in (self.spare, self.twin, *self.killed):
             if child is not None:
                 child.kill()
         os._exit(0)
@@ -307,6 +329,14 @@ class Child:
         if wait:
             self.reap()
 
+    def ended(self) -> bool:
+        """Whether the child has ended (it is then reaped), without waiting."""
+        if not self.reaped and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+            return False
+        self.reaped = True
+        self.reap()
+        return True
+
     def reap(self) -> int | None:
         """Wait for the child to end; its wait status (None if already reaped). Closes the pipes."""
         status = None
@@ -321,6 +351,13 @@ class Child:
 
 
 STDIN_CLOSED: Frame = {"exit": "stdin-closed"}
+
+
+def _readable_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds``."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(seconds))
 
 
 def watch(child: Child, request: Frame, requests: wire.FrameReader) -> Frame:
@@ -631,7 +668,8 @@ def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
     os._exit(0)
 
 
-WARM_UP_PROGRAM = "sorted([len('..'), 1 + 1])"  # no tool, and no name a variable could have
+WARM_UP_TOOL = "lackpy_warm_up"  # a tool only the warm-up has: it returns its argument
+WARM_UP_PROGRAM = f"{WARM_UP_TOOL}(sorted([len('..'), 1 + 1]))"  # sets no variable
 
 
 def _warm_up(snapshot: _Snapshot) -> None:
@@ -646,7 +684,7 @@ def _warm_up(snapshot: _Snapshot) -> None:
     request = {**snapshot.like, "program": WARM_UP_PROGRAM, "params": {},
                "return_variables": False}
     with contextlib.suppress(Exception):
-        frame = _run_request(request, snapshot, lambda path: None)
+        frame = _run_request(request, snapshot, lambda path: None, warming_up=True)
         _encode(frame, request)
 
 
@@ -720,11 +758,13 @@ def _die_with_parent(worker_pid: int) -> None:
         os._exit(0)  # the worker died before the line above took effect
 
 
-def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str], None]
-                 ) -> Frame:
+def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str], None],
+                 *, warming_up: bool = False) -> Frame:
     session, log = snapshot.session, snapshot.log
     try:
         tools, sources = _kit_for(request, snapshot)
+        if warming_up:  # a traced tool call, the path every tool call takes after it
+            tools, sources = {**tools, WARM_UP_TOOL: _echo}, {**sources, WARM_UP_TOOL: "warm-up"}
     except Exception as exc:
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
         return {"kind": "done", "result": failure.to_dict(), "commit": None}
@@ -739,33 +779,51 @@ def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str
     return _reply(result, request, session if keep else {}, log)
 
 
+def _echo(value: Any) -> Any:
+    return value
+
+
 Tools = tuple[dict[str, Callable[..., Any]], dict[str, str]]  # callables, and their sources
-_resolved_kits: dict[str, Tools] = {}  # in a child: the kit its warm-up resolved
+_named_kits: dict[str, ResolvedKit] = {}  # kits given as tool names, resolved in the worker
+MAX_NAMED_KITS = 16
 
 
 def _kit_for(request: Frame, snapshot: _Snapshot) -> Tools:
-    """The request's tools (alias -> callable) and their sources; a kit given as tool names
-    is resolved once per child (a kit file's name is read each time: the file may change)."""
-    kit = request["kit"]
-    if not isinstance(kit, (list, dict)):
-        return _resolve(request, snapshot)
-    key = repr((kit, request.get("tools"), request.get("protected"), request["workspace"],
-                request.get("kits_dir")))
-    if key not in _resolved_kits:
-        _resolved_kits[key] = _resolve(request, snapshot)
-    return _resolved_kits[key]
-
-
-def _resolve(request: Frame, snapshot: _Snapshot) -> Tools:
-    """The built-in tools by name (their writes refusing the request's protected files),
-    then the tools the request describes: in this process or forwarded to the kernel's."""
-    toolbox = builtin_toolbox(Path(request["workspace"]), frozenset(request.get("protected") or ()))
-    kit: ResolvedKit = resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
+    """The request's tools (alias -> callable) and their sources: its kit's built-in tools
+    (their writes refusing the request's protected files), then the tools it describes, in
+    this process or forwarded to the kernel's."""
+    kit = _named_kit(request) if isinstance(request["kit"], (list, dict)) else _resolve(request)
     sources = {alias: spec.source for alias, spec in kit.tools.items()}
     more, more_sources = child_tools(request.get("tools") or {}, request["workspace"],
                                      snapshot.python_tools, snapshot.channel,
                                      lambda: snapshot.walls_up)  # up after the warm-up
     return {**kit.callables, **more}, {**sources, **more_sources}
+
+
+def _named_kit(request: Frame) -> ResolvedKit:
+    """A kit given as tool names, resolved once in the worker (``preresolve``) or the child:
+    a child that builds none of it writes to far fewer of the pages it shares with the
+    worker. (A kit file's name is resolved for each program: the file may change.)"""
+    key = repr((request["kit"], request.get("protected"), request["workspace"],
+                request.get("kits_dir")))
+    if key not in _named_kits:
+        if len(_named_kits) >= MAX_NAMED_KITS:
+            _named_kits.clear()
+        _named_kits[key] = _resolve(request)
+    return _named_kits[key]
+
+
+def preresolve(like: Frame) -> None:
+    """In the worker, before a fork: resolve the kit of programs ``like`` this one when it
+    names its tools. A kit that fails is left to the child, which reports it."""
+    if isinstance(like["kit"], (list, dict)):
+        with contextlib.suppress(Exception):
+            _named_kit(like)
+
+
+def _resolve(request: Frame) -> ResolvedKit:
+    toolbox = builtin_toolbox(Path(request["workspace"]), frozenset(request.get("protected") or ()))
+    return resolve_kit(request["kit"], toolbox, kits_dir=request.get("kits_dir"))
 
 
 def _reply(result: ExecutionResult, request: Frame, before: dict[str, Any], log: UnitLog) -> Frame:

@@ -182,6 +182,29 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return False
 
 
+def test_replies_wait_for_no_fixed_sleep():
+    from lackpy_kernel.kernel import LackpyKernel
+
+    assert LackpyKernel.class_traits()["_execute_sleep"].default() == 0
+
+
+def test_what_the_kernel_process_prints_stays_in_its_log(tmp_path):
+    """Cells' output goes out as messages. The kernel's own stdout and stderr (a library's
+    warning) are not captured into whichever cell runs: they stay the files the kernel was
+    started with."""
+    log = tmp_path / "kernel.log"
+    # ipykernel leaves the file descriptors alone under pytest: this kernel does not know
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_CURRENT_TEST"}
+    with log.open("w") as output:
+        kernel = Kernel(make_workspace(tmp_path), env=env, stdout=output, stderr=output)
+    try:
+        assert kernel.execute("1 + 1").value() == 2
+        for fd in (1, 2):
+            assert os.readlink(f"/proc/{kernel.pid}/fd/{fd}") == str(log)
+    finally:
+        kernel.close()
+
+
 def test_a_malformed_config_does_not_stop_the_kernel(tmp_path):
     kernel = Kernel(make_workspace(tmp_path, "[sandbox]\ntimout = 3\n"))
     try:

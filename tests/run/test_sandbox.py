@@ -454,3 +454,21 @@ async def test_run_async_survives_a_killed_worker(sandbox):
         first = await sandbox.run_async("x", KIT)
     assert first.output == [1]
     assert sandbox.worker_pid != old_pid
+
+
+def test_the_children_of_programs_run_back_to_back_are_reaped(sandbox):
+    """After each program the worker kills its child at once and reaps it when it can:
+    cells sent back to back leave no pile of zombies, and once they stop only the
+    spare and its twin are left."""
+    assert sandbox.wait_ready(timeout=60)
+    for _ in range(40):
+        assert sandbox.run("1 + 1", KIT).output == 2
+    assert len(children_of(sandbox.worker_pid)) < 20
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        children = children_of(sandbox.worker_pid)
+        if len(children) == 2 and not any(gone(pid) for pid in children):
+            break
+        time.sleep(0.02)
+    assert len(children) == 2, children
+    assert not any(gone(pid) for pid in children)

@@ -49,11 +49,12 @@ class Kernel:
     """A running lackpy kernel and a blocking client, in a workspace folder."""
 
     def __init__(self, workspace: Path, kernel_name: str = KERNEL_NAME,
-                 env: dict[str, str] | None = None, *, wait: bool = True) -> None:
-        """Start the kernel; with ``wait``, return once it answers (else at once)."""
+                 env: dict[str, str] | None = None, *, wait: bool = True, **launch: Any) -> None:
+        """Start the kernel (``launch``: more of ``start_kernel``'s arguments, such as
+        ``stderr``); with ``wait``, return once it answers (else at once)."""
         self.workspace = workspace
         self.manager = KernelManager(kernel_name=kernel_name)
-        self.manager.start_kernel(cwd=str(workspace), **({"env": env} if env else {}))
+        self.manager.start_kernel(cwd=str(workspace), **({"env": env} if env else {}), **launch)
         self.client = self.manager.client()
         self.client.start_channels()
         self._early: dict[str, list[dict[str, Any]]] = {}  # iopub seen by start()

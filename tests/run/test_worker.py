@@ -1,0 +1,75 @@
+"""The worker's preparations before a program arrives: the kit it resolves before it forks,
+and the warm-up each child runs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lackpy_kernel.run import sandbox_supported, worker
+
+pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
+
+
+@pytest.fixture
+def like(tmp_path):
+    (tmp_path / "a.txt").write_text("hello")
+    return {"op": "run", "kit": ["read_file", "write_file"], "workspace": str(tmp_path),
+            "kits_dir": None, "keep": True, "timeout": 5.0, "memory_mb": 256,
+            "max_result_bytes": 1_000_000}
+
+
+def _snapshot(like):
+    return worker._Snapshot({}, worker.UnitLog(keep_blobs=False), like, b"",
+                            worker.wall_plan(like), worker.PythonTools())
+
+
+def test_the_warm_up_runs_and_calls_its_probe_tool(like):
+    """A warm-up that failed would leave every program to pay for what it should have done."""
+    request = {**like, "program": worker.WARM_UP_PROGRAM, "params": {}}
+    frame = worker._run_request(request, _snapshot(like), lambda path: None, warming_up=True)
+    result = frame["result"]
+    assert result["success"], result["error"]
+    assert result["output"] == [2, 2]
+    assert [entry["tool"] for entry in result["trace"]["entries"]] == [worker.WARM_UP_TOOL]
+    assert frame["commit"] is None or not frame["commit"]["units"]
+
+
+def test_the_probe_tool_is_the_warm_ups_only(like):
+    request = {**like, "program": f"{worker.WARM_UP_TOOL}(1)", "params": {}}
+    result = worker._run_request(request, _snapshot(like), lambda path: None)["result"]
+    assert not result["success"]
+    assert worker.WARM_UP_TOOL in result["error"]
+
+
+def test_a_kit_named_by_its_tools_is_resolved_once_before_the_fork(like):
+    worker._named_kits.clear()
+    worker.preresolve(like)
+    resolved = worker._named_kits.copy()
+    assert len(resolved) == 1
+    tools, _ = worker._kit_for({**like, "program": "1"}, _snapshot(like))
+    assert tools["read_file"] is next(iter(resolved.values())).callables["read_file"]
+
+
+def test_protected_files_are_part_of_what_the_kit_is_resolved_for(like, monkeypatch):
+    worker._named_kits.clear()
+    protected = os.path.realpath(os.path.join(like["workspace"], "a.txt"))
+    guarded = {**like, "protected": [protected]}
+    open_tools, _ = worker._kit_for(like, _snapshot(like))
+    guarded_tools, _ = worker._kit_for(guarded, _snapshot(guarded))
+    monkeypatch.chdir(like["workspace"])
+    open_tools["write_file"]("a.txt", "changed")
+    with pytest.raises(Exception, match="a.txt"):
+        guarded_tools["write_file"]("a.txt", "refused")
+    assert open(protected).read() == "changed"
+
+
+def test_a_kit_that_does_not_resolve_is_left_to_the_child_to_report(like):
+    worker._named_kits.clear()
+    bad = {**like, "kit": ["no_such_tool"]}
+    worker.preresolve(bad)  # does not raise
+    frame = worker._run_request({**bad, "program": "1", "params": {}}, _snapshot(bad),
+                                lambda path: None)
+    assert frame["result"]["error_type"] == "KitError"
+    assert "no_such_tool" in frame["result"]["error"]
