@@ -7,9 +7,10 @@ the next child, forked with the session as it is and waiting on its own pipe, so
 a program only has to be sent. The child runs it under a memory limit and is
 killed at its deadline, so a program that fails or is stopped leaves the session
 as it was; a program that succeeds sends back only the variables it may have
-changed (see ``commit``). After each program the next child is forked, off the
-critical path. The worker ignores SIGINT and exits when its parent closes stdin,
-taking its child with it.
+changed (see ``commit``). After each program the held twin takes over or the next
+child is forked, off the critical path; the rest waits for a quiet moment
+(``Worker.tidy``). The worker ignores SIGINT and exits when its parent closes stdin,
+taking its children with it.
 
 Requests: ``run`` (replies ``{"result", "commit"}``), ``cancel`` (stops the running
 program; ignored between programs), ``reset`` and ``restore`` (reply ``{"ok": True}``).
