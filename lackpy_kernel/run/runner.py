@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -16,6 +17,7 @@ from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, ValidationResult, 
 from lackpy_kernel.lang import no_rebinding as no_rebinding  # re-exported: lackpy_kernel.run
 from lackpy_kernel.lang.validator import source_lines
 
+from .commit import names_in
 from .plain import display_problem, find_non_plain
 from .trace import Trace, make_traced, summarize
 
@@ -173,9 +175,10 @@ class RestrictedRunner:
         scope.update(variables)
         scope.update(params)
         budget = CallBudget(self.max_tool_calls)
+        named = names_in(program)  # the only tools it can reach: a kit may have hundreds
         scope.update({name: plain_tool(name, fn, trace, budget=budget,
                                        source=sources.get(name, ""))
-                      for name, fn in namespace.items()})
+                      for name, fn in namespace.items() if name in named})
         with effects.recording(on_file_modified) as log:
             try:
                 exec(_compile(tree), scope)
@@ -204,9 +207,8 @@ def _compile(tree: ast.Module) -> types.CodeType:
     body = list(tree.body)
     if body and isinstance(body[-1], ast.Expr):
         last = body[-1]
-        body[-1] = ast.Assign(targets=[ast.Name(OUTPUT_NAME, ast.Store())], value=last.value)
-        ast.copy_location(body[-1], last)
-        ast.fix_missing_locations(body[-1])
+        target = ast.copy_location(ast.Name(OUTPUT_NAME, ast.Store()), last)
+        body[-1] = ast.copy_location(ast.Assign(targets=[target], value=last.value), last)
     return compile(ast.Module(body=body, type_ignores=[]), PROGRAM_FILENAME, "exec")
 
 
@@ -251,6 +253,19 @@ def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
 
 
 def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        hash(fn)
+    except TypeError:  # an unhashable callable object
+        return _signature(fn)
+    return _cached_signature(fn)
+
+
+@functools.lru_cache(maxsize=1024)  # a kit's tools are the same from one program to the next
+def _cached_signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    return _signature(fn)
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):
@@ -372,6 +387,11 @@ def bounded_enumerate(iterable: Any, start: int = 0) -> BoundedIterator:
     return enumerated
 
 
+_BUILTINS: dict[str, Any] = {
+    **{name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)},
+    "sort_by": sort_by, "zip": bounded_zip, "enumerate": bounded_enumerate}
+
+
 def safe_builtins(stdout: BoundedText) -> dict[str, Any]:
     """The curated builtins, with ``print`` writing to ``stdout``."""
 
@@ -382,7 +402,5 @@ def safe_builtins(stdout: BoundedText) -> dict[str, Any]:
             raise TypeError("print: sep and end must be strings")
         stdout.write(sep.join(str(value) for value in values) + end)
 
-    names = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
-    names.update(print=print_, sort_by=sort_by, zip=bounded_zip, enumerate=bounded_enumerate)
-    return names
+    return {**_BUILTINS, "print": print_}
 

@@ -219,3 +219,49 @@ def test_bounded_iterators_still_behave_like_the_builtins():
 def test_error_line_counts_lines_as_python_does():
     result = run("# note\x0cpage two\nd = {}\nd['missing']")
     assert result.error == "KeyError: 'missing' (line 3: d['missing'])"
+
+
+class CountedTool:
+    """A tool that counts how often its signature is read (each wrapping of it reads it)."""
+
+    def __init__(self):
+        self.signature_reads = 0
+
+    @property
+    def __signature__(self):
+        self.signature_reads += 1
+        import inspect
+        return inspect.Signature([inspect.Parameter("x", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+
+    def __call__(self, x):
+        return x * 2
+
+
+def test_only_the_tools_a_program_names_are_prepared_for_it():
+    """A kit may hold hundreds of tools (an MCP server's): a program pays only for those
+    it names."""
+    named, unnamed = CountedTool(), CountedTool()
+    result = run("double(21)", tools={**TOOLS, "double": named, "unused": unnamed})
+    assert result.output == 42
+    assert named.signature_reads >= 1
+    assert unnamed.signature_reads == 0
+
+
+def test_a_tool_named_in_another_form_is_still_there():
+    result = run("ｇｒｅｅｔ('ada')")  # fullwidth letters: the same name after NFKC, as Python reads it
+    assert result.success, result.error
+    assert result.output == "hello ada!"
+    assert [entry.tool for entry in result.trace.entries] == ["greet"]
+
+
+class UnhashableTool:
+    __hash__ = None  # as a dataclass with eq=True is
+
+    def __call__(self, text):
+        return text.upper()
+
+
+def test_a_tool_that_cannot_be_hashed_still_runs():
+    result = run("shout('hi')", tools={**TOOLS, "shout": UnhashableTool()})
+    assert result.output == "HI"
+    assert result.trace.entries[0].args == {"text": "hi"}
