@@ -146,8 +146,11 @@ class Worker:
         child = self.spare
         assert child is not None
         self.killed = [each for each in self.killed if not each.ended()]
-        if (self.killed or self.wants_twin) and not _readable_within(child.from_child, QUIET):
-            self.tidy()
+        back_to_back = False
+        if self.killed or self.wants_twin:
+            back_to_back = _readable_within(child.from_child, QUIET)
+            if not back_to_back:
+                self.tidy()
         event = child.first_frame()
         if event is None:  # it died before it took a request (it was killed, or ran out of memory)
             child.reap()
@@ -169,6 +172,8 @@ class Worker:
                 if twin is not None:
                     self.let_go(twin)
             self.wants_twin = True
+            if back_to_back:  # more may follow: the twin warms up while the next one runs
+                self.tidy()
         else:
             child.kill()
             if self.handle(event["request"]) and self.twin is not None:
@@ -182,9 +187,10 @@ class Worker:
         self.killed.append(child)
 
     def tidy(self) -> None:
-        """What follows a program once no request came for a moment: reaping the children
-        let go, and forking the next twin. Done at once, it would compete for the CPU
-        with the next cell when cells come back to back (a notebook's Run All)."""
+        """What follows a program: reaping the children let go, and forking the next twin.
+        After a pause it waits until no request has come for a moment (``QUIET``), so it
+        does not compete for the CPU with a program sent just after; a program that came
+        back to back with the last is tidied after at once, as more are likely to follow."""
         for child in self.killed:
             child.reap()
         self.killed.clear()
