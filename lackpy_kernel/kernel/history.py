@@ -38,6 +38,7 @@ class History:
         self.limit = limit
         self.problem: str | None = None
         self._lock = threading.Lock()
+        self._pending: list[tuple[int, int, str, str]] = []  # stored, not yet written
         try:
             folder.mkdir(parents=True, exist_ok=True)
             self._db = self._open(str(folder / HISTORY_FILE))
@@ -63,13 +64,26 @@ class History:
             return self._db.execute("INSERT INTO sessions (start) VALUES (?)", (started,)).lastrowid
 
     def store(self, line: int, source: str, output: str) -> None:
-        """Keep cell ``line`` of this session, and drop the oldest past the limit."""
+        """Keep cell ``line`` of this session; it is written to the file at the next
+        ``flush`` (a read or ``close`` flushes first)."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)",
-                             (self.session, line, source, output[:OUTPUT_LIMIT]))
-            # rowids grow as cells are stored: the oldest are the lowest
-            self._db.execute("DELETE FROM history WHERE rowid <= (SELECT MAX(rowid) FROM history) - ?",
-                             (self.limit,))
+            self._pending.append((self.session, line, source, output[:OUTPUT_LIMIT]))
+            del self._pending[:-self.limit]
+
+    def flush(self) -> None:
+        """Write the cells stored since the last flush, and drop the oldest past the limit.
+        Raises sqlite3.Error where the file cannot be written (the cells stay pending)."""
+        with self._lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        if not self._pending:
+            return
+        self._db.executemany("INSERT OR REPLACE INTO history VALUES (?, ?, ?, ?)", self._pending)
+        self._pending.clear()
+        # rowids grow as cells are stored: the oldest are the lowest
+        self._db.execute("DELETE FROM history WHERE rowid <= (SELECT MAX(rowid) FROM history) - ?",
+                         (self.limit,))
 
     def tail(self, n: int | None, *, output: bool = False) -> list[Entry]:
         """The last ``n`` cells (all with None), oldest first, this session's included."""
@@ -109,6 +123,7 @@ class History:
         else:
             query += " ORDER BY session, line"
         with self._lock:
+            self._write_pending()
             rows = self._db.execute(query, params).fetchall()
         if newest_first_limit is not None:
             rows.reverse()
@@ -116,6 +131,9 @@ class History:
                 for session, line, source, out in rows]
 
     def close(self) -> None:
-        """Close the database."""
+        """Write what is pending, and close the database."""
         with self._lock:
-            self._db.close()
+            try:
+                self._write_pending()
+            finally:
+                self._db.close()

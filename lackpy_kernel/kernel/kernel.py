@@ -11,6 +11,7 @@ import functools
 import inspect
 import re
 import signal
+import sqlite3
 import threading
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
@@ -78,6 +79,7 @@ class LackpyKernel(Kernel):
         self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
         self.files = Workspace(self.service.workspace)  # what path completion may list
         self.history = History(self.service.config_dir)
+        self._history_failing = False
         if self.history.problem:
             self.problems.append(self.history.problem)
 
@@ -135,6 +137,19 @@ class LackpyKernel(Kernel):
 
     def _remember(self, code: str) -> None:
         self.history.store(self.execution_count, code, self.output.last_output)
+        # written once the reply is sent: as in IPython, SQLite is not on a cell's path
+        asyncio.get_running_loop().call_soon(self._write_history)
+
+    def _write_history(self) -> None:
+        try:
+            self.history.flush()
+        except sqlite3.Error as exc:
+            if not self._history_failing:  # said once, until a write succeeds again
+                self.problems.append(f"the history file could not be written ({exc}); the "
+                                     "cells are kept in memory and written when it can be")
+            self._history_failing = True
+        else:
+            self._history_failing = False
 
     async def _run_cell(self, code: str) -> None:
         for segment in split_cell(code):

@@ -160,7 +160,11 @@ def _read_text(workspace: Workspace, real: Path, shown: str) -> str:
         info = os.fstat(fd)
         _check_is_file(info, shown)
         _check_one_name(info, shown)
-        data = stream.read(MAX_READ_BYTES + 1)
+        # Room for what fstat says is there (a buffer of the cap would cost more than a
+        # small file's read), then on up to the cap if it grew since.
+        data = stream.read(min(info.st_size, MAX_READ_BYTES) + 1)
+        if len(data) > info.st_size:
+            data += stream.read(MAX_READ_BYTES + 1 - len(data))
     if len(data) > MAX_READ_BYTES:
         raise ValueError(
             f"{shown!r} is larger than {MAX_READ_BYTES} bytes (16 MiB), the most read_file reads"

@@ -34,6 +34,7 @@ class Workspace:
             raise NotADirectoryError(f"workspace root {root!s} is not an existing directory")
         self.root = Path(real)
         self._root = real
+        self._prefix = real.rstrip(os.sep) + os.sep  # what the paths inside start with
         self.protected = protected
 
     def __repr__(self) -> str:
@@ -57,7 +58,12 @@ class Workspace:
 
     def relative(self, path: str | os.PathLike[str]) -> str:
         """The workspace-relative posix form of a resolved path (``.`` for the root)."""
-        return Path(os.path.relpath(os.fspath(path), self._root)).as_posix()
+        text = os.fspath(path)
+        if text == self._root:
+            return "."
+        if text.startswith(self._prefix):
+            return text[len(self._prefix):].replace(os.sep, "/")
+        return Path(os.path.relpath(text, self._root)).as_posix()
 
     def contains(self, real_path: str | os.PathLike[str]) -> bool:
         """Whether an already-resolved absolute path lies inside the root."""
@@ -113,6 +119,19 @@ class Workspace:
             raise
         return fd
 
+    def warm_up(self) -> None:
+        """Check the root as a file tool checks a path it is given (resolve it, open it,
+        check what was opened), to no effect. A forked process that does this while it waits
+        for a program pays the first use of that code (pages copied from its parent) then."""
+        real = self.resolve(".")
+        fd = os.open(real, _DIR_FLAGS)
+        try:
+            self.check_opened(fd, ".")
+            os.fstat(fd)
+        finally:
+            os.close(fd)
+        self.relative(real)
+
     def _check_path_text(self, path: object) -> str:
         if not isinstance(path, str):
             hint = " (an int would be an open file descriptor)" if isinstance(path, int) else ""
@@ -137,16 +156,21 @@ class Workspace:
 
     def _check_no_symlink_loop(self, text: str, real: str) -> None:
         # realpath resolves every link it can; a link left in its result is part of a loop.
+        relative = self.relative(real)
+        if relative == ".":
+            return
         current = self._root
-        for part in Path(os.path.relpath(real, self._root)).parts:
+        for part in relative.split("/"):
             current = os.path.join(current, part)
-            if os.path.islink(current):
+            try:
+                mode = os.lstat(current).st_mode
+            except (OSError, ValueError):
+                return  # not there: nothing below it is either
+            if stat.S_ISLNK(mode):
                 raise WorkspaceError(
                     f"{text!r} goes through a symlink loop at "
                     f"{self.relative(current)!r}; remove or fix that link"
                 )
-            if not os.path.lexists(current):
-                return
 
     def _check_not_config(self, text: str, real: str) -> None:
         if self._is_config_path(real):
@@ -183,10 +207,8 @@ class Workspace:
 
     @staticmethod
     def _is_inside(path: str, root: str) -> bool:
-        try:
-            return os.path.commonpath([root, path]) == root
-        except ValueError:  # different drives on Windows, or mixed absolute/relative
-            return False
+        # Both are absolute and normal: from realpath, or the system's name of an open file.
+        return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def _open_child_folder(parent: int, name: str, text: str, depth: int) -> int:

@@ -248,11 +248,12 @@ def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
                             "the tool is broken, report it to the kit's author")
         return result
 
-    checked.__signature__ = _signature_of(fn)  # type: ignore[attr-defined]  # read by inspect
+    checked.__signature__ = signature_of(fn)  # type: ignore[attr-defined]  # read by inspect
     return make_traced(name, checked, trace, source)
 
 
-def _signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """``inspect.signature(fn)``, read once for each hashable callable; None if it has none."""
     try:
         hash(fn)
     except TypeError:  # an unhashable callable object

@@ -35,14 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
+from lackpy_kernel.kit import ResolvedKit, Workspace, builtin_toolbox, resolve_kit
 
 from . import wire
 from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, names_in
 from .context import describe_variables
 from .forward import ChildChannel, PythonTools, checked_call, child_tools
 from .plain import display_problem, find_non_plain
-from .runner import ExecutionResult, RestrictedRunner
+from .runner import ExecutionResult, RestrictedRunner, signature_of
 from .trace import summarize
 from .walls import WallPlan
 
@@ -693,6 +693,8 @@ def _warm_up(snapshot: _Snapshot) -> None:
     with contextlib.suppress(Exception):
         frame = _run_request(request, snapshot, lambda path: None, warming_up=True)
         _encode(frame, request)
+    with contextlib.suppress(Exception):  # what the file tools do with each path they get
+        Workspace(request["workspace"]).warm_up()
 
 
 def wall_plan(like: Frame) -> WallPlan:
@@ -821,11 +823,13 @@ def _named_kit(request: Frame) -> ResolvedKit:
 
 
 def preresolve(like: Frame) -> None:
-    """In the worker, before a fork: resolve the kit of programs ``like`` this one when it
-    names its tools. A kit that fails is left to the child, which reports it."""
+    """In the worker, before a fork: resolve the kit of programs ``like`` this one, and read
+    its tools' signatures, when it names its tools. A kit that fails is left to the child,
+    which reports it."""
     if isinstance(like["kit"], (list, dict)):
         with contextlib.suppress(Exception):
-            _named_kit(like)
+            for tool in _named_kit(like).callables.values():
+                signature_of(tool)  # cached: the children find it read
 
 
 def _resolve(request: Frame) -> ResolvedKit:

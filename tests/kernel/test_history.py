@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
+from lackpy_kernel.kernel import history as history_module
 from lackpy_kernel.kernel.history import HISTORY_FILE, History
 from tests.support.kernel import Kernel, make_workspace
 
@@ -85,6 +88,7 @@ def test_the_history_is_capped_oldest_first(tmp_path):
     kept = History(tmp_path, limit=3)
     for line in range(1, 6):
         kept.store(line, f"cell {line}", "")
+    kept.flush()
     again = History(tmp_path, limit=3)
     again.store(1, "next session", "")
     assert [source for _, _, source in again.tail(None)] == ["cell 4", "cell 5", "next session"]
@@ -112,4 +116,54 @@ def test_a_broken_history_file_does_not_stop_the_kernel(tmp_path):
         assert "history file" in outcome.stream("stderr")
         assert history(kernel, hist_access_type="tail", n=1)[0][1:] == (1, "1 + 1")
     finally:
+        kernel.close()
+
+
+def test_stored_cells_reach_the_file_when_flushed_read_or_closed(tmp_path):
+    kept = History(tmp_path)
+    kept.store(1, "a = 1", "")
+    assert History(tmp_path).range(kept.session, 1, None) == []
+    kept.flush()
+    assert History(tmp_path).range(kept.session, 1, None) == [(kept.session, 1, "a = 1")]
+    kept.store(2, "b = 2", "")
+    assert [line for _, line, _ in kept.range(0, 1, None)] == [1, 2]  # a read writes first
+    kept.store(3, "c = 3", "")
+    kept.close()
+    assert [line for _, line, _ in History(tmp_path).range(kept.session, 1, None)] == [1, 2, 3]
+
+
+def test_cells_that_cannot_be_written_stay_pending_until_they_can(tmp_path, monkeypatch):
+    monkeypatch.setattr(history_module, "_BUSY_TIMEOUT_S", 0.05)
+    kept = History(tmp_path)
+    locker = sqlite3.connect(tmp_path / HISTORY_FILE, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    kept.store(1, "a = 1", "")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        kept.flush()
+    locker.execute("ROLLBACK")
+    kept.flush()
+    assert kept.tail(None) == [(kept.session, 1, "a = 1")]
+    kept.close()
+    locker.close()
+
+
+def test_the_kernel_says_once_that_the_history_cannot_be_written(tmp_path):
+    """Each cell's reply comes before its history is written; a write that fails is said on
+    the next cell, once, and the cells are written when the file is free again."""
+    kernel = Kernel(make_workspace(tmp_path))
+    locker = sqlite3.connect(tmp_path / ".lackpy" / HISTORY_FILE, isolation_level=None)
+    try:
+        kernel.execute("1 + 1")
+        locker.execute("BEGIN EXCLUSIVE")
+        assert kernel.execute("2 + 2").result() == "4"  # its write then waits, and fails
+        said = kernel.execute("3 + 3")
+        assert "history file could not be written" in said.stream("stderr")
+        assert said.stream("stderr").count("lackpy:") == 1
+        assert "history" not in kernel.execute("4 + 4").stream("stderr")  # not said again
+        locker.execute("ROLLBACK")
+        kernel.execute("5 + 5")
+        assert [entry[2] for entry in history(kernel, hist_access_type="tail", n=5)] == [
+            "1 + 1", "2 + 2", "3 + 3", "4 + 4", "5 + 5"]
+    finally:
+        locker.close()
         kernel.close()

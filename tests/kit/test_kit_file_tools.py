@@ -86,6 +86,31 @@ def test_read_file_size_limit(tools, ws, monkeypatch):
         tools.read_file("big.txt")
 
 
+def _understating_fstat(monkeypatch, size: int) -> None:
+    """os.fstat that says a file holds ``size`` bytes: one that grew after it was looked at."""
+    real_fstat = os.fstat
+
+    def fstat(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        return os.stat_result((*info[:6], size, *info[7:10]))
+
+    monkeypatch.setattr(os, "fstat", fstat)
+
+
+def test_read_file_reads_all_of_a_file_that_grew_after_its_size_was_read(tools, ws, monkeypatch):
+    _write(ws, "grew.txt", "0123456789" * 100)
+    _understating_fstat(monkeypatch, 3)
+    assert tools.read_file("grew.txt") == "0123456789" * 100
+
+
+def test_read_file_size_limit_holds_for_a_file_that_grew(tools, ws, monkeypatch):
+    monkeypatch.setattr(builtin_tools, "MAX_READ_BYTES", 10)
+    _write(ws, "grew.txt", "0123456789X")
+    _understating_fstat(monkeypatch, 2)
+    with pytest.raises(ValueError, match="larger than 10 bytes"):
+        tools.read_file("grew.txt")
+
+
 # --- write_file ------------------------------------------------------------------------------
 
 

@@ -318,6 +318,35 @@ def test_resolve_returns_real_paths_and_relative_forms(layout):
     assert repr(workspace) == f"Workspace({str(layout['ws'])!r})"
 
 
+def test_a_prefix_sibling_is_neither_contained_nor_made_relative_as_if_inside(layout):
+    workspace = Workspace(layout["ws"])
+    sibling = str(layout["evil"] / "secret.txt")
+    assert not workspace.contains(sibling)
+    assert not workspace.contains(str(layout["ws"]) + "x")
+    assert workspace.contains(str(layout["ws"] / "sub" / "mod.py"))
+    assert workspace.relative(sibling) == "../ws-evil/secret.txt"
+    assert workspace.relative(layout["outside"]) == "../../outside"
+
+
+def test_a_workspace_at_the_file_system_root_holds_every_absolute_path():
+    workspace = Workspace("/")
+    assert workspace.contains("/etc") and workspace.contains("/")
+    assert workspace.relative("/etc/hostname") == "etc/hostname"
+    assert workspace.relative("/") == "."
+
+
+def test_warm_up_changes_nothing_and_fails_for_a_root_that_went(layout, tmp_path):
+    before = sorted(p.relative_to(layout["ws"]) for p in layout["ws"].rglob("*"))
+    Workspace(layout["ws"]).warm_up()
+    assert sorted(p.relative_to(layout["ws"]) for p in layout["ws"].rglob("*")) == before
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    workspace = Workspace(gone)
+    gone.rmdir()
+    with pytest.raises(OSError):
+        workspace.warm_up()
+
+
 def test_error_message_says_path_reason_and_remedy(layout):
     workspace = Workspace(layout["ws"])
     message = str(_assert_refused(workspace.resolve, "../ws-evil/secret.txt"))

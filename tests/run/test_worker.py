@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from lackpy_kernel.run import sandbox_supported, worker
+from lackpy_kernel.run import runner, sandbox_supported, worker
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
@@ -50,6 +50,19 @@ def test_a_kit_named_by_its_tools_is_resolved_once_before_the_fork(like):
     assert len(resolved) == 1
     tools, _ = worker._kit_for({**like, "program": "1"}, _snapshot(like))
     assert tools["read_file"] is next(iter(resolved.values())).callables["read_file"]
+
+
+def test_the_signatures_of_a_named_kits_tools_are_read_before_the_fork(like):
+    """Each program wraps the tools it names with their signatures: read in the worker, the
+    children find them read."""
+    worker._named_kits.clear()
+    worker.preresolve(like)
+    kit = next(iter(worker._named_kits.values()))
+    before = runner._cached_signature.cache_info()
+    for tool in kit.callables.values():
+        assert runner.signature_of(tool) is not None
+    after = runner._cached_signature.cache_info()
+    assert (after.hits - before.hits, after.misses - before.misses) == (len(kit.callables), 0)
 
 
 def test_protected_files_are_part_of_what_the_kit_is_resolved_for(like, monkeypatch):
