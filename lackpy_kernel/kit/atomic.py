@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from contextlib import suppress
@@ -79,7 +78,7 @@ def _atomic_write_by_path(directory: str, name: str, data: bytes) -> None:
 def _create_temp(create: Callable[[str], int]) -> tuple[int, str]:
     # A short name of its own: ".{name}.tmp" could pass the longest name a folder allows.
     while True:
-        temp = f".lackpy-tmp-{secrets.token_hex(6)}"
+        temp = f".lackpy-tmp-{os.urandom(6).hex()}"  # not secrets: it loads OpenSSL
         try:
             return create(temp), temp
         except FileExistsError:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import struct
 import sys
 from collections.abc import Iterable
@@ -175,7 +174,7 @@ class WallPlan:
             return cls(-1, 0, None)
         abi = landlock_abi()
         ruleset = _landlock_ruleset(abi, os.fspath(workspace), [*read_only, *python_paths()])
-        arch = _ARCHES.get(platform.machine())
+        arch = _ARCHES.get(_MACHINE)
         return cls(ruleset, abi if ruleset >= 0 else 0,
                    _seccomp_filter(arch) if arch is not None else None)
 
@@ -229,6 +228,7 @@ def python_paths() -> list[str]:
 
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+_MACHINE = os.uname().machine if hasattr(os, "uname") else ""  # platform.machine(), lighter
 
 
 def _syscall(number: int, *args: Any) -> int:
@@ -326,11 +326,11 @@ def _seccomp(code: bytes) -> bool:
 
 
 def _seccomp_wall() -> Wall:
-    arch = _ARCHES.get(platform.machine())
+    arch = _ARCHES.get(_MACHINE)
     if arch is None:
-        return Wall("seccomp", False, f"no filter written for {platform.machine()}")
+        return Wall("seccomp", False, f"no filter written for {_MACHINE}")
     action = ctypes.c_uint32(SECCOMP_RET_ERRNO)
-    available = _syscall(317 if platform.machine() == "x86_64" else 277,
+    available = _syscall(317 if _MACHINE == "x86_64" else 277,
                          SECCOMP_GET_ACTION_AVAIL, 0, ctypes.byref(action)) == 0
     if not available:
         return Wall("seccomp", False, "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)")
