@@ -50,7 +50,9 @@ STDIN, STDOUT = 0, 1
 READ_CHUNK = 1 << 16
 CHILD_FAILED = 3
 PR_SET_PDEATHSIG = 1
-QUIET = 0.003  # seconds without a request before the worker tidies up after a program
+# Seconds without a request before the worker tidies up after a program: longer than a
+# kernel takes from one cell's reply to the next cell of a run of them (3 to 5 ms).
+QUIET = 0.010
 INTERRUPTED = "interrupted: the program was stopped before it finished"
 Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
@@ -146,11 +148,8 @@ class Worker:
         child = self.spare
         assert child is not None
         self.killed = [each for each in self.killed if not each.ended()]
-        back_to_back = False
-        if self.killed or self.wants_twin:
-            back_to_back = _readable_within(child.from_child, QUIET)
-            if not back_to_back:
-                self.tidy()
+        if (self.killed or self.wants_twin) and not _readable_within(child.from_child, QUIET):
+            self.tidy()
         event = child.first_frame()
         if event is None:  # it died before it took a request (it was killed, or ran out of memory)
             child.reap()
@@ -172,8 +171,6 @@ class Worker:
                 if twin is not None:
                     self.let_go(twin)
             self.wants_twin = True
-            if back_to_back:  # more may follow: the twin warms up while the next one runs
-                self.tidy()
         else:
             child.kill()
             if self.handle(event["request"]) and self.twin is not None:
@@ -188,9 +185,9 @@ class Worker:
 
     def tidy(self) -> None:
         """What follows a program: reaping the children let go, and forking the next twin.
-        After a pause it waits until no request has come for a moment (``QUIET``), so it
-        does not compete for the CPU with a program sent just after; a program that came
-        back to back with the last is tidied after at once, as more are likely to follow."""
+        It waits until no request has come for a moment (``QUIET``): on a machine with few
+        cores, a fork and a warm-up competing with the cells of a run of them would slow
+        each down more than a held twin saves."""
         for child in self.killed:
             child.reap()
         self.killed.clear()
