@@ -144,8 +144,9 @@ def os_walls() -> list[Wall]:
         Wall("no_new_privs", _prctl(PR_GET_NO_NEW_PRIVS) >= 0,
              "the program cannot gain privileges (setuid files, capabilities)"),
         Wall("landlock filesystem", abi >= 1,
-             f"Landlock ABI {abi}: the workspace read-write, Python and lackpy read-only, "
-             "nothing else (.lackpy/ is read-only through the file tools only)"
+             f"Landlock ABI {abi}: the workspace read-write, Python, the system's libraries "
+             "and lackpy read-only, nothing else (.lackpy/ is read-only through the file "
+             "tools only)"
              if abi >= 1 else lacking),
         Wall("landlock network", abi >= 4, "no TCP bind or connect" if abi >= 4 else
              f"needs Landlock ABI 4 (Linux 6.7); this kernel has {abi or 'none'}"),
@@ -217,10 +218,16 @@ def landlock_abi() -> int:
     return max(version, 0)
 
 
+# Where the system keeps the shared libraries that Python's own extension modules load
+# when they are first imported (OpenSSL for hashlib and ssl, SQLite, liblzma, ...).
+SYSTEM_LIBRARIES = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+
+
 def python_paths() -> list[str]:
-    """What Python needs to read to go on running: its installation and its import path."""
+    """What Python needs to read to go on running: its installation, its import path and the
+    system's shared libraries."""
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path,
-             str(Path(__file__).resolve().parents[2])}
+             str(Path(__file__).resolve().parents[2]), *SYSTEM_LIBRARIES}
     return sorted(path for path in roots if path and os.path.exists(path))
 
 

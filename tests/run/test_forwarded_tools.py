@@ -48,6 +48,14 @@ def peek(path: str) -> str:
         return stream.read(20)
 
 
+def digest_and_version(text: str) -> list:
+    """What modules linked to system libraries say (OpenSSL's sha256, SQLite's version)."""
+    import hashlib
+    import sqlite3
+
+    return [hashlib.sha256(text.encode()).hexdigest(), sqlite3.sqlite_version]
+
+
 def knock(port: int) -> str:
     """Open a TCP connection to a port of this machine."""
     from urllib.request import urlopen
@@ -313,6 +321,17 @@ def test_a_python_tool_that_opens_a_socket_is_stopped_by_the_walls_through_urlli
     assert result.error_type == "ToolCallError"
     assert "was stopped by the sandbox's walls (Operation not permitted)" in result.error
     assert "(or overrides.knock.where)" in result.error
+
+
+def test_a_python_tool_may_import_modules_that_load_system_libraries(sandbox):
+    """hashlib (OpenSSL) and sqlite3 load shared libraries from the system's folders when
+    first imported: the walls let them be read."""
+    import hashlib
+    import sqlite3
+
+    result = sandbox.run("digest_and_version('lackpy')", ["digest_and_version"])
+    assert result.success, result.error
+    assert result.output == [hashlib.sha256(b"lackpy").hexdigest(), sqlite3.sqlite_version]
 
 
 def test_a_python_tool_declared_for_the_kernel_runs_outside_the_walls(workspace, listener,
