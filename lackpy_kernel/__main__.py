@@ -24,14 +24,13 @@ def main() -> None:
         from lackpy_kernel.run.spawn import start_early
 
         start_early(os.getcwd())
-    from ipykernel.kernelapp import IPKernelApp
-
-    from lackpy_kernel.kernel import LackpyKernel
+    from lackpy_kernel.kernel import LackpyKernel, LackpyKernelApp
 
     # ignore_cwd: as below. No OutStream: cells' output is sent as messages, never printed,
     # so the kernel's own stdout and stderr stay its log's, and no reply waits on a flush
     # of them through the IOPub thread (four round trips to it per cell).
-    IPKernelApp.launch_instance(kernel_class=LackpyKernel, ignore_cwd=True, outstream_class=None)
+    LackpyKernelApp.launch_instance(kernel_class=LackpyKernel, ignore_cwd=True,
+                                    outstream_class=None)
 
 
 def _forget_the_working_folder() -> None:

@@ -5,7 +5,8 @@ Run as ``python -m lackpy_kernel -f CONNECTION_FILE`` (the kernelspec does this)
 cell sends; how things look is ``lackpy_kernel.display``, shared with the other surfaces.
 """
 
+from .app import LackpyKernelApp
 from .kernel import LackpyKernel
 from .output import CellError
 
-__all__ = ["CellError", "LackpyKernel"]
+__all__ = ["CellError", "LackpyKernel", "LackpyKernelApp"]

@@ -424,6 +424,22 @@ def test_kernel_info_advertises_only_what_it_implements(kernel):
     json.dumps(info)
 
 
+def test_shell_messages_reach_the_main_thread_without_a_thread_between(tmp_path):
+    """No subshells (kernel_info lists none), so no shell channel thread handing each
+    request to the main thread and each reply back."""
+    probe = ("import sys\n"
+             "from lackpy_kernel.kernel import LackpyKernelApp\n"
+             "app = LackpyKernelApp(connection_file=sys.argv[1])\n"
+             "app.init_connection_file()\n"
+             "app.init_sockets()\n"
+             "print(app.shell_channel_thread, app.control_thread is not None)\n"
+             "app.close()\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "kernel.json")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "None True\n"
+
+
 def test_the_kernelspec_says_what_the_kernel_says(kernel):
     info = kernel.client.kernel_info(reply=True)["content"]
     spec = kernel.manager.kernel_spec
