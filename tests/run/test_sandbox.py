@@ -383,12 +383,15 @@ def test_closing_a_worker_that_is_still_starting_leaves_no_process(workspace):
 
 def _waiting_children(worker, count, not_all_of=()):
     """The ``count`` children the worker holds between programs, once they are there and
-    at least one of ``not_all_of`` (those it held before a program ran) is gone."""
+    at least one of ``not_all_of`` (those it held before a program ran) is gone: the worker
+    has exactly ``count`` children, each asleep on its pipe (not one still warming up, nor
+    one that was let go and is dying, nor a zombie)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        children = [pid for pid in children_of(worker) if not gone(pid)]  # no zombie
+        children = children_of(worker)
         left = set(not_all_of) - set(children)
-        if len(children) == count and (left or not not_all_of):
+        asleep = set(_states(children).values()) == {"S"}
+        if len(children) == count and asleep and (left or not not_all_of):
             return children
         time.sleep(0.01)
     raise AssertionError(f"the worker holds {children}, not {count} children without "
