@@ -180,12 +180,12 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
         return _kit_aliases([name.strip() for name in kit.split(",") if name.strip()], toolbox, kits_dir)
     if isinstance(kit, str):
         try:
-            kit_file = parse_kit_file(find_kit_file(kit, kits_dir))
+            kit_file = _read_kit_file(find_kit_file(kit, kits_dir))
         except UnknownKitError:
             if kit in toolbox:
                 return {kit: kit}, []
             raise
-        return {name: name for name in kit_file.tools}, kit_file.docs
+        return {name: name for name in kit_file.tools}, list(kit_file.docs)
     if isinstance(kit, list | tuple):
         return {name: name for name in _check_names(kit, "kit")}, []
     if isinstance(kit, dict):
@@ -195,6 +195,25 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
         f"a kit must be a kit name (str), a list of tool names or a dict of alias -> tool name, "
         f"not {type(kit).__name__}"
     )
+
+
+_read_kit_files: dict[Path, tuple[tuple[int, int, int], KitFile]] = {}
+MAX_READ_KIT_FILES = 64
+
+
+def _read_kit_file(path: Path) -> KitFile:
+    """``parse_kit_file(path)``, parsed again only when the file's stat changes: a kernel
+    resolves its kit for every cell."""
+    info = path.stat()
+    stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+    known = _read_kit_files.get(path)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    kit_file = parse_kit_file(path)
+    if len(_read_kit_files) >= MAX_READ_KIT_FILES:
+        _read_kit_files.clear()
+    _read_kit_files[path] = (stamp, kit_file)
+    return kit_file
 
 
 def _check_names(names: object, what: str) -> list[str]:

@@ -200,6 +200,26 @@ def test_workspace_kits_take_precedence_over_shipped(toolbox, kits_dir):
     assert find_kit_file("debug", kits_dir) == kits_dir / "debug.kit"
 
 
+def test_a_kit_file_changed_in_place_is_read_again(toolbox, kits_dir):
+    """A kernel resolves its kit for every cell: an edit between two cells counts at once,
+    even one that keeps the file's size and inode (an editor writing in place)."""
+    path = kits_dir / "mine.kit"
+    path.write_text("read_file\nfind_files\n")
+    resolved = resolve_kit("mine", toolbox, kits_dir)
+    assert list(resolved.tools) == ["read_file", "find_files"]
+    resolved.docs.append("changed by a caller")
+    before = path.stat()
+    with open(path, "r+") as stream:  # the same inode, the same size
+        stream.write("find_files\nread_file\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1000))
+    assert (path.stat().st_ino, path.stat().st_size) == (before.st_ino, before.st_size)
+    again = resolve_kit("mine", toolbox, kits_dir)
+    assert list(again.tools) == ["find_files", "read_file"]
+    assert again.docs == []
+    path.write_text("write_file\n")  # rewritten: another size
+    assert list(resolve_kit("mine", toolbox, kits_dir).tools) == ["write_file"]
+
+
 def test_available_kits(tmp_path):
     kits_dir = tmp_path / "kits"
     assert available_kits(kits_dir) == {"debug": SHIPPED_KITS_DIR / "debug.kit"}
