@@ -99,7 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def entry(argv: list[str] | None = None) -> None:
     """The ``lackpy`` program: ``main``, then exit with its code."""
-    code = main(argv)
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left early (``lackpy run P --json | head``)
+        _drop_stdout()
+        code = EXIT_FAILED
     if _temporal_used:
         # The temporalio SDK's runtime threads can crash the interpreter's teardown after a
         # failed connection (temporalio/sdk-python#300); skip the teardown: all is flushed.
@@ -107,6 +112,14 @@ def entry(argv: list[str] | None = None) -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit finds no
+    closed pipe (and prints no second error)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,20 @@ def test_run_json_has_the_trace(workspace):
     assert data["variables"] == {"lines": ["one", "two", "three"]}
 
 
+@pytest.mark.parametrize("json_option", [[], ["--json"]])
+def test_a_reader_that_leaves_early_gets_no_traceback(workspace, json_option):
+    """``lackpy run P --json | head``: the rest of the output has nowhere to go."""
+    (workspace / "big.lackpy").write_text("['x' * 100 for i in range(5000)]")
+    process = subprocess.Popen([sys.executable, "-m", "lackpy_kernel", "run", "big.lackpy",
+                                *json_option], cwd=workspace, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout.read(10)
+    process.stdout.close()  # as head does once it has its lines
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) in (0, 1)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
 def test_program_from_stdin_and_a_tool_list_kit(workspace):
     done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
                   stdin="write_file('out.txt', 'x')")
