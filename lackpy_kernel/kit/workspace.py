@@ -34,7 +34,7 @@ class Workspace:
             raise NotADirectoryError(f"workspace root {root!s} is not an existing directory")
         self.root = Path(real)
         self._root = real
-        self._prefix = real.rstrip(os.sep) + os.sep  # what the paths inside start with
+        self._prefix = _prefix_inside(real)
         self.protected = protected
 
     def __repr__(self) -> str:
@@ -208,7 +208,12 @@ class Workspace:
     @staticmethod
     def _is_inside(path: str, root: str) -> bool:
         # Both are absolute and normal: from realpath, or the system's name of an open file.
-        return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+        return path == root or path.startswith(_prefix_inside(root))
+
+
+def _prefix_inside(root: str) -> str:
+    """What the paths inside the folder ``root`` (absolute, normal) start with."""
+    return root.rstrip(os.sep) + os.sep
 
 
 def _open_child_folder(parent: int, name: str, text: str, depth: int) -> int:
