@@ -7,10 +7,10 @@ the next child, forked with the session as it is and waiting on its own pipe, so
 a program only has to be sent. The child runs it under a memory limit and is
 killed at its deadline, so a program that fails or is stopped leaves the session
 as it was; a program that succeeds sends back only the variables it may have
-changed (see ``commit``). After each program the held twin takes over or the next
-child is forked, off the critical path; the rest waits for a quiet moment
-(``Worker.tidy``). The worker ignores SIGINT and exits when its parent closes stdin,
-taking its children with it.
+changed (see ``commit``). After a program that changed nothing a held twin takes over;
+after one that changed the session the next child is forked, off the critical path. The
+rest waits for a quiet moment (``Worker.tidy``). The worker ignores SIGINT and exits when
+its parent closes stdin, taking its children with it.
 
 Requests: ``run`` (replies ``{"result", "commit"}``), ``cancel`` (stops the running
 program; ignored between programs), ``reset`` and ``restore`` (reply ``{"ok": True}``).
@@ -53,6 +53,11 @@ PR_SET_PDEATHSIG = 1
 # Seconds without a request before the worker tidies up after a program: longer than a
 # kernel takes from one cell's reply to the next cell of a run of them (3 to 5 ms).
 QUIET = 0.010
+# Twins held at once. A fork and its warm-up right after a reply compete with the kernel
+# and the front end for the cores while they handle that reply: with two, a cell that
+# changes nothing and the one right after it both find a twin, and the forks wait for
+# a quiet moment.
+HELD_TWINS = 2
 INTERRUPTED = "interrupted: the program was stopped before it finished"
 Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
@@ -89,7 +94,7 @@ class Worker:
         self.log = UnitLog(keep_blobs=False)
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
-        self.twin: Child | None = None  # held, with the same session: the next spare if it stays
+        self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
         self.wants_twin = False  # a program ran since the last twin was used or let go
         self.killed: list[Child] = []  # not yet reaped
         self.walls: WallPlan | None = None
@@ -119,8 +124,10 @@ class Worker:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
         self.python_tools.load(self.like)
         preresolve(self.like)
-        return Child.fork(_Snapshot(self.session, self.log, self.like, pending,
-                                    self.walls_for(self.like), self.python_tools, held=held))
+        walls = self.walls_for(self.like)
+        assert self.walls_key is not None
+        return Child.fork(_Snapshot(self.session, self.log, self.like, pending, walls,
+                                    self.walls_key, self.python_tools, held=held))
 
     def release(self, child: Child) -> Child:
         """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
@@ -163,20 +170,23 @@ class Worker:
         if event["kind"] == "started":
             changed = self.run(child, event["request"])
             self.let_go(child)
-            twin, self.twin = self.twin, None
-            if twin is not None and not changed and twin.like == _program_kind(self.like):
-                self.spare = self.release(twin)
+            if self.twins and not changed and self.twins[0].like == _program_kind(self.like):
+                self.spare = self.release(self.twins.pop(0))
             else:
                 self.spare = self.fork_spare()
-                if twin is not None:
-                    self.let_go(twin)
+                self.drop_twins()
             self.wants_twin = True
         else:
             child.kill()
-            if self.handle(event["request"]) and self.twin is not None:
-                self.twin.kill()
-                self.twin = None
+            if self.handle(event["request"]):
+                self.drop_twins()
             self.spare = self.fork_spare()
+
+    def drop_twins(self) -> None:
+        """Let the held twins go: the session or the kind of program changed."""
+        for twin in self.twins:
+            self.let_go(twin)
+        self.twins = []
 
     def let_go(self, child: Child) -> None:
         """Kill ``child``; it is reaped when the worker is next idle."""
@@ -184,15 +194,16 @@ class Worker:
         self.killed.append(child)
 
     def tidy(self) -> None:
-        """What follows a program: reaping the children let go, and forking the next twin.
+        """What follows a program: reaping the children let go, and forking the twins.
         It waits until no request has come for a moment (``QUIET``): on a machine with few
         cores, a fork and a warm-up competing with the cells of a run of them would slow
         each down more than a held twin saves."""
         for child in self.killed:
             child.reap()
         self.killed.clear()
-        if self.wants_twin and self.twin is None:
-            self.twin = self.fork_spare(held=True)
+        if self.wants_twin:
+            while len(self.twins) < HELD_TWINS:
+                self.twins.append(self.fork_spare(held=True))
         self.wants_twin = False
 
     def handle(self, request: Frame) -> bool:
@@ -254,7 +265,7 @@ class Worker:
             self.log.add(names, blob)
 
     def exit(self) -> NoReturn:
-        for child in (self.spare, self.twin, *self.killed):
+        for child in (self.spare, *self.twins, *self.killed):
             if child is not None:
                 child.kill()
         os._exit(0)
@@ -567,6 +578,7 @@ class _Snapshot:
     like: Frame  # the last program's request, for the warm-up
     pending: bytes  # stdin the worker read but did not use
     walls: WallPlan  # built for like's workspace
+    walled_for: tuple[str, list[str]]  # what they are built for (``_walled_for``)
     python_tools: PythonTools  # the tool modules the worker imported
     channel: ChildChannel = field(default_factory=ChildChannel)  # calls to the kernel's tools
     walls_up: bool = False
@@ -658,13 +670,26 @@ def _take_request(snapshot: _Snapshot, up: int) -> Frame:
         op = frame.get("op") if type(frame) is dict else None
         if op in ("cancel", "answer"):
             continue  # late, for a program that already finished
-        if op != "run" or _walled_for(frame) != _walled_for(snapshot.like) \
-                or not snapshot.python_tools.has_tried(frame):
+        if not _fits(frame, snapshot):
             _hand_back(up, {"kind": "handoff", "request": frame}, reader)
         request: Frame = frame  # a dict: its op is "run"
-        told = {key: value for key, value in request.items() if key not in ("program", "params")}
-        wire.write_frame(up, {"kind": "started", "request": told, "leftover": bytes(reader.buffer)})
+        wire.write_frame(up, _started(request, reader))
         return request
+
+
+def _fits(frame: Any, snapshot: _Snapshot) -> bool:
+    """Whether this child runs ``frame``: a program for the workspace and kits folder its
+    walls were built for, whose Python tools the worker has imported."""
+    return (type(frame) is dict and frame.get("op") == "run"
+            and _walled_for(frame) == snapshot.walled_for
+            and snapshot.python_tools.has_tried(frame))
+
+
+def _started(request: Frame, reader: wire.FrameReader) -> Frame:
+    """What the child tells the worker when it takes ``request``: the request less its
+    program and values, and what it read of stdin after it."""
+    told = {key: value for key, value in request.items() if key not in ("program", "params")}
+    return {"kind": "started", "request": told, "leftover": bytes(reader.buffer)}
 
 
 def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
@@ -687,6 +712,11 @@ def _warm_up(snapshot: _Snapshot) -> None:
     """
     request = {**snapshot.like, "program": WARM_UP_PROGRAM, "params": {},
                "return_variables": False}
+    with contextlib.suppress(Exception):  # what taking a request from stdin does
+        reader = wire.FrameReader()
+        reader.feed(wire.dumps(request))
+        _fits(reader.next_frame(), snapshot)
+        wire.dumps(_started(request, reader))
     with contextlib.suppress(Exception):
         frame = _run_request(request, snapshot, lambda path: None, warming_up=True)
         _encode(frame, request)

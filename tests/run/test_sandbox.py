@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.run.worker import HELD_TWINS
 from tests.support.processes import children_of, gone, gone_within, workers_of
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
 LIMITS = SandboxLimits(timeout=3, memory_mb=256, max_result_mb=8)
 KIT = ["read_file", "write_file", "find_files"]
+HOLDS = 1 + HELD_TWINS  # children held between programs, once it is quiet: the spare, the twins
 
 
 @pytest.fixture
@@ -255,28 +257,48 @@ def test_start_twice_starts_one_worker(workspace):
 
 
 def test_each_program_runs_in_a_child_no_program_ran_in_before(sandbox):
-    """Between programs the worker holds two children forked from the session as it is:
-    the spare, and its held twin that becomes the spare when a program changes nothing."""
+    """Between programs the worker holds children forked from the session as it is: the
+    spare, and its held twins, one of which becomes the spare when a program changes nothing."""
     assert sandbox.wait_ready(timeout=60)
     waiting = _waiting_children(sandbox.worker_pid, 1)
     for program in ("1 + 1", "x = 1", "1 + 1", "missing_name"):
         assert sandbox.run(program, KIT).success is (program != "missing_name")
-        waiting = _waiting_children(sandbox.worker_pid, 2, not_all_of=waiting)
+        waiting = _waiting_children(sandbox.worker_pid, HOLDS, not_all_of=waiting)
 
 
-def test_a_program_that_changes_nothing_hands_over_to_the_twin(sandbox):
+def test_a_program_that_changes_nothing_hands_over_to_a_twin(sandbox):
     sandbox.run("x = 1", KIT)
-    before = set(_waiting_children(sandbox.worker_pid, 2))
+    before = set(_waiting_children(sandbox.worker_pid, HOLDS))
     assert sandbox.run("x + 1", KIT).output == 2
-    after = set(_waiting_children(sandbox.worker_pid, 2, not_all_of=before))
-    assert len(before & after) == 1  # the twin, now the spare
+    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+    assert len(before & after) == HELD_TWINS  # the twins: one is now the spare
 
 
-@pytest.mark.parametrize("which", ["both", "one"])
+def test_programs_that_change_nothing_in_a_row_each_find_a_twin(sandbox):
+    """Two such programs back to back: the second runs in a twin held before the first,
+    and the last of those twins is the spare, whether or not new twins came between."""
+    sandbox.run("x = 1", KIT)
+    before = set(_waiting_children(sandbox.worker_pid, HOLDS))
+    assert sandbox.run("x + 1", KIT).output == 2
+    assert sandbox.run("x + 2", KIT).output == 3
+    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+    assert len(before & after) == HELD_TWINS - 1 >= 1  # no fork came between them
+
+
+def test_a_program_that_changes_the_session_lets_the_twins_go(sandbox):
+    sandbox.run("x = 1", KIT)
+    before = set(_waiting_children(sandbox.worker_pid, HOLDS))
+    assert sandbox.run("x = 2", KIT).success
+    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+    assert not before & after
+    assert sandbox.run("x", KIT).output == 2
+
+
+@pytest.mark.parametrize("which", ["all", "one"])
 def test_waiting_children_that_die_are_replaced(sandbox, which):
     sandbox.run("kept = [1]", KIT)
-    waiting = _waiting_children(sandbox.worker_pid, 2)
-    for pid in waiting if which == "both" else waiting[:1]:
+    waiting = _waiting_children(sandbox.worker_pid, HOLDS)
+    for pid in waiting if which == "all" else waiting[:1]:
         os.kill(pid, signal.SIGKILL)
         assert gone_within(pid, 5)
     for _ in range(3):
@@ -353,7 +375,7 @@ def test_closing_leaves_no_process(workspace):
     box = Sandbox(workspace, LIMITS)
     box.run("x = 1", KIT)
     worker = box.worker_pid
-    processes = [worker, *_waiting_children(worker, 2)]
+    processes = [worker, *_waiting_children(worker, HOLDS)]
     box.close()
     for pid in processes:
         assert gone(pid), f"process {pid} outlived close()"
@@ -462,7 +484,7 @@ async def test_run_async_survives_a_killed_worker(sandbox):
 def test_the_children_of_programs_run_back_to_back_are_reaped(sandbox):
     """After each program the worker kills its child at once and reaps it when it can:
     cells sent back to back leave no pile of zombies, and once they stop only the
-    spare and its twin are left."""
+    spare and its twins are left."""
     assert sandbox.wait_ready(timeout=60)
     for _ in range(40):
         assert sandbox.run("1 + 1", KIT).output == 2
@@ -471,10 +493,10 @@ def test_the_children_of_programs_run_back_to_back_are_reaped(sandbox):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         children = children_of(sandbox.worker_pid)
-        if len(children) == 2 and not any(gone(pid) for pid in children):
+        if len(children) == HOLDS and not any(gone(pid) for pid in children):
             break
         time.sleep(0.02)
-    assert len(children) == 2 and not any(gone(pid) for pid in children), _states(children)
+    assert len(children) == HOLDS and not any(gone(pid) for pid in children), _states(children)
 
 
 def _states(pids):

@@ -22,7 +22,20 @@ def like(tmp_path):
 
 def _snapshot(like):
     return worker._Snapshot({}, worker.UnitLog(keep_blobs=False), like, b"",
-                            worker.wall_plan(like), worker.PythonTools())
+                            worker.wall_plan(like), worker._walled_for(like),
+                            worker.PythonTools())
+
+
+def test_a_child_takes_programs_like_the_one_it_was_forked_for(like, tmp_path):
+    """The warm-up checks a request like the last one as a waiting child checks what it
+    reads: that request fits, so the warm-up goes the way a program will."""
+    snapshot = _snapshot(like)
+    assert worker._fits({**like, "program": "1 + 1", "params": {}}, snapshot)
+    other = tmp_path / "other"
+    other.mkdir()
+    assert not worker._fits({**like, "program": "1 + 1", "workspace": str(other)}, snapshot)
+    assert not worker._fits({"op": "reset"}, snapshot)
+    assert not worker._fits(["run"], snapshot)
 
 
 def test_the_warm_up_runs_and_calls_its_probe_tool(like):
