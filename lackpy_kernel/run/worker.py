@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from lackpy_kernel.kit import ResolvedKit, Workspace, builtin_toolbox, resolve_kit
+from lackpy_kernel.kit import FileToolsProvider, ResolvedKit, Workspace, builtin_toolbox, resolve_kit
+from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
 
 from . import wire
 from .commit import Commit, UnitLog, changed_names, load_unit, make_commit, names_in
@@ -680,9 +681,18 @@ def _take_request(snapshot: _Snapshot, up: int) -> Frame:
 def _fits(frame: Any, snapshot: _Snapshot) -> bool:
     """Whether this child runs ``frame``: a program for the workspace and kits folder its
     walls were built for, whose Python tools the worker has imported."""
-    return (type(frame) is dict and frame.get("op") == "run"
-            and _walled_for(frame) == snapshot.walled_for
+    return (type(frame) is dict and frame.get("op") == "run" and _walls_fit(frame, snapshot)
             and snapshot.python_tools.has_tried(frame))
+
+
+def _walls_fit(request: Frame, snapshot: _Snapshot) -> bool:
+    """Whether the walls were built for the folders ``request`` names: the same paths as
+    the last request (what a session sends every time), else the same real paths."""
+    like = snapshot.like
+    if request.get("workspace") == like["workspace"] and \
+            request.get("kits_dir") == like.get("kits_dir"):
+        return True
+    return _walled_for(request) == snapshot.walled_for
 
 
 def _started(request: Frame, reader: wire.FrameReader) -> Frame:
@@ -698,7 +708,9 @@ def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
 
 
 WARM_UP_TOOL = "lackpy_warm_up"  # a tool only the warm-up has: it returns its argument
-WARM_UP_PROGRAM = f"{WARM_UP_TOOL}(sorted([len('..'), 1 + 1]))"  # sets no variable
+WARM_UP_READ = "lackpy_warm_up_read"  # and read_file, reading lackpy's own files
+WARM_UP_SHIPPED = "kit/docs/read_file.md"  # what it reads: read_file's own page
+WARM_UP_PROGRAM = f"{WARM_UP_TOOL}(sorted([len({WARM_UP_READ}({WARM_UP_SHIPPED!r})), 1 + 1]))"
 
 
 def _warm_up(snapshot: _Snapshot) -> None:
@@ -800,7 +812,7 @@ def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str
     try:
         tools, sources = _kit_for(request, snapshot)
         if warming_up:  # a traced tool call, the path every tool call takes after it
-            tools, sources = {**tools, WARM_UP_TOOL: _echo}, {**sources, WARM_UP_TOOL: "warm-up"}
+            tools, sources = {**tools, **_warm_up_tools()}, {**sources, **WARM_UP_SOURCES}
     except Exception as exc:
         failure = ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type="KitError")
         return {"kind": "done", "result": failure.to_dict(), "commit": None}
@@ -817,6 +829,15 @@ def _run_request(request: Frame, snapshot: _Snapshot, on_modified: Callable[[str
 
 def _echo(value: Any) -> Any:
     return value
+
+
+def _warm_up_tools() -> dict[str, Callable[..., Any]]:
+    """The warm-up's own tools: the probe, and read_file for the package's folder (the
+    file tools' read path, which programs use most, then costs them no first use)."""
+    return {WARM_UP_TOOL: _echo, WARM_UP_READ: FileToolsProvider(PACKAGE_ROOT).read_file}
+
+
+WARM_UP_SOURCES = {WARM_UP_TOOL: "warm-up", WARM_UP_READ: "warm-up"}
 
 
 Tools = tuple[dict[str, Callable[..., Any]], dict[str, str]]  # callables, and their sources

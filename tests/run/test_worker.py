@@ -4,9 +4,11 @@ and the warm-up each child runs."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
+import lackpy_kernel
 from lackpy_kernel.run import runner, sandbox_supported, worker
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
@@ -31,6 +33,7 @@ def test_a_child_takes_programs_like_the_one_it_was_forked_for(like, tmp_path):
     reads: that request fits, so the warm-up goes the way a program will."""
     snapshot = _snapshot(like)
     assert worker._fits({**like, "program": "1 + 1", "params": {}}, snapshot)
+    assert worker._fits({**like, "workspace": f"{like['workspace']}/."}, snapshot)  # same folder
     other = tmp_path / "other"
     other.mkdir()
     assert not worker._fits({**like, "program": "1 + 1", "workspace": str(other)}, snapshot)
@@ -38,22 +41,26 @@ def test_a_child_takes_programs_like_the_one_it_was_forked_for(like, tmp_path):
     assert not worker._fits(["run"], snapshot)
 
 
-def test_the_warm_up_runs_and_calls_its_probe_tool(like):
+def test_the_warm_up_runs_and_calls_its_tools(like):
     """A warm-up that failed would leave every program to pay for what it should have done."""
     request = {**like, "program": worker.WARM_UP_PROGRAM, "params": {}}
     frame = worker._run_request(request, _snapshot(like), lambda path: None, warming_up=True)
     result = frame["result"]
     assert result["success"], result["error"]
-    assert result["output"] == [2, 2]
-    assert [entry["tool"] for entry in result["trace"]["entries"]] == [worker.WARM_UP_TOOL]
+    shipped = Path(lackpy_kernel.__file__).parent / worker.WARM_UP_SHIPPED
+    assert result["output"] == sorted([len(shipped.read_text(encoding="utf-8")), 2])
+    assert [entry["tool"] for entry in result["trace"]["entries"]] == [worker.WARM_UP_READ,
+                                                                      worker.WARM_UP_TOOL]
+    assert result["trace"]["files_read"] == [worker.WARM_UP_SHIPPED]
     assert frame["commit"] is None or not frame["commit"]["units"]
 
 
-def test_the_probe_tool_is_the_warm_ups_only(like):
-    request = {**like, "program": f"{worker.WARM_UP_TOOL}(1)", "params": {}}
+@pytest.mark.parametrize("tool", [worker.WARM_UP_TOOL, worker.WARM_UP_READ])
+def test_the_warm_ups_tools_are_its_own(like, tool):
+    request = {**like, "program": f"{tool}({worker.WARM_UP_SHIPPED!r})", "params": {}}
     result = worker._run_request(request, _snapshot(like), lambda path: None)["result"]
     assert not result["success"]
-    assert worker.WARM_UP_TOOL in result["error"]
+    assert tool in result["error"]
 
 
 def test_a_kit_named_by_its_tools_is_resolved_once_before_the_fork(like):
