@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import keyword
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +33,17 @@ class ResolvedKit:
 
     tools: dict[str, ToolSpec]
     callables: dict[str, Callable[..., Any]]
-    grade: Grade
-    description: str
     docs: list[str] = field(default_factory=list)
+
+    @cached_property
+    def grade(self) -> Grade:
+        """The kit's grade: the highest of its tools'."""
+        return compute_grade({alias: _grade_fields(spec) for alias, spec in self.tools.items()})
+
+    @cached_property
+    def description(self) -> str:
+        """One line per tool: its signature and what it does."""
+        return "\n".join(spec.describe(alias) for alias, spec in self.tools.items())
 
 
 @dataclass
@@ -74,23 +85,32 @@ def resolve_kit(
         aliases.setdefault(name, name)
     tools = {alias: toolbox.get(name) for alias, name in aliases.items()}
     callables = {alias: toolbox.resolve(name) for alias, name in aliases.items()}
-    return ResolvedKit(
-        tools=tools,
-        callables=callables,
-        grade=compute_grade({alias: _grade_fields(spec) for alias, spec in tools.items()}),
-        description="\n".join(spec.describe(alias) for alias, spec in tools.items()),
-        docs=docs,
-    )
+    return ResolvedKit(tools=tools, callables=callables, docs=docs)
 
 
 def find_kit_file(name: str, kits_dir: str | os.PathLike[str] | None = None) -> Path:
     """The path of kit ``name``: the workspace's kits first, then the shipped ones."""
+    return Path(_locate_kit(name, kits_dir)[0])
+
+
+_NOT_THERE = {errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP}  # as Path.is_file
+
+
+def _locate_kit(name: str, kits_dir: str | os.PathLike[str] | None) -> tuple[str, os.stat_result]:
+    """Where kit ``name`` is, and its stat (one stat per folder looked in: a kernel
+    resolves its kit for every cell). Raises UnknownKitError."""
     stem = check_kit_name(name)
     folders = _kit_folders(kits_dir)
     for folder in folders:
-        candidate = folder / f"{stem}{KIT_SUFFIX}"
-        if candidate.is_file():
-            return candidate
+        candidate = os.path.join(folder, stem + KIT_SUFFIX)
+        try:
+            info = os.stat(candidate)
+        except OSError as exc:
+            if exc.errno not in _NOT_THERE:
+                raise
+            continue
+        if stat.S_ISREG(info.st_mode):
+            return candidate, info
     known = ", ".join(sorted(available_kits(kits_dir))) or "none"
     looked = " and ".join(str(folder) for folder in folders)
     raise UnknownKitError(
@@ -180,7 +200,7 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
         return _kit_aliases([name.strip() for name in kit.split(",") if name.strip()], toolbox, kits_dir)
     if isinstance(kit, str):
         try:
-            kit_file = _read_kit_file(find_kit_file(kit, kits_dir))
+            kit_file = _read_kit_file(*_locate_kit(kit, kits_dir))
         except UnknownKitError:
             if kit in toolbox:
                 return {kit: kit}, []
@@ -197,14 +217,12 @@ def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str
     )
 
 
-_read_kit_files: dict[Path, tuple[tuple[int, int, int], KitFile]] = {}
+_read_kit_files: dict[str, tuple[tuple[int, int, int], KitFile]] = {}
 MAX_READ_KIT_FILES = 64
 
 
-def _read_kit_file(path: Path) -> KitFile:
-    """``parse_kit_file(path)``, parsed again only when the file's stat changes: a kernel
-    resolves its kit for every cell."""
-    info = path.stat()
+def _read_kit_file(path: str, info: os.stat_result) -> KitFile:
+    """``parse_kit_file(path)``, parsed again only when its stat ``info`` changes."""
     stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
     known = _read_kit_files.get(path)
     if known is not None and known[0] == stamp:
