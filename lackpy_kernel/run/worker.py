@@ -592,7 +592,8 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     try:
         _die_with_parent(worker_pid)
         gc.freeze()  # the session's objects stay shared: collections here never touch them
-        _warm_up(snapshot)
+        if snapshot.held or not _request_waiting(snapshot):
+            _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
         snapshot.walls_up = bool(snapshot.walls.put_up())
         if snapshot.held:
@@ -613,6 +614,13 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     while os.read(down, READ_CHUNK):
         pass
     os._exit(0)
+
+
+def _request_waiting(snapshot: _Snapshot, requests: int = STDIN) -> bool:
+    """Whether the next request has come already, on ``requests`` or among the bytes the
+    worker read (programs sent back to back): the warm-up would then make it wait longer
+    than it saves."""
+    return bool(snapshot.pending) or _readable_within(requests, 0)
 
 
 def _send_failure(up: int, error_type: str, message: str) -> None:

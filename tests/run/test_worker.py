@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import lackpy_kernel
-from lackpy_kernel.run import runner, sandbox_supported, worker
+from lackpy_kernel.run import runner, sandbox_supported, wire, worker
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
@@ -106,3 +106,23 @@ def test_a_kit_that_does_not_resolve_is_left_to_the_child_to_report(like):
                                 lambda path: None)
     assert frame["result"]["error_type"] == "KitError"
     assert "no_such_tool" in frame["result"]["error"]
+
+
+def test_a_child_whose_request_has_come_already_goes_straight_to_it(like):
+    """Programs sent back to back: the warm-up would make the waiting one wait longer."""
+    snapshot = _snapshot(like)
+    read, write = os.pipe()
+    try:
+        assert not worker._request_waiting(snapshot, read)
+        os.write(write, wire.dumps({**like, "program": "1 + 1"}))
+        assert worker._request_waiting(snapshot, read)
+    finally:
+        os.close(read)
+        os.close(write)
+    snapshot.pending = wire.dumps({**like, "program": "1 + 1"})  # read by the worker
+    empty, write = os.pipe()
+    try:
+        assert worker._request_waiting(snapshot, empty)
+    finally:
+        os.close(empty)
+        os.close(write)
