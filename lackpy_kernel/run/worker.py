@@ -54,11 +54,12 @@ PR_SET_PDEATHSIG = 1
 # Seconds without a request before the worker tidies up after a program: longer than a
 # kernel takes from one cell's reply to the next cell of a run of them (3 to 5 ms).
 QUIET = 0.010
-# Twins held at once. A fork and its warm-up right after a reply compete with the kernel
-# and the front end for the cores while they handle that reply: with two, a cell that
-# changes nothing and the one right after it both find a twin, and the forks wait for
-# a quiet moment.
-HELD_TWINS = 2
+# The most twins held at once. A fork and its warm-up right after a reply compete with
+# the kernel and the front end for the cores while they handle that reply; held twins
+# let a run of cells that change nothing start one after another without a fork, and
+# the forks wait for a quiet moment. The worker holds one, and one more each time a run
+# of such cells used them all up (each costs a process of about 3 MB).
+MAX_TWINS = 3
 INTERRUPTED = "interrupted: the program was stopped before it finished"
 Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
@@ -96,6 +97,7 @@ class Worker:
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
         self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
+        self.twins_wanted = 1  # how many to hold: more after a run of programs used them up
         self.wants_twin = False  # a program ran since the last twin was used or let go
         self.killed: list[Child] = []  # not yet reaped
         self.walls: WallPlan | None = None
@@ -174,6 +176,8 @@ class Worker:
             if self.twins and not changed and self.twins[0].like == _program_kind(self.like):
                 self.spare = self.release(self.twins.pop(0))
             else:
+                if not changed and child.was_twin:  # a run of such programs used them all up
+                    self.twins_wanted = min(self.twins_wanted + 1, MAX_TWINS)
                 self.spare = self.fork_spare()
                 self.drop_twins()
             self.wants_twin = True
@@ -203,7 +207,7 @@ class Worker:
             child.reap()
         self.killed.clear()
         if self.wants_twin:
-            while len(self.twins) < HELD_TWINS:
+            while len(self.twins) < self.twins_wanted:
                 self.twins.append(self.fork_spare(held=True))
         self.wants_twin = False
 
@@ -301,6 +305,7 @@ class Child:
         self.frames = wire.FrameReader()
         self.reaped = False
         self.like: Frame = {}  # the programs it was warmed up for
+        self.was_twin = False  # held, then released to take the next request
 
     @classmethod
     def fork(cls, snapshot: _Snapshot) -> Child:
@@ -337,6 +342,7 @@ class Child:
     def release(self, pending: bytes) -> None:
         """Let a held child read stdin, after ``pending`` (what the worker read of it)."""
         wire.write_frame(self.to_child, {"go": pending})
+        self.was_twin = True
 
     def kill(self, *, wait: bool = True) -> None:
         """Kill the child (if it still runs) and, with ``wait``, reap it."""

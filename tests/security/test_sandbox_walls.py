@@ -25,7 +25,7 @@ from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import _read_text, _write_text
 from lackpy_kernel.run import Sandbox, SandboxLimits
 from lackpy_kernel.run.walls import WallPlan, os_walls
-from lackpy_kernel.run.worker import HELD_TWINS, wall_plan
+from lackpy_kernel.run.worker import wall_plan
 from tests.support.processes import children_of, gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux walls")
@@ -194,14 +194,14 @@ def _status(pid: int) -> str:
 
 
 def _waiting_statuses(worker: int) -> list[str]:
-    """/proc status of the worker's waiting children (the spare and its twins), once all
-    are walled."""
+    """/proc status of the worker's two waiting children (the spare and its twin), once
+    both are walled."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         children = [pid for pid in children_of(worker) if not gone(pid)]  # no zombie
         statuses = [_status(pid) for pid in children]
-        if len(children) == 1 + HELD_TWINS and all(statuses) and ("seccomp" not in UP
+        if len(children) == 2 and all(statuses) and ("seccomp" not in UP
                                    or all("Seccomp:\t2" in status for status in statuses)):
             return statuses
         time.sleep(0.02)
-    raise AssertionError(f"the worker holds no {1 + HELD_TWINS} walled children")
+    raise AssertionError("the worker holds no two walled children")
