@@ -33,6 +33,11 @@ both alike.
    tree: for lackpy the kernel, its sandbox worker and the worker's idle child. Taken
    once the cells' kernels are ready and idle, and again after their 100 cells; USS
    (the pages no other process shares) is printed beside it.
+5. CPU: the processor time (user and system, from ``/proc/PID/stat``) the whole process
+   tree spent over the 100 cells, each process's own and that of the children it reaped,
+   divided by the cells; for lackpy that includes the worker forking and warming up the
+   next children between cells, which the round trips above do not show (on a machine
+   with few cores, that work can land on the other kernel's cells).
 
 Times are medians (and p90 where there are enough samples); the ratio is
 lackpy / python3. The kernels' stderr is captured, and any lines found there,
@@ -42,6 +47,7 @@ and any kernel that was still alive after a polite shutdown, are reported.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -174,7 +180,8 @@ def bench_startup(workspace: Path, context: zmq.Context, stderr: dict[str, IO[st
 
 
 def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
-                cells: int, samples: dict, memory: dict, anomalies: list[str]) -> None:
+                cells: int, samples: dict, memory: dict, cpu: dict, anomalies: list[str]
+                ) -> None:
     kernels: dict[str, Kernel] = {}
     try:
         for name in KERNELS:
@@ -187,6 +194,8 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
         for name, kernel in kernels.items():  # warm up
             round_trip(kernel.kc, TRIVIAL)
             round_trip(kernel.kc, TOOL_CELL[name])
+        time.sleep(SETTLE)
+        spent_before = {name: tree_cpu(kernel.pid) for name, kernel in kernels.items()}
         for index in range(cells):
             for name in alternate(index):
                 kc = kernels[name].kc
@@ -199,6 +208,7 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
         time.sleep(SETTLE)
         for name, kernel in kernels.items():
             memory[f"after {2 * cells + 2} cells"][name] = tree_memory(kernel.pid)
+            cpu[name] = (tree_cpu(kernel.pid) - spent_before[name]) / (2 * cells)
     finally:
         for name, kernel in kernels.items():
             took, how = kernel.shutdown()
@@ -236,6 +246,16 @@ def tree_memory(pid: int) -> tuple[float, float, int]:
     return pss / 1024, uss / 1024, len(pids)
 
 
+def tree_cpu(pid: int) -> float:
+    """Seconds of CPU that ``pid`` and every process below it spent, with the children
+    each has reaped."""
+    ticks = 0
+    for each in descendants(pid):
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def descendants(pid: int) -> list[int]:
     """``pid`` and every process below it."""
     found, queue = [], [pid]
@@ -255,6 +275,12 @@ def report_memory(memory: dict) -> None:
         print(f"{'PSS / USS ' + when:32}  {ours[0]:6.1f} / {ours[1]:6.1f}  "
               f"{peer[0]:6.1f} / {peer[1]:6.1f}  {ours[0] / peer[0]:8.2f}x"
               f"   ({ours[2]} and {peer[2]} processes)")
+
+
+def report_cpu(cpu: dict[str, float]) -> None:
+    ours, peer = cpu["lackpy"], cpu["python3"]
+    print(f"{'CPU per cell (ms), whole tree':32}  {ours * 1e3:15.2f}  {peer * 1e3:15.2f}  "
+          f"{ours / peer:8.2f}x")
 
 
 def stderr_notes(files: dict[str, Path]) -> list[str]:
@@ -282,6 +308,7 @@ def main() -> None:
         return
     samples: dict[str, dict[str, list[float]]] = defaultdict(lambda: {k: [] for k in KERNELS})
     memory: dict[str, dict[str, tuple[float, float, int]]] = defaultdict(dict)
+    cpu: dict[str, float] = {}
     anomalies: list[str] = []
     context = zmq.Context()
     context.setsockopt(zmq.RECONNECT_IVL, 10)
@@ -294,7 +321,7 @@ def main() -> None:
         stderr = {name: stack.enter_context(path.open("w")) for name, path in logs.items()}
         try:
             bench_startup(workspace, context, stderr, starts, samples, anomalies)
-            bench_cells(workspace, context, stderr, cells, samples, memory, anomalies)
+            bench_cells(workspace, context, stderr, cells, samples, memory, cpu, anomalies)
         finally:
             for handle in stderr.values():
                 handle.flush()
@@ -303,6 +330,7 @@ def main() -> None:
         report(samples, with_p90={metric for metric in samples
                                   if metric.startswith(("cell", "read", "shutdown"))})
         report_memory(memory)
+        report_cpu(cpu)
     for note in anomalies:
         print(f"note: {note}")
 
