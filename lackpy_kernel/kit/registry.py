@@ -105,6 +105,8 @@ def _locate_kit(name: str, kits_dir: str | os.PathLike[str] | None) -> tuple[str
         candidate = os.path.join(folder, stem + KIT_SUFFIX)
         try:
             info = os.stat(candidate)
+        except ValueError:  # a NUL in the folder's name: no file has it
+            continue
         except OSError as exc:
             if exc.errno not in _NOT_THERE:
                 raise

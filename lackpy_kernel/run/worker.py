@@ -47,7 +47,7 @@ from .runner import ExecutionResult, RestrictedRunner, signature_of
 from .trace import summarize
 from .walls import WallPlan
 
-STDIN, STDOUT = 0, 1
+STDIN, STDOUT, STDERR = 0, 1, 2
 READ_CHUNK = 1 << 16
 CHILD_FAILED = 3
 PR_SET_PDEATHSIG = 1
@@ -176,7 +176,7 @@ class Worker:
             if self.twins and not changed and self.twins[0].like == _program_kind(self.like):
                 self.spare = self.release(self.twins.pop(0))
             else:
-                if not changed and child.was_twin:  # a run of such programs used them all up
+                if not changed and child.was_twin and not self.twins:  # a run used them up
                     self.twins_wanted = min(self.twins_wanted + 1, MAX_TWINS)
                 self.spare = self.fork_spare()
                 self.drop_twins()
@@ -597,6 +597,7 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     request: Frame = {}
     try:
         _die_with_parent(worker_pid)
+        _close_inherited({STDIN, STDOUT, STDERR, up, down, snapshot.walls.ruleset})
         gc.freeze()  # the session's objects stay shared: collections here never touch them
         if snapshot.held or not _request_waiting(snapshot):
             _warm_up(snapshot)
@@ -620,6 +621,20 @@ def _child_main(up: int, down: int, worker_pid: int, snapshot: _Snapshot) -> NoR
     while os.read(down, READ_CHUNK):
         pass
     os._exit(0)
+
+
+def _close_inherited(keep: set[int]) -> None:
+    """Close every descriptor the worker had open but ``keep``: among them the pipes of its
+    other children, through which a program's process could send a held twin its go or
+    another child its answers, or read what they send."""
+    try:
+        inherited = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number a descriptor can have
+        inherited = list(range(os.sysconf("SC_OPEN_MAX")))
+    for fd in inherited:
+        if fd not in keep:
+            with contextlib.suppress(OSError):  # the listing's own, closed already
+                os.close(fd)
 
 
 def _request_waiting(snapshot: _Snapshot, requests: int = STDIN) -> bool:

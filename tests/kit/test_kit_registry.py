@@ -200,6 +200,12 @@ def test_workspace_kits_take_precedence_over_shipped(toolbox, kits_dir):
     assert find_kit_file("debug", kits_dir) == kits_dir / "debug.kit"
 
 
+@pytest.mark.parametrize("folder", ["not\0a folder", "a.kit-file-not-a-folder"])
+def test_a_kits_folder_that_cannot_hold_kits_leaves_the_shipped_ones(toolbox, kits_dir, folder):
+    (kits_dir / "a.kit-file-not-a-folder").write_text("read_file\n")
+    assert list(resolve_kit("debug", toolbox, kits_dir / folder).tools) == READ_ONLY
+
+
 def test_a_kit_file_changed_in_place_is_read_again(toolbox, kits_dir):
     """A kernel resolves its kit for every cell: an edit between two cells counts at once,
     even one that keeps the file's size and inode (an editor writing in place)."""
