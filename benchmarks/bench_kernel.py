@@ -38,6 +38,10 @@ both alike.
    divided by the cells; for lackpy that includes the worker forking and warming up the
    next children between cells, which the round trips above do not show (on a machine
    with few cores, that work can land on the other kernel's cells).
+6. Alone: rounds 2 and 3 again with one kernel running at a time (lackpy, then
+   python3, then both again in the other order), so that neither kernel's background
+   work falls on the other's cells: each cell sent as soon as the one before is idle
+   (as a notebook's "run all" does), and each 100 ms after it (someone at the keyboard).
 
 Times are medians (and p90 where there are enough samples); the ratio is
 lackpy / python3. The kernels' stderr is captured, and any lines found there,
@@ -66,6 +70,7 @@ TRIVIAL = "1 + 1"
 TOOL_CELL = {"lackpy": "len(read_file('a.txt'))", "python3": "len(open('a.txt').read())"}
 TIMEOUT = 60.0
 SETTLE = 1.0  # seconds of quiet before memory is read: lackpy forks its next child after a cell
+PAUSE = 0.1  # seconds between cells sent by hand
 
 
 class Kernel:
@@ -217,6 +222,29 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
                                  f"request ({how}, {took * 1e3:.0f} ms)")
 
 
+def bench_alone(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
+                cells: int, samples: dict) -> None:
+    """Rounds of both cells with only one kernel running at a time."""
+    for order in (KERNELS, KERNELS[::-1]):
+        for name in order:
+            kernel = Kernel(name)
+            try:
+                kernel.start(workspace, context, stderr[name])
+                kernel.ready()
+                round_trip(kernel.kc, TRIVIAL)
+                round_trip(kernel.kc, TOOL_CELL[name])
+                for pause, how in ((0.0, "back to back"), (PAUSE, "100 ms apart")):
+                    time.sleep(SETTLE)
+                    for _ in range(cells // 2):
+                        for label, code in ((f"cell {TRIVIAL!r}", TRIVIAL),
+                                            ("read a.txt cell", TOOL_CELL[name])):
+                            time.sleep(pause)
+                            samples[f"alone, {how}: {label} -> execute_reply"][name].append(
+                                round_trip(kernel.kc, code)[0])
+            finally:
+                kernel.shutdown()
+
+
 def report(samples: dict, with_p90: set[str]) -> None:
     width = max(len(metric) for metric in samples) + 6
     print(f"{'metric (ms)':{width}}  {'lackpy':>9}  {'python3':>9}  {'lackpy/python3':>14}")
@@ -322,13 +350,14 @@ def main() -> None:
         try:
             bench_startup(workspace, context, stderr, starts, samples, anomalies)
             bench_cells(workspace, context, stderr, cells, samples, memory, cpu, anomalies)
+            bench_alone(workspace, context, stderr, cells, samples)
         finally:
             for handle in stderr.values():
                 handle.flush()
             anomalies.extend(stderr_notes(logs))
             context.term()
         report(samples, with_p90={metric for metric in samples
-                                  if metric.startswith(("cell", "read", "shutdown"))})
+                                  if metric.startswith(("cell", "read", "shutdown", "alone"))})
         report_memory(memory)
         report_cpu(cpu)
     for note in anomalies:
