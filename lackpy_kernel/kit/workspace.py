@@ -48,7 +48,7 @@ class Workspace:
         """
         text = self._check_path_text(path)
         real = self._realpath(text)
-        if not self._is_inside(real, self._root):
+        if not self.contains(real):
             raise self._outside_error(text)
         self._check_no_symlink_loop(text, real)
         if write:
@@ -67,7 +67,8 @@ class Workspace:
 
     def contains(self, real_path: str | os.PathLike[str]) -> bool:
         """Whether an already-resolved absolute path lies inside the root."""
-        return self._is_inside(os.fspath(real_path), self._root)
+        text = os.fspath(real_path)
+        return text == self._root or text.startswith(self._prefix)
 
     def check_opened(self, fd: int, text: str, *, write: bool = False) -> None:
         """Refuse an open file or folder that is not inside the root (or, with ``write``,
@@ -85,7 +86,7 @@ class Workspace:
             raise WorkspaceError(
                 f"cannot tell where {text!r} is ({error.strerror}); use a shorter path"
             ) from None
-        if not self._is_inside(real, self._root):
+        if not self.contains(real):
             raise self._outside_error(text)
         if write:
             self._check_not_config(text, real)
