@@ -36,6 +36,7 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
 
 import lackpy_kernel
 from lackpy_kernel.errors import LackpyError, error_text
+from lackpy_kernel.kit import Kit as KitSpec
 from lackpy_kernel.service import LackpyService, jsonable
 
 SERVER_NAME = "lackpy"
@@ -60,7 +61,7 @@ describe what is available."""
 
 
 Kit = Annotated[
-    str | list[str] | dict[str, Any] | None,
+    KitSpec,
     Field(description=(
         "The tools the program may call: a kit name (e.g. 'debug'), a comma-separated tool "
         "list ('read_file,find_files'), a list of tool names, or a dict of alias -> tool name "

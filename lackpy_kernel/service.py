@@ -34,6 +34,7 @@ from lackpy_kernel.infer.templates import (
     parse_template,
 )
 from lackpy_kernel.kit import (
+    Kit,
     ResolvedKit,
     Workspace,
     WorkspaceError,
@@ -60,11 +61,11 @@ from lackpy_kernel.run.context import describe_variables
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.run.sandbox import in_thread
+from lackpy_kernel.timing import ms_since as _ms_since
 
-__all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text", "jsonable",
-           "validate_for"]
+__all__ = ["Delegation", "Kit", "LackpyService", "NotebookContext", "RunCheck", "error_text",
+           "jsonable", "validate_for"]
 
-Kit = str | list[str] | dict[str, Any] | None
 KitOrResolved = Kit | ResolvedKit
 # Runs a generated program somewhere else than a one-shot run (a session passes its own).
 ProgramRunner = Callable[[GenerationResult], Awaitable[ExecutionResult]]
@@ -594,7 +595,3 @@ def _spec_dict(spec: Any) -> dict[str, Any]:
         "args": [vars(arg) for arg in spec.args], "returns": spec.returns,
         "grade_w": spec.grade_w, "effects_ceiling": spec.effects_ceiling, "docs": spec.docs,
     }
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from lackpy_kernel.errors import LackpyError
+from lackpy_kernel.kit import Kit
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
 
 from .compiler import kit_tools
 from .envelope import ErrorInfo, StepResult, error_info
 from .evaluate import type_problem
-from .step import Delegate, Kit, Program, Step, target_kind
+from .step import Delegate, Program, Step, target_kind
 
 __all__ = ["ServiceExecutor", "StepExecutor"]
 

@@ -42,6 +42,7 @@ from lackpy_kernel.infer.tools_chat import (
     tool_chat_model,
 )
 from lackpy_kernel.infer.tools_replay import CONVERSATIONS_FILE, record_conversation
+from lackpy_kernel.timing import ms_since as _ms_since
 
 from .compiler import did_you_mean
 from .envelope import Envelope, ErrorInfo, StepResult, error_info
@@ -374,7 +375,3 @@ def _check_knobs(model: Any, max_turns: Any, tool_choice: Any, temperature: Any,
 
 def _name(kind: Any) -> str:
     return getattr(kind, "__name__", None) or str(kind)
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

@@ -16,6 +16,7 @@ from lackpy_kernel.errors import (
     PlanRuntimeError,
     UsageError,
 )
+from lackpy_kernel.kit import Kit
 from lackpy_kernel.run import summarize
 from lackpy_kernel.service import LackpyService
 
@@ -26,7 +27,7 @@ from .evaluate import Evaluator, PlanState, pause_error
 from .execute import ServiceExecutor, StepExecutor
 from .loop import run_sync
 from .serialise import PLAN_FORMAT, step_from_dict, step_to_dict
-from .step import Approval, Kit, Step, target_label
+from .step import Approval, Step, target_label
 from .store import Store
 
 __all__ = ["Plan", "ProgressCallback"]

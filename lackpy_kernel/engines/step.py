@@ -6,11 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lackpy_kernel.kit import Kit
+
 from .sentinels import from_prev
 
-__all__ = ["Approval", "Delegate", "Kit", "Program", "Step", "target_kind", "target_label"]
-
-Kit = str | list[str] | dict[str, Any] | None
+__all__ = ["Approval", "Delegate", "Program", "Step", "target_kind", "target_label"]
 
 
 @dataclass(frozen=True)

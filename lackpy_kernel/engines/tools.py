@@ -48,6 +48,7 @@ from lackpy_kernel.run import (
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.sandbox import in_thread
 from lackpy_kernel.service import trace_sources, validate_for
+from lackpy_kernel.timing import ms_since as _ms_since
 
 from .compiler import did_you_mean
 from .envelope import error_info
@@ -516,8 +517,3 @@ def _plain(value: Any) -> Any:
 
 def _summary(doc: str | None) -> str:
     return (doc or "").strip().split("\n\n", 1)[0].replace("\n", " ")
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
-

@@ -10,6 +10,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.lang import Rule, validate
+from lackpy_kernel.timing import ms_since as _ms_since
 
 from .correction import Cleaned, clean_reply, copies_prompt, has_code
 from .events import (
@@ -340,7 +341,3 @@ def unavailable_reason(provider: InferenceProvider) -> str | None:
 def _reason(provider: InferenceProvider) -> str:
     reason = unavailable_reason(provider)
     return f" ({reason})" if reason else ""
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)

@@ -7,6 +7,7 @@ from .builtin_tools import FileToolsProvider, builtin_toolbox
 from .effects import FileEffects, record_read, record_write, recording
 from .errors import TooManyMatchesError, UnknownToolError, WorkspaceError, WorkspacePathTypeError
 from .registry import (
+    Kit,
     KitFile,
     ResolvedKit,
     available_kits,
@@ -24,6 +25,7 @@ __all__ = [
     "ArgSpec",
     "FileEffects",
     "FileToolsProvider",
+    "Kit",
     "KitFile",
     "ResolvedKit",
     "TooManyMatchesError",

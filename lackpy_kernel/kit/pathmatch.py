@@ -16,8 +16,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lackpy_kernel.config import CONFIG_DIR
+
 from .errors import TooManyMatchesError, WorkspaceError
-from .workspace import CONFIG_DIR, Workspace
+from .workspace import Workspace
 
 _MAGIC = re.compile(r"[*?\[]")
 _DRIVE = re.compile(r"^[A-Za-z]:")

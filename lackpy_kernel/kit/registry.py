@@ -25,6 +25,9 @@ SHIPPED_KITS_DIR = Path(__file__).resolve().parent / "kits"
 KIT_SUFFIX = ".kit"
 _KIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 KIT_FRONTMATTER = FrontmatterFormat("kit file", KitError, keys=("name", "description", "docs"))
+# A kit as callers name it: a kit name (or comma-separated tool names), a list of tool names,
+# or a dict of alias -> tool name (or alias -> {"tool": name}); None: the default kit.
+Kit = str | list[str] | dict[str, Any] | None
 
 
 @dataclass
@@ -63,7 +66,7 @@ def default_kits_dir() -> Path:
 
 
 def resolve_kit(
-    kit: str | list[str] | dict[str, str | dict[str, Any]] | None,
+    kit: Kit,
     toolbox: Toolbox,
     kits_dir: str | os.PathLike[str] | None = None,
     extra_tools: list[str] | None = None,

@@ -9,10 +9,11 @@ from collections.abc import Collection
 from contextlib import suppress
 from pathlib import Path
 
+from lackpy_kernel.config import CONFIG_DIR
+
 from .effects import check_folder_budget, record_folder
 from .errors import WorkspaceError, WorkspacePathTypeError
 
-CONFIG_DIR = ".lackpy"
 _PROC_FD = "/proc/self/fd"  # Linux: each entry links to the real path of an open fd
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

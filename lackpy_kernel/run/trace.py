@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lackpy_kernel.timing import ms_since as _ms_since
+
 SUMMARY_CHARS = 200
 
 _summary_repr = reprlib.Repr()
@@ -121,10 +123,6 @@ def _name_arguments(parameters: list[str], args: tuple[Any, ...],
         named[key] = summarize(value)
     named.update((key, summarize(value)) for key, value in kwargs.items())
     return named
-
-
-def _ms_since(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 3)
 
 
 def _describe(exc: BaseException) -> str:

@@ -25,10 +25,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from lackpy_kernel.config import CONFIG_DIR
 from lackpy_kernel.errors import ToolSourceError
 
 from ..spec import ToolSpec
-from ..workspace import CONFIG_DIR
 from .base import ToolSource, plain_results
 from .describe import describe_function
 
