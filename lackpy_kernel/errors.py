@@ -5,7 +5,7 @@
     * ConfigError (ValueError): ``.lackpy/config.toml`` cannot be used (file, line, key).
     * KitError (LookupError): a kit or tool that cannot be resolved or used.
         * UnknownToolError (KeyError): no tool of that name.
-        * UnknownKitError: no kit of that name.
+        * UnknownKitError (FileNotFoundError): no kit of that name.
         * ToolSourceError: a configured tool source (a Python module, an MCP server) cannot be loaded.
     * ToolError: a tool refused its call inside a program.
         * WorkspaceError (PermissionError): a path outside the workspace, or not allowed there.
@@ -138,8 +138,9 @@ class UnknownToolError(KitError, KeyError):
     """A tool name that no tool source registers."""
 
 
-class UnknownKitError(KitError):
-    """A kit name with no ``.kit`` file in the workspace or the package."""
+class UnknownKitError(KitError, FileNotFoundError):
+    """A kit name with no ``.kit`` file in the workspace or the package (a FileNotFoundError,
+    as the seed documents, and a LookupError, as every KitError)."""
 
 
 class ToolSourceError(KitError):

@@ -152,6 +152,23 @@ def test_kits(service, workspace):
         service.kit_create("bad", ["read_fil"])
 
 
+def test_an_unknown_kit_name_raises_file_not_found_error(service):
+    """The seed (002, kit_info and resolve_kit): a named kit file that does not exist is a
+    FileNotFoundError; it is also a LookupError, as every KitError."""
+    for ask in (service.kit_info, service.resolve_kit):
+        with pytest.raises(FileNotFoundError, match="no kit named 'nosuch'") as caught:
+            ask("nosuch")
+        assert isinstance(caught.value, LookupError)
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_sort_by_sorts_by_a_key_lambda_as_the_seed_grammar_allows(service, sandbox):
+    program = "rows = [{'a': 2}, {'a': 3}, {'a': 1}]\nsort_by(rows, key=lambda r: -r['a'])"
+    result = await service.run_program(program, kit=[], sandbox=sandbox)
+    assert result.success, result.error
+    assert result.output == [{"a": 3}, {"a": 2}, {"a": 1}]
+
+
 def test_validate_with_kit_forms(service):
     assert service.validate("read_file('a')", kit="read_file").valid
     assert service.validate("rf('a')", kit={"rf": "read_file"}).valid

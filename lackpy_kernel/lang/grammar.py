@@ -50,7 +50,7 @@ ALLOWED_BUILTINS: frozenset[str] = frozenset({
 })
 
 # The calls whose key= may be a lambda; anywhere else a lambda could be stored and called.
-KEY_FUNCTION_CALLS: frozenset[str] = frozenset({"sorted", "min", "max"})
+KEY_FUNCTION_CALLS: frozenset[str] = frozenset({"sorted", "min", "max", "sort_by"})
 
 # Attributes without a leading underscore that still open a way out of the
 # data: string formatting walks attributes of its arguments at run time, and

@@ -550,8 +550,8 @@ class _Checker:
 
     def _check_Lambda(self, node: ast.Lambda) -> None:
         if id(node) not in self.key_lambdas:
-            self._report(node, "lambda is only allowed as the key= of sorted, min, max or "
-                         ".sort, as in sorted(rows, key=lambda r: r['n'])")
+            self._report(node, "lambda is only allowed as the key= of sorted, min, max, sort_by "
+                         "or .sort, as in sorted(rows, key=lambda r: r['n'])")
         args = node.args
         if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
             self._report(node, "a lambda takes plain positional parameters only: lambda x: ...")

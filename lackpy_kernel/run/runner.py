@@ -334,9 +334,12 @@ class BoundedText:
         return text
 
 
-def sort_by(items: Iterable[Mapping[str, Any]], key: str,
-            reverse: bool = False) -> list[Mapping[str, Any]]:
-    """Sort dicts by the value under ``key`` (a dict key, never an attribute)."""
+def sort_by(items: Iterable[Any], key: Any, reverse: bool = False) -> list[Any]:
+    """Sort dicts by the value under ``key`` (a dict key, never an attribute), or sort
+    ``items`` by what a ``key=`` function returns, as ``sorted`` does. Raises KeyError
+    for a dict without that key."""
+    if callable(key):
+        return sorted(items, key=key, reverse=reverse)
     items = list(items)
     for index, item in enumerate(items):
         if not isinstance(item, Mapping) or key not in item:

@@ -155,6 +155,12 @@ def test_unknown_tool_in_kit_file(toolbox, kits_dir):
         resolve_kit("bad", toolbox, kits_dir)
 
 
+def test_resolve_kit_raises_file_not_found_error_for_a_missing_kit_file(toolbox, kits_dir):
+    """The seed (002, resolve_kit): FileNotFoundError if a named kit file is not found."""
+    with pytest.raises(FileNotFoundError, match="no kit named 'nosuch'"):
+        resolve_kit("nosuch", toolbox, kits_dir)
+
+
 def test_missing_kit_says_where_it_looked(toolbox, kits_dir):
     write_kit_file(kits_dir / "mine.kit", "mine", ["read_file"])
     with pytest.raises(UnknownKitError) as caught:

@@ -293,6 +293,13 @@ def test_lambda_cannot_be_smuggled_out_through_another_call():
     assert errors_of("y = [3, 1]\ny.sort(key=lambda a: -a)\nmin(y, key=lambda a: a)") == []
 
 
+def test_sort_by_takes_a_key_lambda_as_the_seed_grammar_allows():
+    """The seed's grammar allows Lambda as a key argument, and sort_by is a curated builtin."""
+    assert errors_of("rows = [{'a': 2}, {'a': 1}]\nsort_by(rows, key=lambda r: r['a'])") == []
+    assert any("key= of sorted, min, max, sort_by" in e
+               for e in errors_of("sort_by([{'a': 1}], lambda r: r['a'])"))
+
+
 def test_a_rule_returning_nothing_is_an_error_not_a_crash():
     result = validate("x = 1", extra_rules=[lambda tree: None])
     assert not result.valid and "failed: TypeError" in result.errors[0]

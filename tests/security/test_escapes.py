@@ -11,6 +11,7 @@ import os
 import pytest
 
 from lackpy_kernel.kit import builtin_toolbox, resolve_kit
+from lackpy_kernel.lang import validate
 from lackpy_kernel.run import RestrictedRunner
 
 SECRET = "TOP-SECRET-7f3a"
@@ -130,6 +131,24 @@ LAMBDA_TRICKS = [
     "d = {'key': lambda x: x}",
 ]
 
+# sort_by's key= may be a lambda, as sorted's: each is refused by the validator as sorted's is.
+SORT_BY_KEY_TRICKS = [
+    "sort_by([{'a': 1}], key=lambda r: r.__class__)",
+    "sort_by([read_file], key=lambda f: f.__globals__)",
+    "sort_by(['{0.__class__}'], key=lambda s: s.format(1))",
+    "sort_by([{'a': 1}], key=lambda r, y=open: y)",
+    "sort_by([{'a': 1}], key=lambda *a: a)",
+    "sort_by([{'a': 1}], key=lambda r: open('/etc/passwd'))",
+    "sort_by([{'a': 1}], key=lambda r: getattr(r, '__class__'))",
+    "sort_by([{'a': 1}], key=lambda r: eval('1'))",
+    "sort_by([{'a': 1}], key=lambda r: send_home(r))",
+    "sort_by([{'a': 1}], key=lambda r: (lambda: r))",
+    "sort_by([{'a': 1}], key=lambda read_file: 1)",
+    "sort_by([{'a': 1}], lambda r: r)",
+    "sort_by([{'a': 1}], 'a', lambda r: r)",
+    "sort_by([{'a': 1}], key=(lambda r: r)(1))",
+]
+
 FRAMES_AND_EXCEPTIONS = [
     "x = (i for i in [1])",
     "x = [1]\nx.gi_frame",
@@ -186,7 +205,7 @@ PATHS = [
 ]
 
 ATTACKS = (
-    DUNDER_TRAVERSAL + BUILTINS_RECOVERED + FORMAT_STRINGS + LAMBDA_TRICKS
+    DUNDER_TRAVERSAL + BUILTINS_RECOVERED + FORMAT_STRINGS + LAMBDA_TRICKS + SORT_BY_KEY_TRICKS
     + FRAMES_AND_EXCEPTIONS + TOOL_BOUNDARY + PATHS
 )
 
@@ -200,6 +219,21 @@ def test_the_suite_is_big_enough():
 def test_attack_is_refused_or_confined(arena, program):
     result = attempt(arena, program)
     assert not result.success, f"{program!r} succeeded with {result.output!r}"
+
+
+@pytest.mark.parametrize("program", SORT_BY_KEY_TRICKS)
+def test_a_hostile_sort_by_key_lambda_is_refused_as_sorteds_is(arena, program):
+    result = attempt(arena, program)
+    assert result.error_type == "LackpyValidationError"
+    as_sorted = validate(program.replace("sort_by", "sorted"), ALL_TOOLS, protected_names=ALL_TOOLS)
+    assert [issue.message for issue in result.issues] == [issue.message for issue in as_sorted.issues]
+
+
+def test_a_key_lambda_never_reaches_a_tool_named_sort_by(arena):
+    workspace, _ = arena
+    kit = resolve_kit({"sort_by": "read_file"}, builtin_toolbox(workspace))
+    result = RestrictedRunner().run("sort_by('a.txt', key=lambda r: r)", kit.callables)
+    assert not result.success and "takes plain data, not function" in result.error
 
 
 @pytest.mark.parametrize("program", PATHS)
