@@ -42,6 +42,7 @@ from lackpy_kernel.kit import (
     builtin_toolbox,
     check_kit_name,
     resolve_kit,
+    workspace_kits_dir,
     write_kit_file,
 )
 from lackpy_kernel.kit.atomic import atomic_write_text
@@ -186,7 +187,7 @@ class LackpyService:
         self.workspace = Path(workspace or Path.cwd()).resolve()
         self.config = config if config is not None else load_config(self.workspace)
         self.config_dir = self.workspace / CONFIG_DIR
-        self.kits_dir = self.config_dir / "kits"
+        self.kits_dir = workspace_kits_dir(self.workspace)
         self.tool_sources = ToolSources(self.config.tool_providers, self.workspace)
         # The write tools refuse the sources' code (a program rewriting it would run outside
         # the sandbox the next time it loads).

@@ -6,6 +6,8 @@ import os
 import pytest
 
 from lackpy_kernel.config import LackpyConfig
+from lackpy_kernel.errors import UnknownKitError
+from lackpy_kernel.kit import workspace_kits_dir, write_kit_file
 from lackpy_kernel.lang import no_loops
 from lackpy_kernel.service import LackpyService
 
@@ -150,6 +152,21 @@ def test_kits(service, workspace):
         "debug": "shipped", "mine": "workspace"}
     with pytest.raises(KeyError, match="read_fil"):
         service.kit_create("bad", ["read_fil"])
+
+
+async def test_a_service_finds_kits_in_its_workspace_not_the_current_directory(
+        workspace, tmp_path_factory, monkeypatch):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write_kit_file(workspace_kits_dir(workspace) / "mine.kit", "mine", ["read_file"])
+    write_kit_file(workspace_kits_dir(elsewhere) / "theirs.kit", "theirs", ["write_file"])
+    monkeypatch.chdir(elsewhere)
+    with LackpyService(workspace) as service:
+        assert list(service.resolve_kit("mine").tools) == ["read_file"]
+        assert [kit["name"] for kit in service.kit_list()] == ["debug", "mine"]
+        with pytest.raises(UnknownKitError, match="no kit named 'theirs'"):
+            service.kit_info("theirs")
+        result = await service.run_program("read_file('notes.txt')", kit="mine")
+        assert result.success and result.output == "alpha\nbeta\n"
 
 
 def test_an_unknown_kit_name_raises_file_not_found_error(service):

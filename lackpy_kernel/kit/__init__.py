@@ -15,6 +15,7 @@ from .registry import (
     find_kit_file,
     parse_kit_file,
     resolve_kit,
+    workspace_kits_dir,
     write_kit_file,
 )
 from .spec import ArgSpec, ToolSpec
@@ -45,5 +46,6 @@ __all__ = [
     "record_write",
     "recording",
     "resolve_kit",
+    "workspace_kits_dir",
     "write_kit_file",
 ]

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.config import CONFIG_DIR
 from lackpy_kernel.lang import Grade, compute_grade
 
 from .atomic import atomic_write_text
@@ -60,9 +61,9 @@ class KitFile:
     path: Path | None = None
 
 
-def default_kits_dir() -> Path:
-    """``.lackpy/kits`` under the current directory."""
-    return Path.cwd() / ".lackpy" / "kits"
+def workspace_kits_dir(workspace: str | os.PathLike[str]) -> Path:
+    """The folder of ``workspace``'s own kits: ``.lackpy/kits`` under it."""
+    return Path(workspace) / CONFIG_DIR / "kits"
 
 
 def resolve_kit(
@@ -73,15 +74,17 @@ def resolve_kit(
 ) -> ResolvedKit:
     """Resolve a kit into the tools, callables, grade and description a program runs with.
 
-    ``kit`` is the name of a ``.kit`` file (looked up in ``kits_dir``, default
-    ``./.lackpy/kits``, then among the kits shipped with the package), a list of tool names,
+    ``kit`` is the name of a ``.kit`` file (looked up in ``kits_dir``, a workspace's
+    ``workspace_kits_dir``, then among the kits shipped with the package; never in the
+    current directory: without ``kits_dir``, only the shipped kits), a list of tool names,
     or a dict of alias -> tool name (or alias -> ``{"tool": name}``). As on a command line, a
     string may also be a comma-separated list of tools, or one tool's name when no kit file
     has that name. ``extra_tools`` are added under their own names unless the kit already
     has that name.
 
-    Raises UnknownKitError for a kit name with no file, UnknownToolError for a tool no source
-    registers, KitError for a kit of the wrong form, and NotImplementedError for ``None``.
+    Raises UnknownKitError (a FileNotFoundError) for a kit name with no file, UnknownToolError
+    for a tool no source registers, KitError for a kit of the wrong form, and
+    NotImplementedError for ``None``.
     """
     aliases, docs = _kit_aliases(kit, toolbox, kits_dir)
     for name in _check_names(extra_tools or [], "extra_tools"):
@@ -269,8 +272,7 @@ def _grade_fields(spec: ToolSpec) -> dict[str, int]:
 
 
 def _kit_folders(kits_dir: str | os.PathLike[str] | None) -> list[Path]:
-    workspace_kits = Path(kits_dir) if kits_dir is not None else default_kits_dir()
-    return [workspace_kits, SHIPPED_KITS_DIR]
+    return [SHIPPED_KITS_DIR] if kits_dir is None else [Path(kits_dir), SHIPPED_KITS_DIR]
 
 
 def _is_identifier(name: str) -> bool:

@@ -14,6 +14,7 @@ from lackpy_kernel.kit import (
     builtin_toolbox,
     parse_kit_file,
     resolve_kit,
+    workspace_kits_dir,
     write_kit_file,
 )
 from lackpy_kernel.kit.registry import SHIPPED_KITS_DIR, find_kit_file
@@ -61,10 +62,14 @@ def test_debug_kit_file_content():
     assert "Read-only" in kit_file.description
 
 
-def test_default_kits_dir_is_cwd_lackpy_kits(toolbox, ws, kits_dir, monkeypatch):
+def test_kits_are_found_in_the_kits_dir_never_in_the_current_directory(toolbox, ws, kits_dir,
+                                                                        monkeypatch):
     write_kit_file(kits_dir / "mine.kit", "mine", ["read_file"])
     monkeypatch.chdir(ws)
-    assert list(resolve_kit("mine", toolbox).tools) == ["read_file"]
+    assert list(resolve_kit("mine", toolbox, workspace_kits_dir(ws)).tools) == ["read_file"]
+    with pytest.raises(UnknownKitError, match="no kit named 'mine'"):
+        resolve_kit("mine", toolbox)  # no kits_dir: the shipped kits only
+    assert "mine" not in available_kits()
     assert list(resolve_kit("debug", toolbox).tools) == READ_ONLY
 
 
