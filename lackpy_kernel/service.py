@@ -319,9 +319,9 @@ class LackpyService:
     async def generate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
                        mode: str | None = None, interpreter: Any = None,
-                       extra_tools: list[str] | None = None,
+                       extra_tools: list[str] | None = None, *,
                        on_event: Callable[[GenerationEvent], None] | None = None,
-                       *, variables: Mapping[str, Any] | None = None,
+                       variables: Mapping[str, Any] | None = None,
                        context: NotebookContext | None = None) -> GenerationResult:
         """A validated program for ``intent``, remembered in the ratchet's intent log.
         ``on_event`` receives the generation's progress events (``lackpy_kernel.infer``'s

@@ -1,5 +1,6 @@
 """LackpyService end to end: kits, validation, the tiers, the ratchet, sandboxed runs."""
 
+import inspect
 import json
 import os
 
@@ -23,6 +24,32 @@ def workspace(tmp_path):
 def service(workspace):
     with LackpyService(workspace) as svc:
         yield svc
+
+
+# LackpyService's parameters as the seed documents them (002), in its order.
+SEED_PARAMETERS = {
+    "__init__": ["workspace", "config"],
+    "validate": ["program", "kit", "rules", "param_names", "extra_tools"],
+    "generate": ["intent", "kit", "params", "rules", "mode", "interpreter", "extra_tools"],
+    "run_program": ["program", "kit", "params", "sandbox", "rules", "extra_tools"],
+    "delegate": ["intent", "kit", "params", "sandbox", "rules", "_program_override", "mode",
+                 "interpreter", "extra_tools"],
+    "create": ["program", "kit", "name", "pattern", "extra_tools"],
+    "kit_info": ["kit", "extra_tools"],
+    "kit_list": [],
+    "kit_create": ["name", "tools", "description"],
+    "toolbox_list": [],
+    "docs_index": ["kit", "extra_tools"],
+    "resolve_doc": ["doc_path"],
+}
+
+
+@pytest.mark.parametrize("method", SEED_PARAMETERS)
+def test_the_seeds_parameters_stay_positional_and_what_was_added_is_keyword_only(method):
+    parameters = list(inspect.signature(getattr(LackpyService, method)).parameters.values())[1:]
+    positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == SEED_PARAMETERS[method]
+    assert all(p.kind is p.KEYWORD_ONLY for p in parameters if p.name not in positional)
 
 
 class Echo:
