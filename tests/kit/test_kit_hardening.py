@@ -309,9 +309,19 @@ def test_no_write_budget_without_recording(tools, monkeypatch):
     tools.write_file("b.txt", "plenty")
 
 
-def test_write_budget_defaults():
-    assert effects.WRITE_BUDGET_BYTES == 256 * 1024 * 1024
-    assert effects.WRITE_BUDGET_FILES == 10_000
+def test_by_default_a_program_may_write_256_mib_and_10_000_files(tools, ws):
+    with recording() as log:
+        log.bytes_written = 256 * 1024 * 1024 - 2  # as if it had written all but two bytes
+        tools.write_file("a.txt", "ab")
+        with pytest.raises(OSError, match="already wrote 268435456 bytes.*at most 256 MiB"):
+            tools.write_file("b.txt", "c")
+    with recording() as log:
+        log.files_modified.extend(f"f{index}.txt" for index in range(9_999))
+        tools.write_file("last.txt", "x")
+        tools.write_file("last.txt", "again")  # the same file again is fine
+        with pytest.raises(OSError, match="already created or modified 10000 files"):
+            tools.write_file("one-more.txt", "x")
+    assert sorted(os.listdir(ws)) == ["a.txt", "last.txt"]
 
 
 # --- F12: long file names --------------------------------------------------------------------
