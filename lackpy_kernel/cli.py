@@ -9,15 +9,20 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.config import load_config
 from lackpy_kernel.display import output_text, table_bundle
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines import Envelope, Plan
+from lackpy_kernel.engines.library import PlanLibrary, RunStatus
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
 
+if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
+    from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker
+
+    Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _temporal_used = False  # whether this process talked to Temporal (see entry)
 
@@ -289,7 +294,7 @@ def cmd_providers(service: LackpyService, args: argparse.Namespace) -> int:
     return _show(args, providers, "\n".join(rows))
 
 
-def _show(args: argparse.Namespace, data: Any, text: str) -> int:
+def _show(args: argparse.Namespace, data: object, text: str) -> int:
     if args.json:
         _print_json(data)
     else:
@@ -297,7 +302,7 @@ def _show(args: argparse.Namespace, data: Any, text: str) -> int:
     return EXIT_OK
 
 
-def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -> None:
+def _print_outcome(stdout: str, success: bool, output: object, error: str | None) -> None:
     sys.stdout.write(stdout)
     if not success:
         print(f"lackpy: {error}", file=sys.stderr)
@@ -306,14 +311,14 @@ def _print_outcome(stdout: str, success: bool, output: Any, error: str | None) -
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-def _print_json(data: Any) -> None:
+def _print_json(data: object) -> None:
     print(json.dumps(jsonable(data), indent=2))
 
 
 # -- lackpy plan: saved plans (.lackpy/plans/NAME.json), runs in .lackpy/plans.sqlite --------
 
 
-def _add_plan_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_plan_commands(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     plans = commands.add_parser("plan", parents=[common], help="run, resume and inspect plans",
                                 description="run, resume and inspect saved plans")
     actions = plans.add_subparsers(dest="plan_command", required=True, metavar="ACTION")
@@ -345,7 +350,7 @@ def _temporal_options(*, required: bool) -> argparse.ArgumentParser:
     return options
 
 
-def _add_worker_command(commands: Any) -> None:
+def _add_worker_command(commands: Subcommands) -> None:
     workspace = argparse.ArgumentParser(add_help=False)
     workspace.add_argument("--workspace", type=Path, default=None,
                            help="the folder steps run in (default: the current directory)")
@@ -404,9 +409,7 @@ def _plan_registry(spec: str | None) -> dict[str, Any]:
 
 
 def _plan_status(library: PlanLibrary, args: argparse.Namespace) -> int:
-    runs = [library.run(args.key)] if args.key else library.runs()
-    if args.key and runs[0] is None:
-        raise UsageError(f"no plan run under the key {args.key!r}")
+    runs = _runs(library, args.key)
     rows = [f"{run.key:24} {run.status:8} {run.plan or '-':16} next: {run.next_step or '-':14} "
             f"done: {', '.join(run.completed_steps) or '-'}"
             + (f"\n{'':24} {run.error['type']}: {run.error['message']}" if run.error else "")
@@ -414,7 +417,17 @@ def _plan_status(library: PlanLibrary, args: argparse.Namespace) -> int:
     return _show(args, [run.to_dict() for run in runs], "\n".join(rows) or "no plan runs yet")
 
 
-def _print_envelope(envelope: Any, key: str | None, resume: str = "") -> None:
+def _runs(library: PlanLibrary, key: str | None) -> list[RunStatus]:
+    """The run under ``key``, or every run without one; raises UsageError for no such run."""
+    if not key:
+        return library.runs()
+    run = library.run(key)
+    if run is None:
+        raise UsageError(f"no plan run under the key {key!r}")
+    return [run]
+
+
+def _print_envelope(envelope: Envelope, key: str | None, resume: str = "") -> None:
     for result in envelope.history:
         print(f"{result.name:24} done  {result.ms:9.1f} ms")
     if envelope.error is not None:
@@ -455,14 +468,14 @@ def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
     return EXIT_OK if envelope.ok else EXIT_FAILED
 
 
-async def _temporal_run(runner: Any, plan: Any, task: Any) -> tuple[str, Any]:
+async def _temporal_run(runner: TemporalRunner, plan: Plan, task: object) -> tuple[str, Envelope]:
     key = await runner.start(plan, task)
     print(f"started {key} on Temporal at {runner.address}; a `lackpy worker` on the task queue "
           f"{runner.task_queue!r} runs it", file=sys.stderr)
     return key, await runner.wait(key)
 
 
-async def _temporal_status(runner: Any, args: argparse.Namespace) -> int:
+async def _temporal_status(runner: TemporalRunner, args: argparse.Namespace) -> int:
     if args.key is None:
         runs = await runner.runs()
         return _show(args, [{"key": key, "status": status} for key, status in runs],
@@ -487,7 +500,7 @@ def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
 
     namespace, queue = args.namespace or "default", args.task_queue or "lackpy"
 
-    def ready(worker: Any) -> None:
+    def ready(worker: TemporalWorker) -> None:
         print(f"lackpy worker {worker.identity}: serving the task queue {queue!r} at "
               f"{args.temporal} (namespace {namespace}), workspace {worker.workspace}, "
               f"{args.concurrency} steps at once; Ctrl-C stops it", flush=True)

@@ -7,6 +7,7 @@ import difflib
 import os
 import re
 import tomllib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
-CHOICES = {("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES}
+CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
+    ("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -138,7 +140,8 @@ def _check(data: dict[str, Any], path: Path, text: str) -> None:
         _check_tool_source(_Where(path, text, f"tools.providers.{name}"), name, table)
 
 
-def _check_value(path, text, section, key, value, types) -> None:
+def _check_value(path: Path, text: str, section: str, key: str, value: object,
+                 types: tuple[type, ...]) -> None:
     if isinstance(value, bool) and bool not in types:
         ok = False
     else:
@@ -146,10 +149,10 @@ def _check_value(path, text, section, key, value, types) -> None:
     if not ok:
         wanted = " or ".join(_TYPE_NAMES[t] for t in types)
         raise _error(path, text, key, f"[{section}] {key} must be {wanted}, not {value!r}")
-    if (section, key) in POSITIVE and value <= 0:
+    if (section, key) in POSITIVE and isinstance(value, int | float) and value <= 0:
         raise _error(path, text, key, f"[{section}] {key} must be greater than 0, not {value!r}")
     choices = CHOICES.get((section, key))
-    if choices is not None and value not in choices:
+    if choices is not None and isinstance(value, str) and value not in choices:
         close = difflib.get_close_matches(value, list(choices), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise _error(path, text, key, f"[{section}] {key} must be one of {', '.join(choices)}, "
@@ -174,14 +177,14 @@ class _Where:
     def __init__(self, path: Path, text: str, table: str) -> None:
         self.path, self.text, self.table = path, text, table
 
-    def error(self, key: str, problem: str, known: Any = None) -> ConfigError:
+    def error(self, key: str, problem: str, known: Collection[str] | None = None) -> ConfigError:
         return _error(self.path, self.text, key, f"[{self.table}] {problem}", known, self.table)
 
     def inner(self, table: str) -> _Where:
         return _Where(self.path, self.text, f"{self.table}.{table}")
 
 
-def _check_tool_source(where: _Where, name: str, table: Any) -> None:
+def _check_tool_source(where: _Where, name: str, table: object) -> None:
     if not isinstance(table, dict):
         raise where.error(name, "must be a table with plugin = \"python\" or \"mcp\"")
     if name == BUILTIN_TOOL_PROVIDER:
@@ -207,28 +210,30 @@ def _check_tool_source(where: _Where, name: str, table: Any) -> None:
         _check_override(where.inner(f"overrides.{tool}"), plugin, tool, override)
 
 
-def _check_tool_value(where: _Where, key: str, value: Any, types: tuple[type, ...]) -> None:
+def _check_tool_value(where: _Where, key: str, value: object, types: tuple[type, ...]) -> None:
     if isinstance(value, bool) or not isinstance(value, types):
         wanted = " or ".join(_TYPE_NAMES[t] for t in types)
         raise where.error(key, f"{key} must be {wanted}, not {value!r}")
     if key in TOOL_CHOICES and value not in TOOL_CHOICES[key]:
         choices = " or ".join(f'"{choice}"' for choice in TOOL_CHOICES[key])
         raise where.error(key, f"{key} must be {choices}, not {value!r}")
-    if types == (int, float) and value <= 0:
+    if isinstance(value, int | float) and value <= 0:
         raise where.error(key, f"{key} must be greater than 0, not {value!r}")
-    if key in TOOL_NAME_LISTS | {"command"} and not all(isinstance(v, str) and v for v in value):
+    if isinstance(value, list) and key in TOOL_NAME_LISTS | {"command"} and \
+            not all(isinstance(v, str) and v for v in value):
         raise where.error(key, f"{key} must list names (non-empty strings), not {value!r}")
     if key == "command" and not value:
         raise where.error(key, "command must name the server's program, e.g. [\"server\", \"stdio\"]")
-    if key in TOOL_STRING_TABLES and not all(isinstance(v, str) for v in value.values()):
+    if isinstance(value, dict) and key in TOOL_STRING_TABLES and \
+            not all(isinstance(v, str) for v in value.values()):
         raise where.error(key, f"{key} values must be strings (use ${{VAR}} for the environment's)")
-    if key == "url" and not value.startswith(("http://", "https://")):
+    if isinstance(value, str) and key == "url" and not value.startswith(("http://", "https://")):
         raise where.error(key, f"url must start with http:// or https://, not {value!r}")
-    if key == "prefix" and not _PREFIX.fullmatch(value):
+    if isinstance(value, str) and key == "prefix" and not _PREFIX.fullmatch(value):
         raise where.error(key, f"prefix must start a tool name: letters, digits and '_', not {value!r}")
 
 
-def _check_override(where: _Where, plugin: str, tool: str, override: Any) -> None:
+def _check_override(where: _Where, plugin: str, tool: str, override: object) -> None:
     if not isinstance(override, dict):
         raise where.error(tool, f"must be a table of {', '.join(TOOL_OVERRIDE_KEYS)}")
     for key, value in override.items():
@@ -266,7 +271,7 @@ _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a 
                int: "an integer", float: "a number"}
 
 
-def _error(path: Path, text: str, key: str, problem: str, known: Any = None,
+def _error(path: Path, text: str, key: str, problem: str, known: Collection[str] | None = None,
            table: str | None = None) -> ConfigError:
     message = f"{path}"
     line = _line_of(text, key, table)

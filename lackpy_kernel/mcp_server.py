@@ -17,10 +17,10 @@ import argparse
 import dataclasses
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 from pydantic import Field
 
@@ -36,10 +36,13 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
 
 import lackpy_kernel
 from lackpy_kernel.errors import LackpyError, error_text
+from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.kit import Kit as KitSpec
 from lackpy_kernel.service import LackpyService, jsonable
 
 SERVER_NAME = "lackpy"
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 INSTRUCTIONS = """\
 lackpy is a small, validated subset of Python in which a program composes tools \
@@ -154,12 +157,14 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         provider produces a valid program; the message says why each one failed.
         """
         result = await _acall(_generate, intent, kit, params, variables)
-        return jsonable(dataclasses.asdict(result))
+        return _json_dict(dataclasses.asdict(result))
 
-    async def _generate(intent: str, kit: Any, params: Any, variables: Any) -> Any:
+    async def _generate(intent: str, kit: KitSpec, params: dict[str, Any] | None,
+                        variables: dict[str, Any] | None) -> GenerationResult:
         return await service.generate(intent, kit, params, variables=variables)
 
-    async def _delegate(intent: str, kit: Any, params: Any, variables: Any) -> Any:
+    async def _delegate(intent: str, kit: KitSpec, params: dict[str, Any] | None,
+                        variables: dict[str, Any] | None) -> dict[str, Any]:
         return await service.delegate(intent, kit, params, variables=variables)
 
     @tool(_RUNS_PROGRAMS)
@@ -178,7 +183,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         result = await _acall(service.run_program, program, kit, params)
         if not include_variables:
             result.variables = {}
-        return jsonable(result.to_dict())
+        return _json_dict(result.to_dict())
 
     @tool(_DELEGATES)
     async def delegate(intent: Intent, kit: Kit = None, params: Params = None,
@@ -192,7 +197,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         reads. A program that fails at run time is a normal result with success false; no
         provider producing a valid program is an error.
         """
-        return jsonable(await _acall(_delegate, intent, kit, params, variables))
+        return _json_dict(await _acall(_delegate, intent, kit, params, variables))
 
     @tool(_WRITES_CONFIG)
     async def create(program: Program,
@@ -216,7 +221,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         if not result.get("success"):
             errors = result.get("errors") or ["unknown error"]
             raise ToolError(f"could not save template {name!r}:\n" + "\n".join(map(str, errors)))
-        return jsonable(result)
+        return _json_dict(result)
 
     @tool(_READ_ONLY)
     def kit_info(kit: Annotated[str | list[str] | dict[str, Any], Field(description=(
@@ -224,7 +229,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
             "alias -> tool name."))]) -> dict[str, Any]:
         """Describe a kit: {tools (alias -> spec with args, returns, grades, docs), grade {w, d},
         description (the namespace text a model sees)}. An unknown kit or tool is an error."""
-        return jsonable(_call(service.kit_info, kit))
+        return _json_dict(_call(service.kit_info, kit))
 
     @tool(_READ_ONLY)
     def kit_list() -> dict[str, Any]:
@@ -241,7 +246,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
                    ) -> dict[str, Any]:
         """Create (or replace) a workspace kit: {name, path, tools}. Every tool must exist
         (see toolbox_list); an unknown tool or a bad name is an error."""
-        return jsonable(_call(service.kit_create, name, tools, description))
+        return _json_dict(_call(service.kit_create, name, tools, description))
 
     @tool(_READ_ONLY)
     def toolbox_list() -> dict[str, Any]:
@@ -255,7 +260,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
     def docs_index(kit: Kit = None) -> dict[str, Any]:
         """Where a kit's documentation is: {tool_docs (tool -> doc path), kit_docs [paths]}.
         Read a path with resolve_doc."""
-        return jsonable(_call(service.docs_index, kit))
+        return _json_dict(_call(service.docs_index, kit))
 
     @tool(_READ_ONLY)
     def resolve_doc(doc_path: Annotated[str, Field(description=(
@@ -286,18 +291,26 @@ def main(workspace: str | os.PathLike[str] | None = None) -> int:
     return 0
 
 
-def _call(fn: Callable[..., Any], *args: Any) -> Any:
+def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``fn``'s result; a LackpyError becomes a ToolError carrying its message."""
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
 
 
-async def _acall(fn: Callable[..., Any], *args: Any) -> Any:
+async def _acall(fn: Callable[_P, Awaitable[_T]], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """``fn``'s result, awaited; a LackpyError becomes a ToolError carrying its message."""
     try:
-        return await fn(*args)
+        return await fn(*args, **kwargs)
     except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
+
+
+def _json_dict(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` as JSON data (see ``jsonable``), which keeps a dict a dict."""
+    data: dict[str, Any] = jsonable(value)
+    return data
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

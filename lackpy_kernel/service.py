@@ -26,6 +26,7 @@ from lackpy_kernel.infer import (
 )
 from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
 from lackpy_kernel.infer.factory import build_providers
+from lackpy_kernel.infer.prompt import Interpreter
 from lackpy_kernel.infer.templates import (
     check_template_name,
     compile_pattern,
@@ -318,7 +319,7 @@ class LackpyService:
 
     async def generate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
-                       mode: str | None = None, interpreter: Any = None,
+                       mode: str | None = None, interpreter: Interpreter | None = None,
                        extra_tools: list[str] | None = None, *,
                        on_event: Callable[[GenerationEvent], None] | None = None,
                        variables: Mapping[str, Any] | None = None,

@@ -198,7 +198,8 @@ def write_kit_file(
     return path
 
 
-def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: Any) -> tuple[dict[str, str], list[str]]:
+def _kit_aliases(kit: object, toolbox: Toolbox, kits_dir: str | os.PathLike[str] | None
+                 ) -> tuple[dict[str, str], list[str]]:
     if kit is None:
         raise NotImplementedError(
             "kit=None (choosing a kit automatically) is not supported yet; pass a kit name, "

@@ -12,13 +12,16 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from lackpy_kernel.errors import ToolSourceError
 from lackpy_kernel.lang import ALLOWED_BUILTINS, FORBIDDEN_NAMES
 
 from .errors import UnknownToolError
 from .spec import ToolSpec
+
+if TYPE_CHECKING:
+    from .sources.base import ToolSource
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 SOURCE_RETRY_SECONDS = 10.0
@@ -54,7 +57,7 @@ class Toolbox:
         self._loading = threading.RLock()
         self.source_retry_seconds = SOURCE_RETRY_SECONDS
 
-    def register_provider(self, provider: Any) -> None:
+    def register_provider(self, provider: ToolProvider) -> None:
         """Register a provider (``name``, ``tool_specs()``, ``resolve(spec)``) and its tools."""
         name = getattr(provider, "name", None)
         if not isinstance(name, str) or not name:
@@ -85,7 +88,7 @@ class Toolbox:
         else:
             self._direct[spec.name] = fn
 
-    def add_source(self, source: Any) -> None:
+    def add_source(self, source: ToolSource) -> None:
         """Add a tool source (see ``lackpy_kernel.kit.sources``), to load when first needed.
 
         Its tools are refused, with the reason in ``source.status.problems``, when their
@@ -111,7 +114,7 @@ class Toolbox:
                 if retry_failed or time.monotonic() >= self._retry_at.get(id(source), 0.0):
                     self._load_source(source)
 
-    def _load_source(self, source: Any) -> None:
+    def _load_source(self, source: ToolSource) -> None:
         try:
             specs = source.load()
         except ToolSourceError:

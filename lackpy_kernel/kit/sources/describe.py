@@ -233,7 +233,7 @@ def _indent(line: str) -> int:
 # -- the signature ----------------------------------------------------------------
 
 
-def _check_callable_kind(fn: Any) -> None:
+def _check_callable_kind(fn: object) -> None:
     if inspect.isclass(fn):
         raise ToolSourceError("it is a class; a tool is a function that returns plain data")
     if not callable(fn):
@@ -282,7 +282,7 @@ def _arg_spec(parameter: inspect.Parameter, doc: Docstring, module: str | None) 
     return ArgSpec(shown, kind, doc.arg_text.get(name, ""), default)
 
 
-def _format_annotation(annotation: Any, module: str | None) -> str:
+def _format_annotation(annotation: object, module: str | None) -> str:
     if annotation is inspect.Parameter.empty or annotation is inspect.Signature.empty:
         return ""
     if isinstance(annotation, str):
@@ -290,7 +290,7 @@ def _format_annotation(annotation: Any, module: str | None) -> str:
     return inspect.formatannotation(annotation, base_module=module)
 
 
-def _default_text(value: Any) -> str:
+def _default_text(value: object) -> str:
     if find_non_plain(value) is not None:
         return "..."
     text = repr(value)

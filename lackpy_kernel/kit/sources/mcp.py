@@ -41,6 +41,10 @@ from .describe import MAX_DEFAULT_CHARS
 
 if TYPE_CHECKING:
     import asyncio
+    from types import ModuleType
+
+    import mcp_types
+    from mcp import Client, MCPError
 
     from .stdio import StdioState
 
@@ -312,7 +316,7 @@ class McpToolSource(ToolSource):
         return specs
 
     def _list_tools(self) -> list[Any]:
-        async def list_all(client: Any) -> list[Any]:
+        async def list_all(client: Client) -> list[mcp_types.Tool]:
             tools, cursor = [], None
             for _ in range(MAX_LIST_PAGES):
                 page = await client.list_tools(cursor=cursor)
@@ -335,7 +339,7 @@ class McpToolSource(ToolSource):
             raise self.error(f"listing its tools failed: {_describe(exc)}"
                              f"{self.connection.diagnosis()}") from None
 
-    def _spec(self, tool: Any) -> ToolSpec | None:
+    def _spec(self, tool: mcp_types.Tool) -> ToolSpec | None:
         name = lackpy_name(tool.name, self.settings.get("prefix") or "")
         if name is None:
             self.status.problems.append(f"the server's tool {tool.name!r} has no name programs "
@@ -395,7 +399,7 @@ class McpToolSource(ToolSource):
         limit = time_left(self.timeout_of(mcp_name) if timeout is None else timeout)
         payload = _to_json(arguments, shown)
 
-        async def send(client: Any) -> Any:
+        async def send(client: Client) -> Any:
             return await client.call_tool(mcp_name, payload, read_timeout_seconds=limit)
 
         sdk = _sdk()
@@ -422,7 +426,8 @@ class McpToolSource(ToolSource):
                                 ) from None
         return _result_value(result, shown, unwrap=mcp_name in self._wrapped)
 
-    def _call_failure(self, shown: str, exc: Any, limit: float, types: Any) -> ToolCallError:
+    def _call_failure(self, shown: str, exc: MCPError, limit: float, types: ModuleType
+                      ) -> ToolCallError:
         if exc.code == types.REQUEST_TIMEOUT:
             return ToolCallTimeoutError(f"{shown} took longer than its {limit:g} s timeout; set "
                                         "timeout in the source's settings")
@@ -540,12 +545,12 @@ def _python_name(wire: str, used: set[str]) -> str:
     return name
 
 
-def _default_text(value: Any) -> str:
+def _default_text(value: object) -> str:
     text = repr(value)
     return text if len(text) <= MAX_DEFAULT_CHARS else "..."
 
 
-def json_schema_type(schema: Any, depth: int = 0) -> str:
+def json_schema_type(schema: object, depth: int = 0) -> str:
     """A JSON schema as a Python type string (``list[str]``, ``int | None``, ``dict``)."""
     if not isinstance(schema, dict) or depth > MAX_SCHEMA_DEPTH:
         return "Any"
@@ -568,14 +573,14 @@ def _union(kinds: list[str]) -> str:
     return "Any" if "Any" in unique or not unique else " | ".join(unique)
 
 
-def _returns(output_schema: Any) -> str:
+def _returns(output_schema: object) -> str:
     if not isinstance(output_schema, dict):
         return "Any"
     wrapped = _wrapped_result_schema(output_schema)
     return json_schema_type(wrapped) if wrapped is not None else "dict"
 
 
-def _wrapped_result_schema(output_schema: Any) -> dict[str, Any] | None:
+def _wrapped_result_schema(output_schema: object) -> dict[str, Any] | None:
     """The schema of ``result`` when the output is the SDK's ``{"result": value}`` wrapper
     of a value that is not an object, else None."""
     if not isinstance(output_schema, dict):
@@ -591,7 +596,7 @@ def _first_paragraph(text: str) -> str:
     return " ".join(text.strip().split("\n\n", 1)[0].split())
 
 
-def _result_value(result: Any, shown: str, *, unwrap: bool) -> Any:
+def _result_value(result: mcp_types.CallToolResult, shown: str, *, unwrap: bool) -> Any:
     """A CallToolResult as plain data (``unwrap``: structured content is the SDK's
     ``{"result": value}`` wrapper); ToolCallError for an error result."""
     if result.is_error:
@@ -606,7 +611,7 @@ def _result_value(result: Any, shown: str, *, unwrap: bool) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-def _block_value(block: Any) -> Any:
+def _block_value(block: mcp_types.ContentBlock) -> Any:
     text = getattr(block, "text", None)
     if getattr(block, "type", None) != "text" or not isinstance(text, str):
         return block.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -618,7 +623,7 @@ def _block_value(block: Any) -> Any:
     return text
 
 
-def _to_json(value: Any, shown: str, depth: int = 0) -> Any:
+def _to_json(value: object, shown: str, depth: int = 0) -> Any:
     """Plain data as JSON data (tuples and sets as lists); ToolCallError for what JSON has no
     form for."""
     if depth > MAX_SEND_DEPTH:

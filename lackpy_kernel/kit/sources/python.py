@@ -20,7 +20,7 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -227,11 +227,11 @@ def _located_files(module_name: str) -> list[str]:
     return files
 
 
-def _files_of(modules: Any) -> list[str]:
-    return [module.__file__ for module in modules
-            if isinstance(getattr(module, "__file__", None), str)]
+def _files_of(modules: Iterable[ModuleType | None]) -> list[str]:
+    files = (getattr(module, "__file__", None) for module in modules)
+    return [file for file in files if isinstance(file, str)]
 
 
-def _is_default_tool(name: str, value: Any, module: ModuleType) -> bool:
+def _is_default_tool(name: str, value: object, module: ModuleType) -> bool:
     return (inspect.isfunction(value) and not name.startswith("_")
             and value.__module__ == module.__name__ and bool(inspect.getdoc(value)))
