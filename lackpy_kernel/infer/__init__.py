@@ -14,10 +14,8 @@ from .events import (
 )
 from .prompt import Example, build_system_prompt, format_params_description, select_examples
 from .provider import FixingProvider, GenerationResult, InferenceProvider
-from .replay import ReplayProvider, record_generation
-from .rules import RulesProvider
 from .sanitize import sanitize_output
-from .templates import TemplatesProvider
+from .tiers import ReplayProvider, RulesProvider, TemplatesProvider, record_generation
 
 __all__ = [
     "CorrectionStep",

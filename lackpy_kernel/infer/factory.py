@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .provider import InferenceProvider
-from .replay import REPLAY_FILE, ReplayProvider
-from .rules import RulesProvider
-from .templates import TemplatesProvider
+from .tiers import REPLAY_FILE, ReplayProvider, RulesProvider, TemplatesProvider
 
 MODEL_PLUGINS = {
     "ollama": ("lackpy_kernel.infer.ollama_provider", "OllamaProvider", "ollama"),
