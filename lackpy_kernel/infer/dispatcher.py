@@ -21,7 +21,6 @@ from .events import (
     ProviderUnavailable,
 )
 from .examples import general_examples
-from .model import DEFAULT_ROUNDS
 from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
@@ -32,7 +31,7 @@ from .prompt import (
     default_max_tokens,
     program_slot,
 )
-from .provider import GenerationResult, InferenceProvider, provider_kind
+from .provider import DEFAULT_ROUNDS, GenerationResult, InferenceProvider, provider_kind
 from .sanitize import sanitize_output
 
 EventCallback = Callable[[GenerationEvent], None]

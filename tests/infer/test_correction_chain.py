@@ -8,11 +8,8 @@ import pytest
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, clean_reply
-from lackpy_kernel.infer.model import GenerationSettings
-from lackpy_kernel.infer.ollama_provider import OllamaProvider
-from lackpy_kernel.infer.openai_provider import OpenAIProvider
+from lackpy_kernel.infer.models import GenerationSettings, OllamaProvider, OpenAIProvider, RetryPolicy
 from lackpy_kernel.infer.prompt import EXCERPT_LINES
-from lackpy_kernel.infer.retry import RetryPolicy
 from lackpy_kernel.lang import validate
 from tests.support import loopback as lb
 
