@@ -154,7 +154,7 @@ async def test_no_intent_costs_more_model_calls_than_the_configured_rounds(serve
 
 
 async def test_correction_rounds_is_read_from_the_config_table(tmp_path, server):
-    from lackpy_kernel.infer.factory import build_provider
+    from lackpy_kernel.infer import build_provider
 
     provider = build_provider("local", {"plugin": "openai", "base_url": f"{server.url}/v1", "raw": True,
                                         "correction_rounds": 1, "max_retries": 0}, tmp_path)

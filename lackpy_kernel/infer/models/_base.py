@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from lackpy_kernel.errors import ProviderError
+from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, KIND_MODEL
 from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt
-from lackpy_kernel.infer.provider import DEFAULT_ROUNDS, KIND_MODEL
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
 from ._policy import POLICY_KEYS, RetryPolicy, default_describe, default_is_transient, iter_with_idle_timeout

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.infer._provider import KIND_REPLAY
 from lackpy_kernel.infer._recordings import append_recording, read_recordings, recording_key
-from lackpy_kernel.infer.provider import KIND_REPLAY
 
 from ._base import DeterministicProvider
 

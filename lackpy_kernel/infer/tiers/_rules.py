@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lackpy_kernel.infer.provider import KIND_RULES
+from lackpy_kernel.infer._provider import KIND_RULES
 
 from ._base import DeterministicProvider
 

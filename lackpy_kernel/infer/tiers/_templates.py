@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import TemplateError
-from lackpy_kernel.infer.provider import KIND_TEMPLATE, ProgramText
+from lackpy_kernel.infer._provider import KIND_TEMPLATE, ProgramText
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.frontmatter import Frontmatter, FrontmatterFormat
 

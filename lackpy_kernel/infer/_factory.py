@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._provider import InferenceProvider
 from .models import MODEL_PLUGINS
-from .provider import InferenceProvider
 from .tiers import REPLAY_FILE, ReplayProvider, RulesProvider, TemplatesProvider
 
 DETERMINISTIC_PLUGINS = ("templates", "rules", "replay")
