@@ -47,10 +47,16 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import GenerationError
-from lackpy_kernel.infer import InferenceDispatcher, RulesProvider, sanitize_output
-from lackpy_kernel.infer.events import CorrectionStep, GenerationEvent, ProviderTried
-from lackpy_kernel.infer.factory import build_provider
-from lackpy_kernel.infer.model import ModelProvider, Sampling
+from lackpy_kernel.infer import (
+    CorrectionStep,
+    GenerationEvent,
+    InferenceDispatcher,
+    ProviderTried,
+    RulesProvider,
+    build_provider,
+    sanitize_output,
+)
+from lackpy_kernel.infer.models import ModelProvider, Sampling
 from lackpy_kernel.infer.prompt import Example, format_example, program_slot
 from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 from lackpy_kernel.lang import validate

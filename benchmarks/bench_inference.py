@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lackpy_kernel.infer.templates import TemplatesProvider, format_template, update_counts
+from lackpy_kernel.infer.tiers import TemplatesProvider, format_template, update_counts
 from lackpy_kernel.service import LackpyService
 
 NAMESPACE = "read_file(path: str) -> str: read a file"

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import TemplateError
-from lackpy_kernel.infer import GenerationResult, record_generation
-from lackpy_kernel.infer.provider import KIND_TEMPLATE
-from lackpy_kernel.infer.replay import REPLAY_FILE
-from lackpy_kernel.infer.templates import update_counts
+from lackpy_kernel.infer import KIND_TEMPLATE, GenerationResult, record_generation
+from lackpy_kernel.infer.tiers import REPLAY_FILE, update_counts
 from lackpy_kernel.kit.atomic import atomic_write_text
 
 INTENT_LOG = "intents.jsonl"

@@ -22,12 +22,13 @@ from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
     TemplatesProvider,
+    build_providers,
     format_params_description,
+    is_available,
+    unavailable_reason,
 )
-from lackpy_kernel.infer.dispatcher import is_available, unavailable_reason
-from lackpy_kernel.infer.factory import build_providers
 from lackpy_kernel.infer.prompt import Interpreter
-from lackpy_kernel.infer.templates import (
+from lackpy_kernel.infer.tiers import (
     check_template_name,
     compile_pattern,
     fill_placeholders,

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lackpy_kernel.infer.tools_chat import ModelTurn, ToolCall
+from lackpy_kernel.infer.models import ModelTurn, ToolCall
 
 from .tools import CallOutcome, Toolset
 

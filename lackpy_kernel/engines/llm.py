@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 
 from lackpy_kernel.config import CONFIG_DIR, load_config
 from lackpy_kernel.errors import MaxTurnsExceeded, ProviderError, ToolTimeoutError, UsageError
-from lackpy_kernel.infer.tools_chat import (
+from lackpy_kernel.infer.models import (
+    CONVERSATIONS_FILE,
     TOOL_CHAT_PLUGINS,
     AssistantMessage,
     ChatRequest,
@@ -39,9 +40,9 @@ from lackpy_kernel.infer.tools_chat import (
     ToolResults,
     Usage,
     UserMessage,
+    record_conversation,
     tool_chat_model,
 )
-from lackpy_kernel.infer.tools_replay import CONVERSATIONS_FILE, record_conversation
 from lackpy_kernel.timing import ms_since as _ms_since
 
 from .compiler import did_you_mean

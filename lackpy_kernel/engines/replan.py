@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lackpy_kernel.errors import PlanCompileError, UsageError
-from lackpy_kernel.infer.tools_chat import ToolCall
+from lackpy_kernel.infer.models import ToolCall
 from lackpy_kernel.run.plain import jsonable
 
 from .checkpoint import Checkpointer

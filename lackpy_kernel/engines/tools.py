@@ -35,7 +35,7 @@ from lackpy_kernel.errors import (
     ToolApprovalError,
     UsageError,
 )
-from lackpy_kernel.infer.tools_chat import ToolSchema
+from lackpy_kernel.infer.models import ToolSchema
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.run import (
     ExecutionResult,

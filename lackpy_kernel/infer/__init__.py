@@ -1,10 +1,19 @@
-"""Inference: providers write lackpy programs for intents; the dispatcher validates them."""
+"""Inference: providers write lackpy programs for intents; the dispatcher validates them.
+
+- ``tiers/``: the deterministic tiers (templates, rules, replay) on one base.
+- ``models/``: one module per model vendor, holding its program writer and its tool-calling
+  chat, on one base with the retry and stream policy.
+- ``prompt``, ``sanitize``: the system prompt and the clean-up of a model's reply.
+- Behind the names below: the provider protocol (``_provider``), the dispatcher and its
+  correction chain (``_dispatcher``, ``_correction``, ``_events``, ``_examples``), the
+  providers a config names (``_factory``), recordings (``_recordings``).
+"""
 
 from lackpy_kernel.errors import TemplateError
 
-from .correction import clean_reply, deterministic_cleanup
-from .dispatcher import InferenceDispatcher
-from .events import (
+from ._correction import clean_reply, deterministic_cleanup
+from ._dispatcher import InferenceDispatcher, is_available, unavailable_reason
+from ._events import (
     CorrectionStep,
     GenerationEvent,
     ProgramStreaming,
@@ -12,14 +21,25 @@ from .events import (
     ProviderTried,
     ProviderUnavailable,
 )
+from ._factory import UnavailableProvider, build_provider, build_providers
+from ._provider import (
+    KIND_MODEL,
+    KIND_REPLAY,
+    KIND_RULES,
+    KIND_TEMPLATE,
+    FixingProvider,
+    GenerationResult,
+    InferenceProvider,
+)
 from .prompt import Example, build_system_prompt, format_params_description, select_examples
-from .provider import FixingProvider, GenerationResult, InferenceProvider
-from .replay import ReplayProvider, record_generation
-from .rules import RulesProvider
 from .sanitize import sanitize_output
-from .templates import TemplatesProvider
+from .tiers import ReplayProvider, RulesProvider, TemplatesProvider, record_generation
 
 __all__ = [
+    "KIND_MODEL",
+    "KIND_REPLAY",
+    "KIND_RULES",
+    "KIND_TEMPLATE",
     "CorrectionStep",
     "Example",
     "FixingProvider",
@@ -35,11 +55,16 @@ __all__ = [
     "RulesProvider",
     "TemplateError",
     "TemplatesProvider",
+    "UnavailableProvider",
+    "build_provider",
+    "build_providers",
     "build_system_prompt",
     "clean_reply",
     "deterministic_cleanup",
     "format_params_description",
+    "is_available",
     "record_generation",
     "sanitize_output",
     "select_examples",
+    "unavailable_reason",
 ]

@@ -13,7 +13,7 @@ import pytest
 
 from lackpy_kernel.engines import Agent, LLMEngine, PlanStepError
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.infer.tools_ollama import MUST_CALL_A_TOOL
+from lackpy_kernel.infer.models import MUST_CALL_A_TOOL
 from tests.support import agents
 from tests.support import loopback as lb
 

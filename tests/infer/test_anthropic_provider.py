@@ -10,10 +10,8 @@ import anthropic as _client  # noqa: F401 - imported up front: a first import is
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
-from lackpy_kernel.infer.anthropic_provider import DEFAULT_MODEL, AnthropicProvider
-from lackpy_kernel.infer.model import FALLBACK_MAX_TOKENS, GenerationSettings
+from lackpy_kernel.infer.models import FALLBACK_MAX_TOKENS, AnthropicProvider, GenerationSettings, RetryPolicy
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
-from lackpy_kernel.infer.retry import RetryPolicy
 from tests.support import loopback as lb
 
 KEY = "sk-ant-api03-LOOPBACK-test-key-0123456789abcdef"
@@ -92,7 +90,7 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
 async def test_defaults_on_the_wire(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
-    assert body["model"] == DEFAULT_MODEL and body["max_tokens"] == FALLBACK_MAX_TOKENS
+    assert body["model"] == AnthropicProvider.default_model and body["max_tokens"] == FALLBACK_MAX_TOKENS
     assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:"]
 
 
@@ -254,7 +252,7 @@ def test_from_settings_reads_every_key():
                                            stream_idle_timeout=10)
     defaults = AnthropicProvider.from_settings("a", {"plugin": "anthropic"})
     assert (defaults.model, defaults.generation, defaults.temperature) == (
-        DEFAULT_MODEL, GenerationSettings(), None)
+        AnthropicProvider.default_model, GenerationSettings(), None)
 
 
 @pytest.mark.parametrize("settings, message", [

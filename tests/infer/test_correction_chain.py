@@ -8,11 +8,8 @@ import pytest
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, clean_reply
-from lackpy_kernel.infer.model import GenerationSettings
-from lackpy_kernel.infer.ollama_provider import OllamaProvider
-from lackpy_kernel.infer.openai_provider import OpenAIProvider
+from lackpy_kernel.infer.models import GenerationSettings, OllamaProvider, OpenAIProvider, RetryPolicy
 from lackpy_kernel.infer.prompt import EXCERPT_LINES
-from lackpy_kernel.infer.retry import RetryPolicy
 from lackpy_kernel.lang import validate
 from tests.support import loopback as lb
 
@@ -157,7 +154,7 @@ async def test_no_intent_costs_more_model_calls_than_the_configured_rounds(serve
 
 
 async def test_correction_rounds_is_read_from_the_config_table(tmp_path, server):
-    from lackpy_kernel.infer.factory import build_provider
+    from lackpy_kernel.infer import build_provider
 
     provider = build_provider("local", {"plugin": "openai", "base_url": f"{server.url}/v1", "raw": True,
                                         "correction_rounds": 1, "max_retries": 0}, tmp_path)

@@ -170,7 +170,7 @@ async def test_cancellation_propagates():
 
 async def test_a_result_says_what_kind_of_provider_wrote_it_and_from_where(tmp_path):
     from lackpy_kernel.infer import TemplatesProvider
-    from lackpy_kernel.infer.templates import format_template
+    from lackpy_kernel.infer.tiers import format_template
 
     (tmp_path / "greet.tmpl").write_text(format_template("greet", "say hello", "'hello'"))
     templates = TemplatesProvider(tmp_path)

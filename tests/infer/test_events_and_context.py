@@ -12,11 +12,9 @@ from lackpy_kernel.infer import (
     ProviderTried,
     ProviderUnavailable,
     RulesProvider,
+    UnavailableProvider,
 )
-from lackpy_kernel.infer.factory import UnavailableProvider
-from lackpy_kernel.infer.ollama_provider import OllamaProvider
-from lackpy_kernel.infer.openai_provider import OpenAIProvider
-from lackpy_kernel.infer.retry import RetryPolicy
+from lackpy_kernel.infer.models import OllamaProvider, OpenAIProvider, RetryPolicy
 from lackpy_kernel.run.context import describe_variables
 from tests.support import loopback as lb
 

@@ -8,10 +8,8 @@ import ollama as _client  # noqa: F401 - imported up front: a first import is sl
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
-from lackpy_kernel.infer.model import FALLBACK_MAX_TOKENS, GenerationSettings
-from lackpy_kernel.infer.ollama_provider import DEFAULT_MODEL, OllamaProvider
+from lackpy_kernel.infer.models import FALLBACK_MAX_TOKENS, GenerationSettings, OllamaProvider, RetryPolicy
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
-from lackpy_kernel.infer.retry import RetryPolicy
 from tests.support import loopback as lb
 
 PROGRAM = "files = find_files('**/*.py')\nfiles"
@@ -62,7 +60,7 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
 async def test_unset_options_are_not_sent_and_stop_and_num_predict_always_are(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
-    assert body["model"] == DEFAULT_MODEL and "keep_alive" not in body
+    assert body["model"] == OllamaProvider.default_model and "keep_alive" not in body
     assert body["options"] == {"stop": ["\nIntent:"], "num_predict": FALLBACK_MAX_TOKENS}
 
 
@@ -243,7 +241,7 @@ def test_from_settings_reads_every_key():
                                         stream_idle_timeout=30)
     defaults = OllamaProvider.from_settings("o", {"plugin": "ollama"})
     assert (defaults.model, defaults.host, defaults.temperature, defaults.stream) == (
-        DEFAULT_MODEL, None, None, True)
+        OllamaProvider.default_model, None, None, True)
     assert defaults.policy == RetryPolicy()
 
 

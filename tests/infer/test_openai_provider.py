@@ -10,10 +10,14 @@ import traceback
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError, StreamStallError
-from lackpy_kernel.infer.model import FALLBACK_MAX_TOKENS, GenerationSettings
-from lackpy_kernel.infer.openai_provider import DEFAULT_MODEL, NO_KEY, OpenAIProvider
+from lackpy_kernel.infer.models import (
+    FALLBACK_MAX_TOKENS,
+    NO_KEY,
+    GenerationSettings,
+    OpenAIProvider,
+    RetryPolicy,
+)
 from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
-from lackpy_kernel.infer.retry import RetryPolicy
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -214,7 +218,7 @@ def test_from_settings_reads_every_key():
     assert openai.policy == RetryPolicy(max_retries=0, request_timeout=30, stream_idle_timeout=10)
     defaults = OpenAIProvider.from_settings("o", {"plugin": "openai"})
     assert (defaults.model, defaults.base_url, defaults.api_key_env, defaults.generation) == (
-        DEFAULT_MODEL, None, "OPENAI_API_KEY", GenerationSettings())
+        OpenAIProvider.default_model, None, "OPENAI_API_KEY", GenerationSettings())
     assert defaults.sampling().max_tokens == FALLBACK_MAX_TOKENS
 
 

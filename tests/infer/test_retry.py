@@ -11,7 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from lackpy_kernel.errors import ProviderError, ProviderTimeoutError
-from lackpy_kernel.infer.retry import REDACTED, RetryPolicy, default_is_transient, redact, retry_after_seconds
+from lackpy_kernel.infer.models import (
+    REDACTED,
+    RetryPolicy,
+    default_is_transient,
+    redact,
+    retry_after_seconds,
+)
 
 
 class HTTPError(Exception):

@@ -64,12 +64,21 @@ async def test_rules_need_their_tool_in_the_kit():
     assert await provider.generate("read the file a", ALL, only_read) is not None
 
 
-async def test_rules_take_the_tools_from_the_config_not_the_prompt_text():
+async def test_rules_take_the_tools_from_the_config_not_the_prompt_text_when_it_gives_them():
     provider = RulesProvider()
     prompt_text = "find_files(pattern) -> list"
     assert await provider.generate("find all py files", prompt_text, kit("read_file")) is None
     assert await provider.generate("find all py files", "", kit("find_files")) is not None
-    assert await provider.generate("find all py files", ALL) is None  # no tool names, no rule
+
+
+async def test_a_rule_applies_when_its_tool_appears_in_the_namespace_description():
+    """Seed 000, tier 1: called as the provider protocol documents it, with no config."""
+    provider = RulesProvider()
+    assert await provider.generate("find all py files", ALL) == "files = find_files('**/*.py')\nfiles"
+    assert await provider.generate("read the file a.txt", ALL) == "content = read_file('a.txt')\ncontent"
+    only_read = "read_file(path: str) -> str: read find_files"  # named, but not shown as a tool
+    assert await provider.generate("find all py files", only_read) is None
+    assert await provider.generate("find all py files", "") is None  # no tools, no rule
 
 
 async def test_rule_values_are_literals_not_code():

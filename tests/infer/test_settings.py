@@ -2,7 +2,7 @@
 
 import pytest
 
-from lackpy_kernel.infer.settings import check_settings
+from lackpy_kernel.infer.models import check_settings
 
 
 def test_check_settings_names_unknown_keys_and_a_wrong_plugin():

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from lackpy_kernel.errors import StreamStallError
-from lackpy_kernel.infer.retry import RetryPolicy
-from lackpy_kernel.infer.streaming import iter_with_idle_timeout
+from lackpy_kernel.infer.models import RetryPolicy, iter_with_idle_timeout
 
 
 async def _chunks(*delays: float):

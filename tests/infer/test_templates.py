@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from lackpy_kernel.infer.templates import (
+from lackpy_kernel.infer.tiers import (
     TemplateError,
     TemplatesProvider,
     compile_pattern,
@@ -392,7 +392,7 @@ def test_matching_agrees_with_the_lazy_regex_it_replaces(case):
 
 def test_the_module_imports_where_there_is_no_fcntl():
     code = ("import sys; sys.modules['fcntl'] = None\n"
-            "import lackpy_kernel.service, lackpy_kernel.infer.templates as t\n"
+            "import lackpy_kernel.service, lackpy_kernel.infer.tiers as t\n"
             "print(t.TemplatesProvider.__name__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (0, "TemplatesProvider"), done.stderr

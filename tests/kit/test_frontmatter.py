@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.errors import KitError, TemplateError
-from lackpy_kernel.infer.templates import TEMPLATE_FRONTMATTER, parse_template
+from lackpy_kernel.infer.tiers import TEMPLATE_FRONTMATTER, parse_template
 from lackpy_kernel.kit import parse_kit_file
 from lackpy_kernel.kit.frontmatter import FrontmatterFormat
 from lackpy_kernel.kit.registry import KIT_FRONTMATTER

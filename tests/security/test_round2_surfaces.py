@@ -26,7 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from lackpy_kernel.errors import LackpyError, LackpyValidationError
-from lackpy_kernel.infer.templates import TemplatesProvider
+from lackpy_kernel.infer.tiers import TemplatesProvider
 from lackpy_kernel.install import install_kernelspec
 from lackpy_kernel.mcp_server import build_server
 from lackpy_kernel.run import sandbox_supported

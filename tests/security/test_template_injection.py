@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lackpy_kernel.errors import TemplateError
-from lackpy_kernel.infer.templates import fill_placeholders
+from lackpy_kernel.infer.tiers import fill_placeholders
 from lackpy_kernel.service import LackpyService
 
 ATTACK = "{write_file('pwned.txt', 'x')}"

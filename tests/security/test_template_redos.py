@@ -30,7 +30,7 @@ HOSTILE = words(5_000) + " done " + words(5_000)
 TEN_AS = {name: "a" for name in "abcdefghi"} | {"j": " ".join(["a"] * 9_991)}
 
 MATCH = """
-from lackpy_kernel.infer.templates import compile_pattern
+from lackpy_kernel.infer.tiers import compile_pattern
 pattern, intent = ARGS
 RESULT = compile_pattern(pattern).match(intent)
 """
@@ -63,7 +63,7 @@ def test_a_template_folder_full_of_hostile_patterns_answers_at_once(tmp_path):
     code = """
     import asyncio
     from pathlib import Path
-    from lackpy_kernel.infer.templates import TemplatesProvider, format_template
+    from lackpy_kernel.infer.tiers import TemplatesProvider, format_template
     folder, pattern, intent = Path(ARGS[0]), ARGS[1], ARGS[2]
     folder.mkdir()
     for index in range(50):

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .provider import InferenceProvider
-from .replay import REPLAY_FILE, ReplayProvider
-from .rules import RulesProvider
-from .templates import TemplatesProvider
+from ._provider import InferenceProvider
+from .models import MODEL_PLUGINS
+from .tiers import REPLAY_FILE, ReplayProvider, RulesProvider, TemplatesProvider
 
-MODEL_PLUGINS = {
-    "ollama": ("lackpy_kernel.infer.ollama_provider", "OllamaProvider", "ollama"),
-    "anthropic": ("lackpy_kernel.infer.anthropic_provider", "AnthropicProvider", "anthropic"),
-    "openai": ("lackpy_kernel.infer.openai_provider", "OpenAIProvider", "openai"),
-}
 DETERMINISTIC_PLUGINS = ("templates", "rules", "replay")
 
 
@@ -61,15 +54,7 @@ def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> 
     if plugin not in MODEL_PLUGINS:
         known = ", ".join([*DETERMINISTIC_PLUGINS, *MODEL_PLUGINS])
         return UnavailableProvider(name, f"unknown plugin {plugin!r}; known plugins: {known}")
-    module_name, class_name, extra = MODEL_PLUGINS[plugin]
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        return UnavailableProvider(
-            name, f"{exc}; install it with: pip install 'lackpy-kernel[{extra}]'"
-        )
-    try:
-        provider: InferenceProvider = getattr(module, class_name).from_settings(name, dict(settings))
-        return provider
+        return MODEL_PLUGINS[plugin].from_settings(name, dict(settings))
     except (ValueError, TypeError) as exc:
         return UnavailableProvider(name, f"bad settings in [inference.providers.{name}]: {exc}")

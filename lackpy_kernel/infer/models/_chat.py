@@ -2,69 +2,21 @@
 
 The agent loop (``lackpy_kernel.engines``) talks to a :class:`ToolChatModel`: it sends a
 :class:`ChatRequest` (system prompt, the conversation so far, the tools' JSON schemas,
-``tool_choice``) and gets back a :class:`ModelTurn` (text, tool calls, token usage). The
-protocols live in ``tools_anthropic``, ``tools_ollama``, ``tools_openai`` (each through its
-official client) and ``tools_replay`` (recorded conversations, for notebooks and CI).
-
-A protocol module wraps the inference tier of its kind (``AnthropicProvider``,
-``OllamaProvider``, ...) built from the same settings, and borrows its retry policy, its
-error classification and its messages: the agent loop retries, times out, detects stalled
-streams and redacts keys exactly as the program-writing tiers do; :func:`with_policy` and
-:func:`idle_chunks` are the only places that run that policy. Of a tier's settings, tool
-calling uses the connection (host, base URL, key), the model, ``temperature``, ``stream``,
-``max_tokens`` and the retry policy; the program-writing ones (``stop``, ``raw``,
-``correction_rounds``) do not apply to it.
+``tool_choice``) and gets back a :class:`ModelTurn` (text, tool calls, token usage). Each
+vendor's module holds its protocol (through its official client) beside its program writer;
+the replay module answers from recorded conversations, for notebooks and CI.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from lackpy_kernel.errors import UsageError
-
-from .factory import MODEL_PLUGINS
-from .retry import redact
-from .streaming import iter_with_idle_timeout
-
-__all__ = [
-    "TOOL_CHAT_PLUGINS",
-    "AssistantMessage",
-    "ChatRequest",
-    "Message",
-    "ModelTurn",
-    "OnText",
-    "ToolCall",
-    "ToolChatModel",
-    "ToolResult",
-    "ToolResults",
-    "ToolSchema",
-    "Usage",
-    "UserMessage",
-    "emit_text",
-    "idle_chunks",
-    "parse_arguments",
-    "tool_chat_model",
-    "with_policy",
-]
-
-T = TypeVar("T")
 # Hears each piece of text as the model streams it; may be async (a bounded stream waits).
 OnText = Callable[[str], Awaitable[None] | None]
-
-# plugin -> (module with the protocol, its class)
-TOOL_CHAT_PLUGINS = {
-    "anthropic": ("lackpy_kernel.infer.tools_anthropic", "AnthropicToolChat"),
-    "ollama": ("lackpy_kernel.infer.tools_ollama", "OllamaToolChat"),
-    "openai": ("lackpy_kernel.infer.tools_openai", "OpenAIToolChat"),
-    "replay": ("lackpy_kernel.infer.tools_replay", "ReplayToolChat"),
-}
-
 
 @dataclass(frozen=True)
 class ToolSchema:
@@ -177,65 +129,6 @@ class ToolChatModel(Protocol):
     model: str
 
     async def complete(self, request: ChatRequest, on_text: OnText | None = None) -> ModelTurn: ...
-
-
-def tool_chat_model(plugin: str, name: str, settings: Mapping[str, Any], config_dir: Path
-                    ) -> ToolChatModel:
-    """The tool-calling model of ``plugin`` (anthropic, ollama, openai, replay) configured by
-    ``settings`` (a ``[inference.providers.NAME]`` table, plus the engine's own knobs).
-
-    Raises UsageError for an unknown plugin, settings the plugin refuses, or a client
-    package that is not installed.
-    """
-    if plugin not in TOOL_CHAT_PLUGINS:
-        raise UsageError(f"provider {name!r} uses the plugin {plugin!r}, which cannot call "
-                         f"tools; tool-calling plugins: {', '.join(TOOL_CHAT_PLUGINS)}")
-    module_name, class_name = TOOL_CHAT_PLUGINS[plugin]
-    chat_class = getattr(importlib.import_module(module_name), class_name)
-    model: ToolChatModel
-    if plugin == "replay":
-        model = chat_class(config_dir / str(settings.get("conversations", "conversations.jsonl")),
-                           name=name, model=str(settings.get("model", "replay")))
-        return model
-    tier_module, tier_class, extra = MODEL_PLUGINS[plugin]
-    try:
-        importlib.import_module(extra)
-    except ImportError:
-        raise UsageError(f"provider {name!r} needs the {extra} package; install it with: "
-                         f"pip install 'lackpy-kernel[{extra}]'") from None
-    tier_settings = {key: value for key, value in settings.items() if key != "conversations"}
-    try:
-        tier = getattr(importlib.import_module(tier_module), tier_class).from_settings(
-            name, tier_settings)
-    except (ValueError, TypeError) as exc:
-        raise UsageError(f"provider {name!r}: {exc}") from None
-    model = chat_class(tier)
-    return model
-
-
-# -- the one adapter to the inference tiers' retry, stall and redaction policy ------------
-
-
-async def with_policy(tier: Any, attempt: Callable[[], Awaitable[T]], *, what: str,
-                      secrets: tuple[str, ...] = ()) -> T:
-    """``attempt()`` under ``tier``'s retry policy, with its error classification and
-    messages; raises the policy's ProviderError when the attempts are used up."""
-    result: T = await tier.policy.run(attempt, tier._is_transient, what=what,
-                                      describe=tier._describe, secrets=secrets)
-    return result
-
-
-def idle_chunks(tier: Any, chunks: AsyncIterable[T], what: str) -> AsyncIterator[T]:
-    """The chunks of a streamed answer; StreamStallError past ``stream_idle_timeout``."""
-    return iter_with_idle_timeout(chunks, tier.policy.stream_idle_timeout, what=what)
-
-
-def redacted(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with the secrets (and anything shaped like an API key) replaced."""
-    return redact(text, secrets)
-
-
-# -- shared by the protocols --------------------------------------------------------------
 
 
 async def emit_text(on_text: OnText | None, piece: str) -> None:

@@ -12,8 +12,8 @@ from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.lang import Rule, validate
 from lackpy_kernel.timing import ms_since as _ms_since
 
-from .correction import Cleaned, clean_reply, copies_prompt, has_code
-from .events import (
+from ._correction import Cleaned, clean_reply, copies_prompt, has_code
+from ._events import (
     CorrectionStep,
     GenerationEvent,
     ProgramStreaming,
@@ -21,8 +21,8 @@ from .events import (
     ProviderTried,
     ProviderUnavailable,
 )
-from .examples import general_examples
-from .model import DEFAULT_ROUNDS
+from ._examples import general_examples
+from ._provider import DEFAULT_ROUNDS, GenerationResult, InferenceProvider, provider_kind
 from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
@@ -33,7 +33,6 @@ from .prompt import (
     default_max_tokens,
     program_slot,
 )
-from .provider import GenerationResult, InferenceProvider, provider_kind
 from .sanitize import sanitize_output
 
 EventCallback = Callable[[GenerationEvent], None]

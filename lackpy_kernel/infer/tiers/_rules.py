@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .provider import KIND_RULES
+from lackpy_kernel.infer._provider import KIND_RULES
+
+from ._base import DeterministicProvider
 
 
 @dataclass(frozen=True)
@@ -49,39 +51,33 @@ def clean_value(raw: str) -> str:
     return value
 
 
-def tool_names_of(config: Mapping[str, Any] | None) -> set[str]:
-    """The kit's tool names the dispatcher passes in ``config["tool_names"]`` (none without it)."""
-    return set((config or {}).get("tool_names") or ())
+# A tool as a namespace description shows it: its name, then its arguments (``read_file(path: str)``).
+_CALLED_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
 
 
-class RulesProvider:
+def kit_tool_names(namespace_desc: str, config: Mapping[str, Any]) -> set[str]:
+    """The kit's tool names: ``config["tool_names"]`` when the dispatcher gives them, else the
+    names the namespace description shows as called (``name(...)``)."""
+    if "tool_names" in config:
+        return set(config["tool_names"] or ())
+    return set(_CALLED_NAME.findall(namespace_desc))
+
+
+class RulesProvider(DeterministicProvider):
     """Tier 1: regular expressions for reading files and finding files, definitions, callers.
 
-    A rule applies only when its tool is among ``config["tool_names"]``.
+    A rule applies only when its tool is in the kit (see ``kit_tool_names``): the protocol's
+    ``generate(intent, namespace_desc)`` with no config finds the tools in the description.
     """
 
     kind = KIND_RULES
 
     def __init__(self, name: str = "rules") -> None:
-        self._name = name
+        super().__init__(name)
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def available(self) -> bool:
-        return True
-
-    async def generate(
-        self,
-        intent: str,
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-        error_feedback: list[str] | None = None,
-    ) -> str | None:
-        if error_feedback:
-            return None
-        tools = tool_names_of(config)
+    def answer(self, intent: str, namespace_desc: str, config: Mapping[str, Any]) -> str | None:
+        """The first matching rule's program whose tool is in the kit, else None."""
+        tools = kit_tool_names(namespace_desc, config)
         text = " ".join(intent.split())
         for rule in RULES:
             if rule.tool not in tools:

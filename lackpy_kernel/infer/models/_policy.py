@@ -1,4 +1,5 @@
-"""Retries, timeouts, Retry-After and redaction for the model tiers.
+"""The model tiers' retry and stream policy: retries, timeouts, Retry-After, stalled streams
+and redaction.
 
 The knobs and their meanings follow LazyBridge's ``LLMEngine``:
 
@@ -17,7 +18,8 @@ The knobs and their meanings follow LazyBridge's ``LLMEngine``:
   (or 0) disables stall detection, with a one-time ``UserWarning``.
 
 ``deadline`` (None) bounds all attempts and the waits between them together;
-the policy never sleeps past it.
+the policy never sleeps past it. :func:`iter_with_idle_timeout` applies
+``stream_idle_timeout`` to a streamed answer.
 
 Every message this module writes goes through :func:`redact` with the
 secrets the caller names, so an API key never reaches an error or a log.
@@ -33,7 +35,7 @@ import random
 import re
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -335,3 +337,37 @@ def _header(headers: Any, name: str) -> Any:
     if value is None and isinstance(headers, Mapping):
         value = next((v for k, v in headers.items() if str(k).lower() == name), None)
     return value
+
+
+async def iter_with_idle_timeout(
+    stream: AsyncIterable[T], idle_timeout: float | None, *, what: str = "stream"
+) -> AsyncIterator[T]:
+    """The chunks of ``stream``; :class:`StreamStallError` when one takes longer than ``idle_timeout``.
+
+    The wait for the first chunk counts as a gap too. The underlying
+    iterator is closed when this one ends, stalls or is closed.
+    """
+    iterator = aiter(stream)
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(idle_timeout) as scope:
+                    item = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                if scope.expired():
+                    raise StreamStallError(
+                        f"{what} stalled: no data for {idle_timeout:g} s (stream_idle_timeout); the server "
+                        "stopped sending mid-answer",
+                        gap=idle_timeout,
+                    ) from None
+                raise
+            yield item
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:  # closing a broken stream must not hide why it broke
+                log.debug("closing %s failed", what, exc_info=True)

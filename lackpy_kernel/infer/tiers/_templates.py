@@ -17,17 +17,18 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import TemplateError
+from lackpy_kernel.infer._provider import KIND_TEMPLATE, ProgramText
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.frontmatter import Frontmatter, FrontmatterFormat
 
-from .provider import KIND_TEMPLATE, ProgramText
-from .template_text import (
+from ._base import DeterministicProvider
+from ._template_text import (
     IntentPattern,
     compile_pattern,
     fill_placeholders,
@@ -35,22 +36,6 @@ from .template_text import (
     original_text,
     squeeze,
 )
-
-__all__ = [
-    "SUFFIX",
-    "TEMPLATE_FRONTMATTER",
-    "Template",
-    "TemplateError",
-    "TemplateIndex",
-    "TemplatesProvider",
-    "check_template_name",
-    "compile_pattern",
-    "fill_placeholders",
-    "format_template",
-    "parse_template",
-    "template_index",
-    "update_counts",
-]
 
 SUFFIX = ".tmpl"
 TEMPLATE_FRONTMATTER = FrontmatterFormat(
@@ -523,7 +508,7 @@ def template_index(folder: str | os.PathLike[str]) -> TemplateIndex:
         return index
 
 
-class TemplatesProvider:
+class TemplatesProvider(DeterministicProvider):
     """Tier 0: the first template (in file-name order) whose pattern matches the intent.
 
     A bad template file is skipped and reported in ``problems``, never fatal. A program's
@@ -533,37 +518,23 @@ class TemplatesProvider:
     kind = KIND_TEMPLATE
 
     def __init__(self, templates_dir: str | os.PathLike[str], name: str = "templates") -> None:
+        super().__init__(name)
         self.templates_dir = Path(templates_dir)
-        self._name = name
         self._index = template_index(self.templates_dir)
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def problems(self) -> dict[Path, str]:
         """Each template file that cannot be used, and why."""
         return self._index.problems
 
-    def available(self) -> bool:
-        return self.templates_dir.is_dir()
-
     def unavailable_reason(self) -> str | None:
-        return None if self.available() else f"no templates yet in {self.templates_dir}"
+        """None when the templates folder exists."""
+        return None if self.templates_dir.is_dir() else f"no templates yet in {self.templates_dir}"
 
-    async def generate(
-        self,
-        intent: str,
-        namespace_desc: str,
-        config: dict[str, Any] | None = None,
-        error_feedback: list[str] | None = None,
-    ) -> str | None:
+    def answer(self, intent: str, namespace_desc: str, config: Mapping[str, Any]) -> str | None:
         """The matching template's program, its ``source`` the template's path; None when no
         template matches. Raises TemplateError when the captured text cannot be written into
         the matching template's program as data."""
-        if error_feedback:
-            return None  # a template is fixed text: a retry cannot do better
         found = self.find(intent)
         if found is None:
             return None

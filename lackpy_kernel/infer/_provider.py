@@ -77,6 +77,9 @@ class ProgramText(str):
         return made
 
 
+# Model calls the correction chain may make after the first, when a provider does not say.
+DEFAULT_ROUNDS = 2
+
 # What a provider is, for the ratchet: a template's runs are counted, a model's recorded.
 KIND_TEMPLATE, KIND_RULES, KIND_REPLAY, KIND_MODEL = "template", "rules", "replay", "model"
 DETERMINISTIC_KINDS = frozenset({KIND_TEMPLATE, KIND_RULES, KIND_REPLAY})

@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
+from lackpy_kernel.infer._recordings import append_recording, read_recordings, recording_key
 
-from .tools_chat import ChatRequest, ModelTurn, OnText, ToolCall, Usage, emit_text, parse_arguments
-
-__all__ = ["CONVERSATIONS_FILE", "ReplayToolChat", "record_conversation"]
+from ._chat import ChatRequest, ModelTurn, OnText, ToolCall, Usage, emit_text, parse_arguments
 
 CONVERSATIONS_FILE = "conversations.jsonl"
 
@@ -61,10 +60,11 @@ class ReplayToolChat:
                          "tool_use" if calls else "end_turn")
 
     def _find(self, intent: str, tools: list[str]) -> dict[str, Any]:
-        wanted = _key(intent, tools)
-        found = None
-        for record in _records(self.path):
-            if _key(record.get("intent", ""), record.get("tools") or []) == wanted:
+        wanted = recording_key(intent, tools)
+        found: dict[str, Any] | None = None
+        for _, record in read_recordings(self.path):
+            if _is_recording(record) and recording_key(record.get("intent", ""),
+                                                       record.get("tools") or []) == wanted:
                 found = record  # the latest recording wins
         if found is None:
             raise ProviderError(
@@ -77,43 +77,16 @@ class ReplayToolChat:
 def record_conversation(path: str | os.PathLike[str], intent: str, tools: list[str],
                         model: str, turns: list[ModelTurn]) -> None:
     """Append one run's conversation (a single write of one line)."""
-    line = json.dumps({
+    append_recording(path, {
         "intent": intent, "tools": sorted(tools), "model": model,
         "turns": [{"text": turn.text, "calls": [_call(call) for call in turn.calls]}
                   for turn in turns],
-    }, ensure_ascii=False) + "\n"
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8"))
-    finally:
-        os.close(fd)
+    })
 
 
 def _call(call: ToolCall) -> dict[str, Any]:
     return {"name": call.name,
             "arguments": call.arguments if call.arguments is not None else call.raw}
-
-
-def _key(intent: str, tools: list[str]) -> tuple[str, tuple[str, ...]]:
-    return " ".join(str(intent).lower().split()), tuple(sorted(str(tool) for tool in tools))
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return []
-    records = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if _is_recording(record):
-            records.append(record)
-    return records
 
 
 def _is_recording(record: Any) -> bool:
