@@ -13,7 +13,7 @@ from typing import Any
 
 from lackpy_kernel.config import load_config
 from lackpy_kernel.display import output_text, table_bundle
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
@@ -483,7 +483,7 @@ async def _temporal_status(runner: Any, args: argparse.Namespace) -> int:
 def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
     global _temporal_used
     _temporal_used = True
-    from lackpy_kernel.engines.temporal.worker import serve  # noqa: PLC0415 - optional extra
+    from lackpy_kernel.engines.temporal import serve  # noqa: PLC0415 - optional extra
 
     namespace, queue = args.namespace or "default", args.task_queue or "lackpy"
 

@@ -25,18 +25,37 @@ from lackpy_kernel.errors import (
     ToolTimeoutError,
 )
 
-from .agent import Agent, Engine
-from .envelope import Envelope, ErrorInfo, StepResult
-from .evaluate import Evaluator, PlanState
-from .events import AgentEvent, RunContext
-from .execute import ServiceExecutor, StepExecutor
-from .llm import LLMEngine
-from .plan import Plan
-from .replan import PlanRound, ReplanEngine, Task
-from .sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
-from .step import Approval, Delegate, Program, Step
-from .store import Store
-from .straight_line import trace_to_program
+from .agents import (
+    Agent,
+    AgentEvent,
+    Engine,
+    LLMEngine,
+    PlanRound,
+    ReplanEngine,
+    RunContext,
+    Task,
+    trace_to_program,
+)
+from .plans import (
+    Approval,
+    Delegate,
+    Envelope,
+    ErrorInfo,
+    Evaluator,
+    Plan,
+    PlanState,
+    Program,
+    Sentinel,
+    ServiceExecutor,
+    Step,
+    StepExecutor,
+    StepResult,
+    Store,
+    from_parallel_all,
+    from_prev,
+    from_start,
+    from_step,
+)
 
 __all__ = [
     "Agent",

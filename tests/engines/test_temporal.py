@@ -21,6 +21,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from lackpy_kernel.engines import (
     Approval,
     ConcurrentPlanRunError,
+    ErrorInfo,
     Plan,
     PlanRegistryError,
     PlanRuntimeError,
@@ -30,10 +31,15 @@ from lackpy_kernel.engines import (
     from_parallel_all,
     from_start,
 )
-from lackpy_kernel.engines.envelope import ErrorInfo
-from lackpy_kernel.engines.library import PlanLibrary
-from lackpy_kernel.engines.temporal import StepPolicy, TemporalRunner, TemporalWorker, connect
-from lackpy_kernel.engines.temporal.workflows import PlanManyWorkflow, PlanWorkflow
+from lackpy_kernel.engines.plans import PlanLibrary
+from lackpy_kernel.engines.temporal import (
+    PlanManyWorkflow,
+    PlanWorkflow,
+    StepPolicy,
+    TemporalRunner,
+    TemporalWorker,
+    connect,
+)
 from lackpy_kernel.errors import TemporalError, TemporalUnreachableError, UsageError
 from lackpy_kernel.service import LackpyService
 from tests.support.temporal import (

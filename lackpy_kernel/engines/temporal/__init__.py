@@ -15,7 +15,18 @@ except ImportError as exc:
         f"plans on Temporal need the temporalio package ({exc}); install the extra: "
         f"pip install 'lackpy-kernel[temporal]'") from None
 
-from .runner import RemoteRuns, StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
-from .worker import TemporalWorker  # noqa: E402
+from ._runner import RemoteRuns, StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
+from ._worker import TemporalWorker, serve  # noqa: E402
+from ._workflows import PlanManyWorkflow, PlanWorkflow  # noqa: E402
 
-__all__ = ["RemoteRuns", "StepPolicy", "TemporalRun", "TemporalRunner", "TemporalWorker", "connect"]
+__all__ = [
+    "PlanManyWorkflow",
+    "PlanWorkflow",
+    "RemoteRuns",
+    "StepPolicy",
+    "TemporalRun",
+    "TemporalRunner",
+    "TemporalWorker",
+    "connect",
+    "serve",
+]

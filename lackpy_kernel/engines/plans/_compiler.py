@@ -14,8 +14,8 @@ from lackpy_kernel.errors import KitError, PlanCompileError, error_text
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 from lackpy_kernel.run import summarize
 
-from .sentinels import FromParallelAll, FromStep, Sentinel
-from .step import Kit, Step, target_kind
+from ._sentinels import FromParallelAll, FromStep, Sentinel
+from ._step import Kit, Step, target_kind
 
 __all__ = ["PROGRAM_PARAMS", "compile_steps", "kit_tools", "output_fields"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sentinels import from_prev
+from ._sentinels import from_prev
 
 __all__ = ["Approval", "Delegate", "Kit", "Program", "Step", "target_kind", "target_label"]
 

@@ -12,11 +12,11 @@ from typing import Any, Protocol
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.service import LackpyService
 
-from .envelope import Envelope
-from .events import EventCallback, RunContext, TextCallback
-from .llm import LLMEngine
-from .loop import run_sync
-from .tools import SandboxPool, Toolset, build_toolset
+from ..loop import run_sync
+from ..plans import Envelope
+from ._events import EventCallback, RunContext, TextCallback
+from ._llm import LLMEngine
+from ._tools import SandboxPool, Toolset, build_toolset
 
 __all__ = ["Agent", "Engine"]
 

@@ -18,8 +18,8 @@ from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.lang import validate
 from lackpy_kernel.run import TraceEntry, no_rebinding, summarize
 
-from .envelope import Envelope
-from .tools import LACKPY_TOOL
+from ..plans import Envelope
+from ._tools import LACKPY_TOOL
 
 __all__ = ["remember_program", "trace_to_program"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from lackpy_kernel.infer.tools_chat import ModelTurn, ToolCall
 
-from .tools import CallOutcome, Toolset
+from ._tools import CallOutcome, Toolset
 
 __all__ = ["AgentEvent", "EventCallback", "RunContext", "TextCallback"]
 

@@ -16,9 +16,9 @@ from lackpy_kernel.config import CONFIG_DIR
 from lackpy_kernel.errors import PlanResumeError, UsageError
 from lackpy_kernel.kit.atomic import atomic_write_text
 
-from .checkpoint import checkpoint_problem, is_checkpoint, owner_alive
-from .plan import Plan
-from .store import Store
+from ._checkpoint import checkpoint_problem, is_checkpoint, owner_alive
+from ._plan import Plan
+from ._store import Store
 
 __all__ = ["PLANS_DB", "PLANS_DIR", "PlanLibrary", "RunStatus"]
 

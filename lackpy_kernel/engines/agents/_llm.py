@@ -43,11 +43,10 @@ from lackpy_kernel.infer.tools_chat import (
 )
 from lackpy_kernel.infer.tools_replay import CONVERSATIONS_FILE, record_conversation
 
-from .compiler import did_you_mean
-from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .events import RunContext
-from .structured import output_instructions, read_output, wants_structure
-from .tools import CallOutcome
+from ..plans import Envelope, ErrorInfo, StepResult, did_you_mean, error_info
+from ._events import RunContext
+from ._structured import output_instructions, read_output, wants_structure
+from ._tools import CallOutcome
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "LLMEngine"]
 

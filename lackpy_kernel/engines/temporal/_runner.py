@@ -36,9 +36,8 @@ from lackpy_kernel.errors import (
     UsageError,
 )
 
-from ..envelope import Envelope, ErrorInfo, StepResult
-from ..plan import Plan
-from .workflows import (
+from ..plans import Envelope, ErrorInfo, Plan, StepResult
+from ._workflows import (
     MANY_WORKFLOW,
     PLAN_WORKFLOW,
     RESUME_SIGNAL,

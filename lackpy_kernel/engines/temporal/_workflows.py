@@ -1,9 +1,11 @@
 """The workflows: a plan evaluated in workflow code, its steps run as activities.
 
 ``PlanWorkflow`` drives one plan with the local engine's ``Evaluator`` (bands, sentinels,
-routes, ``max_iterations``); each step is the ``lackpy.step`` activity, each band's writes the
-``lackpy.commit`` activity, an ``Approval`` (or a step raising ``PlanPaused``) a wait for the
-``resume`` signal. ``PlanManyWorkflow`` runs one child PlanWorkflow per input, a few at a time.
+routes, ``max_iterations``); each step is the ``lackpy.step`` activity
+(``StepActivities.run_step``: a ``StepRequest`` in, a ``StepAnswer`` out), each band's writes
+the ``lackpy.commit`` activity (``StepActivities.commit``), an ``Approval`` (or a step raising
+``PlanPaused``) a wait for the ``resume`` signal. ``PlanManyWorkflow`` runs one child
+PlanWorkflow per input, a few at a time.
 
 This code is replayed: it reads no clock, does no I/O, draws no random numbers and calls
 none of the plan's Python code. What it needs comes in: the plan, the task and the step
@@ -27,25 +29,25 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from lackpy_kernel.engines.envelope import Envelope, ErrorInfo, StepResult
-    from lackpy_kernel.engines.evaluate import Evaluator, PlanState, pause_error
-    from lackpy_kernel.engines.serialise import step_from_dict
-    from lackpy_kernel.engines.step import Approval, Step
     from lackpy_kernel.errors import LackpyError, PlanCompileError, PlanRuntimeError
 
-__all__ = [
-    "COMMIT_ACTIVITY",
-    "MANY_WORKFLOW",
-    "PLAN_WORKFLOW",
-    "STEP_ACTIVITY",
-    "PlanManyWorkflow",
-    "PlanWorkflow",
-]
+    from ..plans import (
+        Approval,
+        Envelope,
+        ErrorInfo,
+        Evaluator,
+        PlanState,
+        Step,
+        StepResult,
+        pause_error,
+        step_from_dict,
+    )
+    from ._activities import CommitRequest, StepActivities, StepRequest
+
+__all__ = ["MANY_WORKFLOW", "PLAN_WORKFLOW", "PlanManyWorkflow", "PlanWorkflow"]
 
 PLAN_WORKFLOW = "lackpy.plan"
 MANY_WORKFLOW = "lackpy.plan-many"
-STEP_ACTIVITY = "lackpy.step"
-COMMIT_ACTIVITY = "lackpy.commit"
 RESUME_SIGNAL = "resume"
 STATUS_QUERY = "status"
 SETTLED_UPDATE = "settled"
@@ -241,12 +243,12 @@ class _Steps:
             state.approved = None
             return StepResult(step.name, task)
         policy = self._policy(step.name)
-        request = {"step": self.step_data[step.name], "kit": self.kit, "task": task,
-                   "context": context, "attempts": policy["attempts"]}
+        request = StepRequest(self.step_data[step.name], self.kit, task, context,
+                              policy["attempts"])
         self.started += 1
         try:
-            answer = await workflow.execute_activity(
-                STEP_ACTIVITY, request, result_type=dict,
+            answer = await workflow.execute_activity_method(
+                StepActivities.run_step, request,
                 activity_id=f"{step.name}#{self.started}",
                 start_to_close_timeout=timedelta(seconds=policy["timeout"]),
                 heartbeat_timeout=timedelta(seconds=policy["heartbeat"]),
@@ -256,19 +258,18 @@ class _Steps:
         except ActivityError as exc:
             _raise_plan_bug(exc)
             return StepResult(step.name, error=_lost_step(step.name, policy, exc))
-        self.owner._attempts[step.name] = answer["attempt"]
-        self.owner._workers[step.name] = answer["worker"]
-        self.owner._routes[step.name] = answer.get("route")
-        if answer.get("paused") is not None:
-            return _Pause(step.name, answer["paused"])
-        return StepResult.from_dict(answer["result"])
+        self.owner._attempts[step.name] = answer.attempt
+        self.owner._workers[step.name] = answer.worker
+        self.owner._routes[step.name] = answer.route
+        if answer.result is None:  # no result: the step asked for a pause
+            return _Pause(step.name, answer.paused or "")
+        return answer.result
 
     async def commit(self, band: int, writes: dict[str, Any]) -> None:
         policy = self._policy(None)
         info = workflow.info()
-        await workflow.execute_activity(
-            COMMIT_ACTIVITY,
-            {"key": info.workflow_id, "run": info.run_id, "band": band, "writes": writes},
+        await workflow.execute_activity_method(
+            StepActivities.commit, CommitRequest(info.workflow_id, info.run_id, band, writes),
             activity_id=f"commit#{band}",
             start_to_close_timeout=timedelta(seconds=policy["timeout"]),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),

@@ -49,8 +49,7 @@ from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.sandbox import in_thread
 from lackpy_kernel.service import trace_sources, validate_for
 
-from .compiler import did_you_mean
-from .envelope import error_info
+from ..plans import did_you_mean, error_info
 
 __all__ = [
     "GRADES",

@@ -19,15 +19,15 @@ from lackpy_kernel.errors import (
 from lackpy_kernel.run import summarize
 from lackpy_kernel.service import LackpyService
 
-from .checkpoint import Checkpointer, is_checkpoint
-from .compiler import compile_steps
-from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .evaluate import Evaluator, PlanState, pause_error
-from .execute import ServiceExecutor, StepExecutor
-from .loop import run_sync
-from .serialise import PLAN_FORMAT, step_from_dict, step_to_dict
-from .step import Approval, Kit, Step, target_label
-from .store import Store
+from ..loop import run_sync
+from ._checkpoint import Checkpointer, is_checkpoint
+from ._compiler import compile_steps
+from ._envelope import Envelope, ErrorInfo, StepResult, error_info
+from ._evaluate import Evaluator, PlanState, pause_error
+from ._execute import ServiceExecutor, StepExecutor
+from ._serialise import PLAN_FORMAT, step_from_dict, step_to_dict
+from ._step import Approval, Kit, Step, target_label
+from ._store import Store
 
 __all__ = ["Plan", "ProgressCallback"]
 

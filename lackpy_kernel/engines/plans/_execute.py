@@ -13,10 +13,10 @@ from typing import Any, Protocol
 from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
 
-from .compiler import kit_tools
-from .envelope import ErrorInfo, StepResult, error_info
-from .evaluate import type_problem
-from .step import Delegate, Kit, Program, Step, target_kind
+from ._compiler import kit_tools
+from ._envelope import ErrorInfo, StepResult, error_info
+from ._evaluate import type_problem
+from ._step import Delegate, Kit, Program, Step, target_kind
 
 __all__ = ["ServiceExecutor", "StepExecutor"]
 
