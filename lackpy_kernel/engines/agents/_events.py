@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.infer.tools_chat import ModelTurn, ToolCall
+from lackpy_kernel.service import LackpyService
 
 from ._tools import CallOutcome, Toolset
 
@@ -40,7 +41,7 @@ class RunContext:
 
     task: str
     tools: Toolset
-    service: Any
+    service: LackpyService
     output: Any = str
     name: str | None = None
     on_event: EventCallback | None = None

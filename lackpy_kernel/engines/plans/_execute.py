@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
+from lackpy_kernel.service import LackpyService
 
 from ._compiler import kit_tools
 from ._envelope import ErrorInfo, StepResult, error_info
@@ -37,7 +38,7 @@ class ServiceExecutor:
     the plan's kit, for tool steps and for programs that name none.
     """
 
-    def __init__(self, service: Callable[[], Any], kit: Kit = None) -> None:
+    def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
         self._service = service
         self.kit = kit
         self._kits: dict[str, dict[str, str]] = {}

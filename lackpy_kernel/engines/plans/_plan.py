@@ -56,7 +56,7 @@ class Plan:
     def __init__(self, *steps: Step, kit: Kit = None, max_iterations: int = 100,
                  store: Store | None = None, checkpoint_key: str | None = None,
                  resume: bool = False, on_concurrent: str = "fail", name: str | None = None,
-                 service: Any = None) -> None:
+                 service: LackpyService | None = None) -> None:
         _check_options(max_iterations, store, checkpoint_key, resume, on_concurrent)
         self.steps = list(steps)
         self.kit = kit
@@ -67,7 +67,7 @@ class Plan:
         self.on_concurrent = on_concurrent
         self.name = name
         self._service = service
-        self._own_service: Any = None
+        self._own_service: LackpyService | None = None
         self._own_users = 0
         self._own_lock = threading.Lock()
         compile_steps(self.steps, kit=kit, service=self._construction_service,
@@ -80,13 +80,13 @@ class Plan:
 
     # -- running ----------------------------------------------------------------
 
-    def run(self, task: Any = None, *, service: Any = None,
+    def run(self, task: Any = None, *, service: LackpyService | None = None,
             on_step: ProgressCallback | None = None) -> Envelope:
         """Run the plan on ``task`` and return its Envelope; safe inside a running event loop
         (a notebook). See ``arun``."""
         return run_sync(self.arun(task, service=service, on_step=on_step))
 
-    async def arun(self, task: Any = None, *, service: Any = None,
+    async def arun(self, task: Any = None, *, service: LackpyService | None = None,
                    on_step: ProgressCallback | None = None) -> Envelope:
         """Run the plan on ``task``; the Envelope's ``error`` says why it stopped, if it did.
 
@@ -100,13 +100,13 @@ class Plan:
         with self._using_service(service) as chosen:
             return await self._execute(task, chosen, on_step, restart=False)
 
-    def restart(self, task: Any = None, *, service: Any = None,
+    def restart(self, task: Any = None, *, service: LackpyService | None = None,
                 on_step: ProgressCallback | None = None) -> Envelope:
         """Start the checkpointed run over from its first step (``task=None``: the
         checkpoint's task), whatever state it stopped in; see ``arestart``."""
         return run_sync(self.arestart(task, service=service, on_step=on_step))
 
-    async def arestart(self, task: Any = None, *, service: Any = None,
+    async def arestart(self, task: Any = None, *, service: LackpyService | None = None,
                        on_step: ProgressCallback | None = None) -> Envelope:
         """Async ``restart``. Raises UsageError without a store and checkpoint key (or in fork
         mode), ConcurrentPlanRunError while a live run holds the key."""
@@ -117,12 +117,12 @@ class Plan:
             return await self._execute(task, chosen, on_step, restart=True)
 
     def run_many(self, tasks: Sequence[Any], *, concurrency: int | None = None,
-                 service: Any = None) -> list[Envelope]:
+                 service: LackpyService | None = None) -> list[Envelope]:
         """Run the plan on each task, at most ``concurrency`` at once; see ``arun_many``."""
         return run_sync(self.arun_many(tasks, concurrency=concurrency, service=service))
 
     async def arun_many(self, tasks: Sequence[Any], *, concurrency: int | None = None,
-                        service: Any = None) -> list[Envelope]:
+                        service: LackpyService | None = None) -> list[Envelope]:
         """One Envelope per task, in the order of ``tasks``; never raises for a run's failure:
         an error (a held key included) is the error of that task's Envelope. Pair it with
         ``on_concurrent="fork"`` so each task claims its own checkpoint key."""
@@ -155,7 +155,8 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], registry: Mapping[str, Any] | None = None, *,
-                  store: Store | None = None, service: Any = None, **overrides: Any) -> Plan:
+                  store: Store | None = None, service: LackpyService | None = None,
+                  **overrides: Any) -> Plan:
         """The plan ``to_dict`` wrote, its callables and types looked up by name in
         ``registry``. ``overrides`` replace saved options (``resume=True``, ``checkpoint_key``).
 
@@ -175,7 +176,7 @@ class Plan:
 
     # -- one run ----------------------------------------------------------------
 
-    async def _execute(self, task: Any, service: Callable[[], Any],
+    async def _execute(self, task: Any, service: Callable[[], LackpyService],
                        on_step: ProgressCallback | None, *, restart: bool) -> Envelope:
         executor = ServiceExecutor(service, self.kit)
         run_uid = uuid.uuid4().hex
@@ -202,7 +203,7 @@ class Plan:
 
     # -- the service ------------------------------------------------------------
 
-    def _construction_service(self) -> Any:
+    def _construction_service(self) -> LackpyService:
         if self._service is not None:
             return self._service
         with self._own_lock:
@@ -211,12 +212,13 @@ class Plan:
             return self._own_service
 
     @contextlib.contextmanager
-    def _using_service(self, service: Any) -> Iterator[Callable[[], Any]]:
+    def _using_service(self, service: LackpyService | None
+                       ) -> Iterator[Callable[[], LackpyService]]:
         """What gives the run its service: the one given, the plan's, or the plan's own,
         made only when a step needs it, whose sandbox worker stops when the last run using
         it ends."""
-        if service is not None or self._service is not None:
-            chosen = service if service is not None else self._service
+        chosen = service if service is not None else self._service
+        if chosen is not None:
             yield lambda: chosen
             return
         with self._own_lock:
