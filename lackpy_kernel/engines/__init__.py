@@ -8,6 +8,11 @@ after every step and resumes where it stopped. An ``Agent`` runs the model <-> t
 of an ``LLMEngine`` (each tool call as safely as a program), or a ``ReplanEngine`` whose
 planner decides each round's ``Task``\\ s; ``trace_to_program`` turns a run's tool calls into
 one straight-line program (the ratchet).
+
+The floors, each importing only those below it (an import-linter contract keeps it so):
+``agents/`` and ``temporal/`` (plans on Temporal, an optional extra) over ``plans/`` (whose
+``Envelope``, ``Store`` and ``Checkpointer`` the agents use too) over ``loop.py`` (the
+event loop thread that runs coroutines for synchronous callers).
 """
 
 from lackpy_kernel.errors import (

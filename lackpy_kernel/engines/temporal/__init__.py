@@ -1,7 +1,9 @@
 """Plans on Temporal: the plan is a workflow, each step an activity run by ``lackpy worker``.
 
 ``TemporalRunner`` starts runs and returns the Envelopes the local engine would;
-``TemporalWorker`` (``lackpy worker``) serves a task queue. Needs the ``temporal`` extra:
+``TemporalWorker`` (``lackpy worker``) serves a task queue: the workflows and the
+``StepActivities``, each of which takes one dataclass and returns one (``StepRequest`` ->
+``StepAnswer``, ``CommitRequest`` -> ``CommitAnswer``). Needs the ``temporal`` extra:
 ``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
 MissingExtraError).
 """
@@ -15,15 +17,27 @@ except ImportError as exc:
         f"plans on Temporal need the temporalio package ({exc}); install the extra: "
         f"pip install 'lackpy-kernel[temporal]'") from None
 
+from ._activities import (  # noqa: E402
+    CommitAnswer,
+    CommitRequest,
+    StepActivities,
+    StepAnswer,
+    StepRequest,
+)
 from ._runner import RemoteRuns, StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
 from ._worker import TemporalWorker, serve  # noqa: E402
 from ._workflows import PlanManyWorkflow, PlanWorkflow  # noqa: E402
 
 __all__ = [
+    "CommitAnswer",
+    "CommitRequest",
     "PlanManyWorkflow",
     "PlanWorkflow",
     "RemoteRuns",
+    "StepActivities",
+    "StepAnswer",
     "StepPolicy",
+    "StepRequest",
     "TemporalRun",
     "TemporalRunner",
     "TemporalWorker",
