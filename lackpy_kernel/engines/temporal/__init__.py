@@ -22,9 +22,10 @@ from ._activities import (  # noqa: E402
     CommitRequest,
     StepActivities,
     StepAnswer,
+    StepPolicy,
     StepRequest,
 )
-from ._runner import RemoteRuns, StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
+from ._runner import RemoteRuns, TemporalRun, TemporalRunner, connect  # noqa: E402
 from ._worker import TemporalWorker, serve  # noqa: E402
 from ._workflows import PlanManyWorkflow, PlanWorkflow  # noqa: E402
 

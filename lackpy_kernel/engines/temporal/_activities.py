@@ -3,8 +3,9 @@
 Each takes one dataclass and returns one, as in temporalio's samples, so that the workflow
 and the workers cannot disagree on a field; the workflow calls them by method reference
 (``workflow.execute_activity_method(StepActivities.run_step, ...)``), the names below being
-what the workflow's history records. ``StepActivities`` holds what they need on a worker:
-its registry, LackpyServices of its workspace, its plan Store.
+what the workflow's history records. ``StepPolicy`` says how the workflow schedules a step's
+activity (its timeouts and attempts). ``StepActivities`` holds what the activities need on a
+worker: its registry, LackpyServices of its workspace, its plan Store.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,7 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from lackpy_kernel.config import LackpyConfig
-from lackpy_kernel.errors import LackpyError, PlanPaused, PlanRuntimeError
+from lackpy_kernel.errors import LackpyError, PlanPaused, PlanRuntimeError, UsageError
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.service import Kit, LackpyService
 
@@ -37,12 +38,41 @@ __all__ = [
     "CommitRequest",
     "StepActivities",
     "StepAnswer",
+    "StepPolicy",
     "StepRequest",
 ]
 
 STEP_ACTIVITY = "lackpy.step"
 COMMIT_ACTIVITY = "lackpy.commit"
 MIN_BEAT_S = 0.2
+
+
+@dataclass(frozen=True)
+class StepPolicy:
+    """How Temporal runs a step as an activity: ``timeout`` seconds for one attempt,
+    ``heartbeat`` seconds of silence after which its worker counts as dead (the step then
+    runs again on another worker), ``attempts`` in all. A step's retryable failure (a
+    provider down, the sandbox worker lost, a time limit: ``ErrorInfo.retryable``) is
+    retried while attempts are left; the last one is the Envelope's error, as on this
+    machine. Other failures are not retried."""
+
+    timeout: float = 3600.0
+    heartbeat: float = 30.0
+    attempts: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("timeout", "heartbeat"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise UsageError(f"StepPolicy({name}={value!r}): give a number of seconds above 0")
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) \
+                or self.attempts < 1:
+            raise UsageError(f"StepPolicy(attempts={self.attempts!r}): give a whole number of "
+                             f"at least 1")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-data form."""
+        return asdict(self)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from lackpy_kernel.errors import (
 )
 
 from ..plans import Envelope, ErrorInfo, Plan, StepResult
+from ._activities import StepPolicy
 from ._workflows import (
     MANY_WORKFLOW,
     PLAN_WORKFLOW,
@@ -45,39 +46,11 @@ from ._workflows import (
     STATUS_QUERY,
 )
 
-__all__ = ["RemoteRuns", "StepPolicy", "TemporalRun", "TemporalRunner", "connect"]
+__all__ = ["RemoteRuns", "TemporalRun", "TemporalRunner", "connect"]
 
 QUERY_TIMEOUT_S = 10.0
 WATCH_EVERY_S = 0.5
 SETTLED = ("done", "failed", "paused")
-
-
-@dataclass(frozen=True)
-class StepPolicy:
-    """How Temporal runs a step as an activity: ``timeout`` seconds for one attempt,
-    ``heartbeat`` seconds of silence after which its worker counts as dead (the step then
-    runs again on another worker), ``attempts`` in all. A step's retryable failure (a
-    provider down, the sandbox worker lost, a time limit: ``ErrorInfo.retryable``) is
-    retried while attempts are left; the last one is the Envelope's error, as on this
-    machine. Other failures are not retried."""
-
-    timeout: float = 3600.0
-    heartbeat: float = 30.0
-    attempts: int = 3
-
-    def __post_init__(self) -> None:
-        for name in ("timeout", "heartbeat"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise UsageError(f"StepPolicy({name}={value!r}): give a number of seconds above 0")
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) \
-                or self.attempts < 1:
-            raise UsageError(f"StepPolicy(attempts={self.attempts!r}): give a whole number of "
-                             f"at least 1")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return asdict(self)
 
 
 @dataclass

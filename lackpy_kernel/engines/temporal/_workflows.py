@@ -42,7 +42,7 @@ with workflow.unsafe.imports_passed_through():
         pause_error,
         step_from_dict,
     )
-    from ._activities import CommitRequest, StepActivities, StepRequest
+    from ._activities import CommitRequest, StepActivities, StepPolicy, StepRequest
 
 __all__ = ["MANY_WORKFLOW", "PLAN_WORKFLOW", "PlanManyWorkflow", "PlanWorkflow"]
 
@@ -244,15 +244,15 @@ class _Steps:
             return StepResult(step.name, task)
         policy = self._policy(step.name)
         request = StepRequest(self.step_data[step.name], self.kit, task, context,
-                              policy["attempts"])
+                              policy.attempts)
         self.started += 1
         try:
             answer = await workflow.execute_activity_method(
                 StepActivities.run_step, request,
                 activity_id=f"{step.name}#{self.started}",
-                start_to_close_timeout=timedelta(seconds=policy["timeout"]),
-                heartbeat_timeout=timedelta(seconds=policy["heartbeat"]),
-                retry_policy=RetryPolicy(maximum_attempts=policy["attempts"],
+                start_to_close_timeout=timedelta(seconds=policy.timeout),
+                heartbeat_timeout=timedelta(seconds=policy.heartbeat),
+                retry_policy=RetryPolicy(maximum_attempts=policy.attempts,
                                          initial_interval=timedelta(seconds=1),
                                          maximum_interval=timedelta(seconds=30)))
         except ActivityError as exc:
@@ -271,13 +271,14 @@ class _Steps:
         await workflow.execute_activity_method(
             StepActivities.commit, CommitRequest(info.workflow_id, info.run_id, band, writes),
             activity_id=f"commit#{band}",
-            start_to_close_timeout=timedelta(seconds=policy["timeout"]),
+            start_to_close_timeout=timedelta(seconds=policy.timeout),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
                                      maximum_interval=timedelta(seconds=30)))
 
-    def _policy(self, name: str | None) -> dict[str, Any]:
+    def _policy(self, name: str | None) -> StepPolicy:
+        """The policy of step ``name`` (None: the plan's), as the request gives it."""
         default = self.policies.get("*") or {}
-        return {**default, **(self.policies.get(name) or {})} if name else dict(default)
+        return StepPolicy(**({**default, **(self.policies.get(name) or {})} if name else default))
 
 
 def _evaluator(plan: Mapping[str, Any], routes: Mapping[str, str | None]) -> Evaluator:
@@ -346,13 +347,13 @@ def _raise_plan_bug(exc: ActivityError) -> None:
         raise ApplicationError(cause.message, type=cause.type, non_retryable=True) from None
 
 
-def _lost_step(name: str, policy: Mapping[str, Any], exc: ActivityError) -> ErrorInfo:
+def _lost_step(name: str, policy: StepPolicy, exc: ActivityError) -> ErrorInfo:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type:
         return ErrorInfo(cause.type, cause.message, retryable=True)
     return ErrorInfo("WorkerLost", f"step {name!r} did not finish on any of its "
-                                   f"{policy['attempts']} attempts ({cause or exc}): a worker that "
-                                   f"dies or stays silent for {policy['heartbeat']} s loses its "
+                                   f"{policy.attempts} attempts ({cause or exc}): a worker that "
+                                   f"dies or stays silent for {policy.heartbeat} s loses its "
                                    f"attempt; start more workers, then run the plan again",
                      retryable=True)
 
