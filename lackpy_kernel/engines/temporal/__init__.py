@@ -1,7 +1,8 @@
 """Plans on Temporal: the plan is a workflow, each step an activity run by ``lackpy worker``.
 
 ``TemporalRunner`` starts runs and returns the Envelopes the local engine would;
-``TemporalWorker`` (``lackpy worker``) serves a task queue: the workflows and the
+``TemporalWorker`` (``lackpy worker``) serves a task queue: the workflows (a
+``PlanRequest`` or a ``ManyRequest`` in, Envelopes out) and the
 ``StepActivities``, each of which takes one dataclass and returns one (``StepRequest`` ->
 ``StepAnswer``, ``CommitRequest`` -> ``CommitAnswer``). Needs the ``temporal`` extra:
 ``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
@@ -27,12 +28,14 @@ from ._activities import (  # noqa: E402
 )
 from ._runner import RemoteRuns, TemporalRun, TemporalRunner, connect  # noqa: E402
 from ._worker import TemporalWorker, serve  # noqa: E402
-from ._workflows import PlanManyWorkflow, PlanWorkflow  # noqa: E402
+from ._workflows import ManyRequest, PlanManyWorkflow, PlanRequest, PlanWorkflow  # noqa: E402
 
 __all__ = [
     "CommitAnswer",
     "CommitRequest",
+    "ManyRequest",
     "PlanManyWorkflow",
+    "PlanRequest",
     "PlanWorkflow",
     "RemoteRuns",
     "StepActivities",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -44,7 +45,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._activities import CommitRequest, StepActivities, StepPolicy, StepRequest
 
-__all__ = ["MANY_WORKFLOW", "PLAN_WORKFLOW", "PlanManyWorkflow", "PlanWorkflow"]
+__all__ = [
+    "MANY_WORKFLOW",
+    "PLAN_WORKFLOW",
+    "ManyRequest",
+    "PlanManyWorkflow",
+    "PlanRequest",
+    "PlanWorkflow",
+]
 
 PLAN_WORKFLOW = "lackpy.plan"
 MANY_WORKFLOW = "lackpy.plan-many"
@@ -52,13 +60,37 @@ RESUME_SIGNAL = "resume"
 STATUS_QUERY = "status"
 SETTLED_UPDATE = "settled"
 
+
+
+@dataclass
+class PlanRequest:
+    """One plan run: ``plan`` (``Plan.to_dict()``), its ``task``, and ``policies``: a
+    ``StepPolicy.to_dict()`` by step name, ``"*"`` for every step."""
+
+    plan: dict[str, Any]
+    task: Any = None
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ManyRequest:
+    """Many plan runs: the ``plans`` (``Plan.to_dict()`` each), the ``runs`` as (plan's
+    index, task), at most ``concurrency`` at once (None: all), with ``policies`` as in a
+    PlanRequest."""
+
+    plans: list[dict[str, Any]]
+    runs: list[tuple[int, Any]]
+    concurrency: int | None = None
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
 # failure_exception_types: a bug in this code fails the run with its error, rather than
 # retrying the workflow task until a fixed worker is deployed (Temporal's default).
 @workflow.defn(name=PLAN_WORKFLOW, failure_exception_types=[Exception])
 class PlanWorkflow:
-    """One plan run: request ``{"plan": Plan.to_dict(), "task": ..., "policies": {...}}``,
-    result ``Envelope.to_dict()``. The ``status`` query tells where it is; the ``settled``
-    update returns once it pauses (again) or ends; the ``resume`` signal ends a pause."""
+    """One plan run: a PlanRequest in, its Envelope out. The ``status`` query tells where it
+    is; the ``settled`` update returns once it pauses (again) or ends; the ``resume`` signal
+    ends a pause."""
 
     def __init__(self) -> None:
         self._plan_name: str | None = None
@@ -75,18 +107,18 @@ class PlanWorkflow:
         self._routes: dict[str, str | None] = {}  # each step's latest route, as its worker chose
 
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run the plan of ``request`` to its end; returns its Envelope as a dict."""
-        plan = request["plan"]
+    async def run(self, request: PlanRequest) -> Envelope:
+        """Run the plan of ``request`` to its end; returns its Envelope."""
+        plan = request.plan
         self._plan_name = plan.get("name")
         evaluator = _evaluator(plan, self._routes)
         self._steps = list(evaluator.names)
-        self._state = PlanState(request.get("task"), next_step=evaluator.first_step())
-        runner = _Steps(self, plan, request.get("policies") or {})
+        self._state = PlanState(request.task, next_step=evaluator.first_step())
+        runner = _Steps(self, plan, request.policies)
         envelope = await self._drive(evaluator, runner)
         self._status = "done" if envelope.ok else "failed"
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return envelope.to_dict()
+        return envelope
 
     async def _drive(self, evaluator: Evaluator, runner: _Steps) -> Envelope:
         state = self._state
@@ -167,9 +199,8 @@ class PlanWorkflow:
 class PlanManyWorkflow:
     """Many plan runs as child workflows ``{id}/{n}``, at most ``concurrency`` at once.
 
-    Request ``{"plans": [Plan.to_dict(), ...], "runs": [[plan index, task], ...],
-    "concurrency": N or None, "policies": {...}}``; result: one Envelope dict per run, in
-    order, a run's failure (even of its workflow) in its slot.
+    A ManyRequest in; one Envelope per run out, in order, a run's failure (even of its
+    workflow) in its slot.
     """
 
     def __init__(self) -> None:
@@ -180,29 +211,28 @@ class PlanManyWorkflow:
         self._most_in_flight = 0
 
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> list[dict[str, Any]]:
-        """Run every child; returns their Envelopes as dicts."""
-        runs = request["runs"]
+    async def run(self, request: ManyRequest) -> list[Envelope]:
+        """Run every child; returns their Envelopes."""
+        runs = request.runs
         self._total = len(runs)
-        limit = asyncio.Semaphore(request.get("concurrency") or max(len(runs), 1))
+        limit = asyncio.Semaphore(request.concurrency or max(len(runs), 1))
         parent = workflow.info().workflow_id
 
-        async def one(number: int, plan_index: int, task: Any) -> dict[str, Any]:
+        async def one(number: int, plan_index: int, task: Any) -> Envelope:
             async with limit:
                 self._in_flight += 1
                 self._most_in_flight = max(self._most_in_flight, self._in_flight)
-                envelope: dict[str, Any]
                 try:
                     envelope = await workflow.execute_child_workflow(
-                        PLAN_WORKFLOW, {"plan": request["plans"][plan_index], "task": task,
-                                        "policies": request.get("policies") or {}},
-                        id=f"{parent}/{number}", result_type=dict)
+                        PlanWorkflow.run,
+                        PlanRequest(request.plans[plan_index], task, request.policies),
+                        id=f"{parent}/{number}")
                 except ChildWorkflowError as exc:
-                    envelope = Envelope(error=_failure_info(exc)).to_dict()
+                    envelope = Envelope(error=_failure_info(exc))
                 finally:
                     self._in_flight -= 1
                 self._finished += 1
-                self._failed += envelope.get("error") is not None
+                self._failed += envelope.error is not None
                 return envelope
 
         return list(await asyncio.gather(*(one(number, plan_index, task)
