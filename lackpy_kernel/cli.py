@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lackpy_kernel.config import load_config
 from lackpy_kernel.display import output_text, table_bundle
 from lackpy_kernel.engines import Envelope, Plan
-from lackpy_kernel.engines.library import PlanLibrary, RunStatus
+from lackpy_kernel.engines.plans import PlanLibrary, RunStatus
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
 from lackpy_kernel.magic_syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
@@ -496,7 +496,7 @@ async def _temporal_status(runner: TemporalRunner, args: argparse.Namespace) -> 
 def cmd_worker(service: LackpyService, args: argparse.Namespace) -> int:
     global _temporal_used
     _temporal_used = True
-    from lackpy_kernel.engines.temporal.worker import serve  # noqa: PLC0415 - optional extra
+    from lackpy_kernel.engines.temporal import serve  # noqa: PLC0415 - optional extra
 
     namespace, queue = args.namespace or "default", args.task_queue or "lackpy"
 

@@ -8,6 +8,11 @@ after every step and resumes where it stopped. An ``Agent`` runs the model <-> t
 of an ``LLMEngine`` (each tool call as safely as a program), or a ``ReplanEngine`` whose
 planner decides each round's ``Task``\\ s; ``trace_to_program`` turns a run's tool calls into
 one straight-line program (the ratchet).
+
+The floors, each importing only those below it (an import-linter contract keeps it so):
+``agents/`` and ``temporal/`` (plans on Temporal, an optional extra) over ``plans/`` (whose
+``Envelope``, ``Store`` and ``Checkpointer`` the agents use too) over ``loop.py`` (the
+event loop thread that runs coroutines for synchronous callers).
 """
 
 from lackpy_kernel.errors import (
@@ -25,18 +30,37 @@ from lackpy_kernel.errors import (
     ToolTimeoutError,
 )
 
-from .agent import Agent, Engine
-from .envelope import Envelope, ErrorInfo, StepResult
-from .evaluate import Evaluator, PlanState
-from .events import AgentEvent, RunContext
-from .execute import ServiceExecutor, StepExecutor
-from .llm import LLMEngine
-from .plan import Plan
-from .replan import PlanRound, ReplanEngine, Task
-from .sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
-from .step import Approval, Delegate, Program, Step
-from .store import Store
-from .straight_line import trace_to_program
+from .agents import (
+    Agent,
+    AgentEvent,
+    Engine,
+    LLMEngine,
+    PlanRound,
+    ReplanEngine,
+    RunContext,
+    Task,
+    trace_to_program,
+)
+from .plans import (
+    Approval,
+    Delegate,
+    Envelope,
+    ErrorInfo,
+    Evaluator,
+    Plan,
+    PlanState,
+    Program,
+    Sentinel,
+    ServiceExecutor,
+    Step,
+    StepExecutor,
+    StepResult,
+    Store,
+    from_parallel_all,
+    from_prev,
+    from_start,
+    from_step,
+)
 
 __all__ = [
     "Agent",

@@ -16,16 +16,19 @@ from typing import Any
 
 from lackpy_kernel.errors import UsageError
 
-from .library import PlanLibrary, RunStatus
-from .plan import Plan
-from .sentinels import (
+from .plans import (
+    Plan,
+    PlanLibrary,
+    Program,
+    RunStatus,
     Sentinel,
+    Step,
     from_parallel_all,
     from_prev,
     from_start,
     from_step,
+    target_label,
 )
-from .step import Program, Step, target_label
 
 __all__ = ["PlanDraft", "StepLog", "parse_reference", "reference_text", "step_from_cell"]
 

@@ -14,14 +14,18 @@ from typing import Any
 
 from lackpy_kernel.errors import UsageError
 
-from .agent import Agent
-from .envelope import Envelope
-from .events import AgentEvent
-from .library import PlanLibrary
-from .llm import LLMEngine
-from .replan import DEFAULT_MAX_ROUNDS, PlanRound, ReplanEngine
-from .straight_line import remember_program, trace_to_program
-from .tools import LACKPY_TOOL
+from .agents import (
+    DEFAULT_MAX_ROUNDS,
+    LACKPY_TOOL,
+    Agent,
+    AgentEvent,
+    LLMEngine,
+    PlanRound,
+    ReplanEngine,
+    remember_program,
+    trace_to_program,
+)
+from .plans import Envelope, PlanLibrary
 
 __all__ = ["TurnLog", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
            "run_summary"]

@@ -10,7 +10,7 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Agent, LLMEngine, trace_to_program
-from lackpy_kernel.engines.straight_line import remember_program
+from lackpy_kernel.engines.agents import remember_program
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.lang import validate
 from lackpy_kernel.service import LackpyService

@@ -18,12 +18,12 @@ from lackpy_kernel.engines import (
     PlanPaused,
     PlanResumeError,
     PlanRuntimeError,
+    PlanState,
     Program,
     Step,
     Store,
 )
-from lackpy_kernel.engines.checkpoint import STALE_AFTER_SECONDS, Checkpointer, owner_alive
-from lackpy_kernel.engines.evaluate import PlanState
+from lackpy_kernel.engines.plans import STALE_AFTER_SECONDS, Checkpointer, owner_alive
 
 
 class Calls:

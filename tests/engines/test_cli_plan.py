@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lackpy_kernel.engines import Plan, Program, Step, from_start, from_step
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines.plans import PlanLibrary
 
 APPROVAL = '''
 from pathlib import Path

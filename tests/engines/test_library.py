@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lackpy_kernel.engines import Plan, PlanPaused, Program, Step
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.errors import UsageError
 
 

@@ -15,26 +15,40 @@ import sys
 import uuid
 
 import pytest
+from temporalio.converter import DataConverter
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from lackpy_kernel.engines import (
     Approval,
     ConcurrentPlanRunError,
+    ErrorInfo,
     Plan,
     PlanRegistryError,
     PlanRuntimeError,
     Program,
     Step,
+    StepResult,
     Store,
     from_parallel_all,
     from_start,
 )
-from lackpy_kernel.engines.envelope import ErrorInfo
-from lackpy_kernel.engines.library import PlanLibrary
-from lackpy_kernel.engines.temporal import StepPolicy, TemporalRunner, TemporalWorker, connect
-from lackpy_kernel.engines.temporal.workflows import PlanManyWorkflow, PlanWorkflow
+from lackpy_kernel.engines.plans import PlanLibrary
+from lackpy_kernel.engines.temporal import (
+    CommitAnswer,
+    CommitRequest,
+    PlanManyWorkflow,
+    PlanWorkflow,
+    StepActivities,
+    StepAnswer,
+    StepPolicy,
+    StepRequest,
+    TemporalRunner,
+    TemporalWorker,
+    connect,
+)
 from lackpy_kernel.errors import TemporalError, TemporalUnreachableError, UsageError
+from lackpy_kernel.run import TraceEntry
 from lackpy_kernel.service import LackpyService
 from tests.support.temporal import (
     GAUGE,
@@ -176,6 +190,39 @@ def test_a_step_policy_refuses_what_cannot_be_a_timeout_or_a_count():
         StepPolicy(heartbeat=0)
     with pytest.raises(UsageError, match="attempts=1.5"):
         StepPolicy(attempts=1.5)
+
+
+# -- the activities' dataclasses ------------------------------------------------------------
+
+
+async def test_a_step_answer_reaches_the_workflow_as_the_dataclass_the_worker_sent():
+    call = TraceEntry(0, "read_file", {"path": "a.txt"}, "text", 1.5, True, None, "builtin")
+    answer = StepAnswer(2, "host:1", StepResult("read", {"n": [1, 2]}, "read_file(path)", 3.0,
+                                                [call], ErrorInfo("ProviderError", "down", True)),
+                        route="again")
+    converter = DataConverter.default
+    assert await converter.decode(await converter.encode([answer]), [StepAnswer]) == [answer]
+
+
+async def test_a_step_request_reads_the_fields_that_earlier_histories_hold():
+    """Histories recorded before the activities took dataclasses hold the same fields."""
+    step = {"name": "n", "target": {"kind": "program", "kit": None, "source": "task"}}
+    recorded = {"step": step, "kit": ["read_file"], "task": "t", "context": None, "attempts": 3}
+    converter = DataConverter.default
+    (request,) = await converter.decode(await converter.encode([recorded]), [StepRequest])
+    assert request == StepRequest(step, ["read_file"], "t", None, 3)
+
+
+async def test_a_band_s_writes_land_once_however_often_its_commit_is_retried(tmp_path):
+    store = Store()
+    activities = StepActivities(workspace=tmp_path, registry={}, config=None, store=store,
+                                identity="here:1")
+    commit = CommitRequest("key", "run-1", 1, {"count": 1})
+    assert await activities.commit(commit) == CommitAnswer(applied=True)
+    store.write("count", 2)  # a later band's write, which a retried commit must not undo
+    assert await activities.commit(commit) == CommitAnswer(applied=False)
+    assert store.read("count") == 2
+    activities.close()
 
 
 # -- a worker dies in the middle of a step -------------------------------------------------

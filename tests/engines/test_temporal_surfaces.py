@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from lackpy_kernel.engines import Approval, Plan, Program, Step
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.install import install_kernelspec
 from tests.support.kernel import KERNEL_NAME, Kernel, make_workspace
 from tests.support.shell import extension_shell, magics_of

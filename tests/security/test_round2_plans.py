@@ -29,7 +29,7 @@ from lackpy_kernel.engines import (
     Step,
     from_prev,
 )
-from lackpy_kernel.engines.library import PlanLibrary
+from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.service import LackpyService
 from tests.support.bounded import python_within

@@ -1,7 +1,10 @@
 """Plans on Temporal: the plan is a workflow, each step an activity run by ``lackpy worker``.
 
 ``TemporalRunner`` starts runs and returns the Envelopes the local engine would;
-``TemporalWorker`` (``lackpy worker``) serves a task queue. Needs the ``temporal`` extra:
+``TemporalWorker`` (``lackpy worker``) serves a task queue: the workflows (a
+``PlanRequest`` or a ``ManyRequest`` in, Envelopes out) and the
+``StepActivities``, each of which takes one dataclass and returns one (``StepRequest`` ->
+``StepAnswer``, ``CommitRequest`` -> ``CommitAnswer``). Needs the ``temporal`` extra:
 ``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
 MissingExtraError).
 """
@@ -15,7 +18,33 @@ except ImportError as exc:
         f"plans on Temporal need the temporalio package ({exc}); install the extra: "
         f"pip install 'lackpy-kernel[temporal]'") from None
 
-from .runner import RemoteRuns, StepPolicy, TemporalRun, TemporalRunner, connect  # noqa: E402
-from .worker import TemporalWorker  # noqa: E402
+from ._activities import (  # noqa: E402
+    CommitAnswer,
+    CommitRequest,
+    StepActivities,
+    StepAnswer,
+    StepPolicy,
+    StepRequest,
+)
+from ._runner import RemoteRuns, TemporalRun, TemporalRunner, connect  # noqa: E402
+from ._worker import TemporalWorker, serve  # noqa: E402
+from ._workflows import ManyRequest, PlanManyWorkflow, PlanRequest, PlanWorkflow  # noqa: E402
 
-__all__ = ["RemoteRuns", "StepPolicy", "TemporalRun", "TemporalRunner", "TemporalWorker", "connect"]
+__all__ = [
+    "CommitAnswer",
+    "CommitRequest",
+    "ManyRequest",
+    "PlanManyWorkflow",
+    "PlanRequest",
+    "PlanWorkflow",
+    "RemoteRuns",
+    "StepActivities",
+    "StepAnswer",
+    "StepPolicy",
+    "StepRequest",
+    "TemporalRun",
+    "TemporalRunner",
+    "TemporalWorker",
+    "connect",
+    "serve",
+]

@@ -18,9 +18,9 @@ from typing import Any
 
 from lackpy_kernel.errors import ConcurrentPlanRunError, PlanResumeError
 
-from .envelope import ErrorInfo
-from .evaluate import CHECKPOINT_MARK, PlanState
-from .store import Store
+from ._envelope import ErrorInfo
+from ._evaluate import CHECKPOINT_MARK, PlanState
+from ._store import Store
 
 __all__ = [
     "CHECKPOINT_VERSION",

@@ -22,10 +22,10 @@ from lackpy_kernel.errors import PlanRuntimeError
 from lackpy_kernel.run import summarize
 from lackpy_kernel.run.plain import jsonable
 
-from .compiler import did_you_mean, output_fields
-from .envelope import ErrorInfo, StepResult
-from .sentinels import FromParallelAll, FromPrev, FromStart, FromStep
-from .step import Step, target_label
+from ._compiler import did_you_mean, output_fields
+from ._envelope import ErrorInfo, StepResult
+from ._sentinels import FromParallelAll, FromPrev, FromStart, FromStep
+from ._step import Step, target_label
 
 __all__ = ["CHECKPOINT_MARK", "Evaluator", "PlanState", "choose_route", "pause_error",
            "type_problem"]

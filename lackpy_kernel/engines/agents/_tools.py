@@ -47,11 +47,10 @@ from lackpy_kernel.run import (
 )
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.run.sandbox import in_thread
-from lackpy_kernel.service import trace_sources, validate_for
+from lackpy_kernel.service import LackpyService, trace_sources, validate_for
 from lackpy_kernel.timing import ms_since as _ms_since
 
-from .compiler import did_you_mean
-from .envelope import error_info
+from ..plans import did_you_mean, error_info
 
 __all__ = [
     "GRADES",
@@ -129,7 +128,7 @@ class Toolset:
     the approval ceiling (the highest grade that runs without asking)."""
 
     tools: dict[str, AgentTool]
-    service: Any
+    service: LackpyService
     kit: ResolvedKit | None = None
     ceiling: str = DEFAULT_CEILING
     pool: SandboxPool | None = None  # kit calls' workers (made on first use; its maker closes it)
@@ -235,7 +234,7 @@ class SandboxPool:
     ``close``. Programs run on an empty namespace (``keep=False``), so a worker carries
     nothing from one call to the next."""
 
-    def __init__(self, service: Any) -> None:
+    def __init__(self, service: LackpyService) -> None:
         self.service = service
         self._all: list[Sandbox] = []
         self._free: list[Sandbox] = []
@@ -272,7 +271,7 @@ class SandboxPool:
 # -- building a toolset ---------------------------------------------------------------
 
 
-def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
+def build_toolset(tools: Any, service: LackpyService, *, ceiling: str | None = None,
                   lackpy: bool = False, pool: SandboxPool | None = None) -> Toolset:
     """The Toolset for ``tools``: None (the config's default kit), a kit spec (a kit name,
     ``"a,b"``, a list of tool names, an alias dict), or a list mixing kit tool names,
@@ -309,7 +308,7 @@ def build_toolset(tools: Any, service: Any, *, ceiling: str | None = None,
     return Toolset(found, service, resolved if resolved or lackpy else None, chosen, pool)
 
 
-def ceiling_of(ceiling: str | None, service: Any) -> str:
+def ceiling_of(ceiling: str | None, service: LackpyService) -> str:
     """The approval ceiling: ``ceiling``, else the config's ``[delegate] auto_run`` when it
     has one, else ``read``; UsageError for a word that is not a grade."""
     chosen = ceiling or getattr(service.config, "delegate_auto_run", None) or DEFAULT_CEILING

@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -36,49 +36,27 @@ from lackpy_kernel.errors import (
     UsageError,
 )
 
-from ..envelope import Envelope, ErrorInfo, StepResult
-from ..plan import Plan
-from .workflows import (
+from ..plans import Envelope, ErrorInfo, Plan, StepResult
+from ._activities import StepPolicy
+from ._workflows import (
     MANY_WORKFLOW,
     PLAN_WORKFLOW,
     RESUME_SIGNAL,
     SETTLED_UPDATE,
     STATUS_QUERY,
+    ManyRequest,
+    PlanManyWorkflow,
+    PlanRequest,
+    PlanWorkflow,
 )
 
-__all__ = ["RemoteRuns", "StepPolicy", "TemporalRun", "TemporalRunner", "connect"]
+__all__ = ["RemoteRuns", "TemporalRun", "TemporalRunner", "connect"]
+
+_R = TypeVar("_R")
 
 QUERY_TIMEOUT_S = 10.0
 WATCH_EVERY_S = 0.5
 SETTLED = ("done", "failed", "paused")
-
-
-@dataclass(frozen=True)
-class StepPolicy:
-    """How Temporal runs a step as an activity: ``timeout`` seconds for one attempt,
-    ``heartbeat`` seconds of silence after which its worker counts as dead (the step then
-    runs again on another worker), ``attempts`` in all. A step's retryable failure (a
-    provider down, the sandbox worker lost, a time limit: ``ErrorInfo.retryable``) is
-    retried while attempts are left; the last one is the Envelope's error, as on this
-    machine. Other failures are not retried."""
-
-    timeout: float = 3600.0
-    heartbeat: float = 30.0
-    attempts: int = 3
-
-    def __post_init__(self) -> None:
-        for name in ("timeout", "heartbeat"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise UsageError(f"StepPolicy({name}={value!r}): give a number of seconds above 0")
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int) \
-                or self.attempts < 1:
-            raise UsageError(f"StepPolicy(attempts={self.attempts!r}): give a whole number of "
-                             f"at least 1")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-data form."""
-        return asdict(self)
 
 
 @dataclass
@@ -226,8 +204,7 @@ class TemporalRunner:
 
     async def start(self, plan: Plan, task: Any = None, workflow_id: str | None = None) -> str:
         """Start ``plan`` on ``task`` and return its key at once (see ``run``)."""
-        request = {"plan": plan.to_dict(), "task": _wire_task(task),
-                   "policies": self._policies()}
+        request = PlanRequest(plan.to_dict(), _wire_task(task), self._policies())
         key = self._key(plan, workflow_id)
         await self._start(PLAN_WORKFLOW, request, key)
         return key
@@ -264,19 +241,17 @@ class TemporalRunner:
                                         or not isinstance(concurrency, int) or concurrency < 1):
             raise UsageError(f"concurrency must be a whole number of at least 1, not "
                              f"{concurrency!r}, or None for no limit")
-        plans: list[dict[str, Any]] = []
+        request = ManyRequest([], [], concurrency, self._policies())
         index: dict[int, int] = {}
-        runs: list[list[Any]] = []
         for plan, task in plans_inputs:
             if id(plan) not in index:
-                index[id(plan)] = len(plans)
-                plans.append(plan.to_dict())
-            runs.append([index[id(plan)], _wire_task(task)])
+                index[id(plan)] = len(request.plans)
+                request.plans.append(plan.to_dict())
+            request.runs.append((index[id(plan)], _wire_task(task)))
         key = workflow_id or f"lackpy-many-{uuid.uuid4().hex[:12]}"
-        await self._start(MANY_WORKFLOW, {"plans": plans, "runs": runs, "concurrency": concurrency,
-                                          "policies": self._policies()}, key)
-        data = await self._outcome(key)
-        return [Envelope.from_dict(item) for item in data]
+        await self._start(MANY_WORKFLOW, request, key)
+        client = await self.client()
+        return await self._outcome(client.get_workflow_handle_for(PlanManyWorkflow.run, key))
 
     # -- where runs are ---------------------------------------------------------
 
@@ -324,7 +299,7 @@ class TemporalRunner:
 
     # -- internals --------------------------------------------------------------
 
-    def _policies(self) -> dict[str, Any]:
+    def _policies(self) -> dict[str, dict[str, Any]]:
         return {"*": self.policy.to_dict(),
                 **{name: policy.to_dict() for name, policy in self.policies.items()}}
 
@@ -344,7 +319,7 @@ class TemporalRunner:
     async def _handle(self, key: str) -> WorkflowHandle[Any, Any]:
         return (await self.client()).get_workflow_handle(key)
 
-    async def _start(self, workflow: str, request: dict[str, Any], key: str) -> None:
+    async def _start(self, workflow: str, request: PlanRequest | ManyRequest, key: str) -> None:
         client = await self.client()
         try:
             await self._call(client.start_workflow(
@@ -369,13 +344,16 @@ class TemporalRunner:
         return await self._result(key)
 
     async def _result(self, key: str) -> Envelope:
-        return Envelope.from_dict(await self._outcome(key))
+        client = await self.client()
+        return await self._outcome(client.get_workflow_handle_for(PlanWorkflow.run, key))
 
-    async def _outcome(self, key: str) -> Any:
+    async def _outcome(self, handle: WorkflowHandle[Any, _R]) -> _R:
+        """The workflow's result; its failure as the lackpy error of that name."""
         try:
-            return await self._call((await self._handle(key)).result(), key)
+            result: _R = await self._call(handle.result(), handle.id)
         except WorkflowFailureError as exc:
-            raise _lackpy_error(key, exc.cause) from None
+            raise _lackpy_error(handle.id, exc.cause) from None
+        return result
 
     async def _pending(self, handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
         description = await self._call(handle.describe(), handle.id)

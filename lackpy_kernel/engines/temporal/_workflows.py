@@ -1,9 +1,11 @@
 """The workflows: a plan evaluated in workflow code, its steps run as activities.
 
 ``PlanWorkflow`` drives one plan with the local engine's ``Evaluator`` (bands, sentinels,
-routes, ``max_iterations``); each step is the ``lackpy.step`` activity, each band's writes the
-``lackpy.commit`` activity, an ``Approval`` (or a step raising ``PlanPaused``) a wait for the
-``resume`` signal. ``PlanManyWorkflow`` runs one child PlanWorkflow per input, a few at a time.
+routes, ``max_iterations``); each step is the ``lackpy.step`` activity
+(``StepActivities.run_step``: a ``StepRequest`` in, a ``StepAnswer`` out), each band's writes
+the ``lackpy.commit`` activity (``StepActivities.commit``), an ``Approval`` (or a step raising
+``PlanPaused``) a wait for the ``resume`` signal. ``PlanManyWorkflow`` runs one child
+PlanWorkflow per input, a few at a time.
 
 This code is replayed: it reads no clock, does no I/O, draws no random numbers and calls
 none of the plan's Python code. What it needs comes in: the plan, the task and the step
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -27,36 +30,67 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from lackpy_kernel.engines.envelope import Envelope, ErrorInfo, StepResult
-    from lackpy_kernel.engines.evaluate import Evaluator, PlanState, pause_error
-    from lackpy_kernel.engines.serialise import step_from_dict
-    from lackpy_kernel.engines.step import Approval, Step
     from lackpy_kernel.errors import LackpyError, PlanCompileError, PlanRuntimeError
 
+    from ..plans import (
+        Approval,
+        Envelope,
+        ErrorInfo,
+        Evaluator,
+        PlanState,
+        Step,
+        StepResult,
+        pause_error,
+        step_from_dict,
+    )
+    from ._activities import CommitRequest, StepActivities, StepPolicy, StepRequest
+
 __all__ = [
-    "COMMIT_ACTIVITY",
     "MANY_WORKFLOW",
     "PLAN_WORKFLOW",
-    "STEP_ACTIVITY",
+    "ManyRequest",
     "PlanManyWorkflow",
+    "PlanRequest",
     "PlanWorkflow",
 ]
 
 PLAN_WORKFLOW = "lackpy.plan"
 MANY_WORKFLOW = "lackpy.plan-many"
-STEP_ACTIVITY = "lackpy.step"
-COMMIT_ACTIVITY = "lackpy.commit"
 RESUME_SIGNAL = "resume"
 STATUS_QUERY = "status"
 SETTLED_UPDATE = "settled"
+
+
+
+@dataclass
+class PlanRequest:
+    """One plan run: ``plan`` (``Plan.to_dict()``), its ``task``, and ``policies``: a
+    ``StepPolicy.to_dict()`` by step name, ``"*"`` for every step."""
+
+    plan: dict[str, Any]
+    task: Any = None
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class ManyRequest:
+    """Many plan runs: the ``plans`` (``Plan.to_dict()`` each), the ``runs`` as (plan's
+    index, task), at most ``concurrency`` at once (None: all), with ``policies`` as in a
+    PlanRequest."""
+
+    plans: list[dict[str, Any]]
+    runs: list[tuple[int, Any]]
+    concurrency: int | None = None
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
 
 # failure_exception_types: a bug in this code fails the run with its error, rather than
 # retrying the workflow task until a fixed worker is deployed (Temporal's default).
 @workflow.defn(name=PLAN_WORKFLOW, failure_exception_types=[Exception])
 class PlanWorkflow:
-    """One plan run: request ``{"plan": Plan.to_dict(), "task": ..., "policies": {...}}``,
-    result ``Envelope.to_dict()``. The ``status`` query tells where it is; the ``settled``
-    update returns once it pauses (again) or ends; the ``resume`` signal ends a pause."""
+    """One plan run: a PlanRequest in, its Envelope out. The ``status`` query tells where it
+    is; the ``settled`` update returns once it pauses (again) or ends; the ``resume`` signal
+    ends a pause."""
 
     def __init__(self) -> None:
         self._plan_name: str | None = None
@@ -73,18 +107,18 @@ class PlanWorkflow:
         self._routes: dict[str, str | None] = {}  # each step's latest route, as its worker chose
 
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Run the plan of ``request`` to its end; returns its Envelope as a dict."""
-        plan = request["plan"]
+    async def run(self, request: PlanRequest) -> Envelope:
+        """Run the plan of ``request`` to its end; returns its Envelope."""
+        plan = request.plan
         self._plan_name = plan.get("name")
         evaluator = _evaluator(plan, self._routes)
         self._steps = list(evaluator.names)
-        self._state = PlanState(request.get("task"), next_step=evaluator.first_step())
-        runner = _Steps(self, plan, request.get("policies") or {})
+        self._state = PlanState(request.task, next_step=evaluator.first_step())
+        runner = _Steps(self, plan, request.policies)
         envelope = await self._drive(evaluator, runner)
         self._status = "done" if envelope.ok else "failed"
         await workflow.wait_condition(workflow.all_handlers_finished)
-        return envelope.to_dict()
+        return envelope
 
     async def _drive(self, evaluator: Evaluator, runner: _Steps) -> Envelope:
         state = self._state
@@ -165,9 +199,8 @@ class PlanWorkflow:
 class PlanManyWorkflow:
     """Many plan runs as child workflows ``{id}/{n}``, at most ``concurrency`` at once.
 
-    Request ``{"plans": [Plan.to_dict(), ...], "runs": [[plan index, task], ...],
-    "concurrency": N or None, "policies": {...}}``; result: one Envelope dict per run, in
-    order, a run's failure (even of its workflow) in its slot.
+    A ManyRequest in; one Envelope per run out, in order, a run's failure (even of its
+    workflow) in its slot.
     """
 
     def __init__(self) -> None:
@@ -178,29 +211,28 @@ class PlanManyWorkflow:
         self._most_in_flight = 0
 
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> list[dict[str, Any]]:
-        """Run every child; returns their Envelopes as dicts."""
-        runs = request["runs"]
+    async def run(self, request: ManyRequest) -> list[Envelope]:
+        """Run every child; returns their Envelopes."""
+        runs = request.runs
         self._total = len(runs)
-        limit = asyncio.Semaphore(request.get("concurrency") or max(len(runs), 1))
+        limit = asyncio.Semaphore(request.concurrency or max(len(runs), 1))
         parent = workflow.info().workflow_id
 
-        async def one(number: int, plan_index: int, task: Any) -> dict[str, Any]:
+        async def one(number: int, plan_index: int, task: Any) -> Envelope:
             async with limit:
                 self._in_flight += 1
                 self._most_in_flight = max(self._most_in_flight, self._in_flight)
-                envelope: dict[str, Any]
                 try:
                     envelope = await workflow.execute_child_workflow(
-                        PLAN_WORKFLOW, {"plan": request["plans"][plan_index], "task": task,
-                                        "policies": request.get("policies") or {}},
-                        id=f"{parent}/{number}", result_type=dict)
+                        PlanWorkflow.run,
+                        PlanRequest(request.plans[plan_index], task, request.policies),
+                        id=f"{parent}/{number}")
                 except ChildWorkflowError as exc:
-                    envelope = Envelope(error=_failure_info(exc)).to_dict()
+                    envelope = Envelope(error=_failure_info(exc))
                 finally:
                     self._in_flight -= 1
                 self._finished += 1
-                self._failed += envelope.get("error") is not None
+                self._failed += envelope.error is not None
                 return envelope
 
         return list(await asyncio.gather(*(one(number, plan_index, task)
@@ -241,42 +273,42 @@ class _Steps:
             state.approved = None
             return StepResult(step.name, task)
         policy = self._policy(step.name)
-        request = {"step": self.step_data[step.name], "kit": self.kit, "task": task,
-                   "context": context, "attempts": policy["attempts"]}
+        request = StepRequest(self.step_data[step.name], self.kit, task, context,
+                              policy.attempts)
         self.started += 1
         try:
-            answer = await workflow.execute_activity(
-                STEP_ACTIVITY, request, result_type=dict,
+            answer = await workflow.execute_activity_method(
+                StepActivities.run_step, request,
                 activity_id=f"{step.name}#{self.started}",
-                start_to_close_timeout=timedelta(seconds=policy["timeout"]),
-                heartbeat_timeout=timedelta(seconds=policy["heartbeat"]),
-                retry_policy=RetryPolicy(maximum_attempts=policy["attempts"],
+                start_to_close_timeout=timedelta(seconds=policy.timeout),
+                heartbeat_timeout=timedelta(seconds=policy.heartbeat),
+                retry_policy=RetryPolicy(maximum_attempts=policy.attempts,
                                          initial_interval=timedelta(seconds=1),
                                          maximum_interval=timedelta(seconds=30)))
         except ActivityError as exc:
             _raise_plan_bug(exc)
             return StepResult(step.name, error=_lost_step(step.name, policy, exc))
-        self.owner._attempts[step.name] = answer["attempt"]
-        self.owner._workers[step.name] = answer["worker"]
-        self.owner._routes[step.name] = answer.get("route")
-        if answer.get("paused") is not None:
-            return _Pause(step.name, answer["paused"])
-        return StepResult.from_dict(answer["result"])
+        self.owner._attempts[step.name] = answer.attempt
+        self.owner._workers[step.name] = answer.worker
+        self.owner._routes[step.name] = answer.route
+        if answer.result is None:  # no result: the step asked for a pause
+            return _Pause(step.name, answer.paused or "")
+        return answer.result
 
     async def commit(self, band: int, writes: dict[str, Any]) -> None:
         policy = self._policy(None)
         info = workflow.info()
-        await workflow.execute_activity(
-            COMMIT_ACTIVITY,
-            {"key": info.workflow_id, "run": info.run_id, "band": band, "writes": writes},
+        await workflow.execute_activity_method(
+            StepActivities.commit, CommitRequest(info.workflow_id, info.run_id, band, writes),
             activity_id=f"commit#{band}",
-            start_to_close_timeout=timedelta(seconds=policy["timeout"]),
+            start_to_close_timeout=timedelta(seconds=policy.timeout),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
                                      maximum_interval=timedelta(seconds=30)))
 
-    def _policy(self, name: str | None) -> dict[str, Any]:
+    def _policy(self, name: str | None) -> StepPolicy:
+        """The policy of step ``name`` (None: the plan's), as the request gives it."""
         default = self.policies.get("*") or {}
-        return {**default, **(self.policies.get(name) or {})} if name else dict(default)
+        return StepPolicy(**({**default, **(self.policies.get(name) or {})} if name else default))
 
 
 def _evaluator(plan: Mapping[str, Any], routes: Mapping[str, str | None]) -> Evaluator:
@@ -345,13 +377,13 @@ def _raise_plan_bug(exc: ActivityError) -> None:
         raise ApplicationError(cause.message, type=cause.type, non_retryable=True) from None
 
 
-def _lost_step(name: str, policy: Mapping[str, Any], exc: ActivityError) -> ErrorInfo:
+def _lost_step(name: str, policy: StepPolicy, exc: ActivityError) -> ErrorInfo:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type:
         return ErrorInfo(cause.type, cause.message, retryable=True)
     return ErrorInfo("WorkerLost", f"step {name!r} did not finish on any of its "
-                                   f"{policy['attempts']} attempts ({cause or exc}): a worker that "
-                                   f"dies or stays silent for {policy['heartbeat']} s loses its "
+                                   f"{policy.attempts} attempts ({cause or exc}): a worker that "
+                                   f"dies or stays silent for {policy.heartbeat} s loses its "
                                    f"attempt; start more workers, then run the plan again",
                      retryable=True)
 

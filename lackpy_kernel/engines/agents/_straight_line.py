@@ -17,9 +17,10 @@ from lackpy_kernel.errors import UsageError
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.lang import validate
 from lackpy_kernel.run import TraceEntry, no_rebinding, summarize
+from lackpy_kernel.service import LackpyService
 
-from .envelope import Envelope
-from .tools import LACKPY_TOOL
+from ..plans import Envelope
+from ._tools import LACKPY_TOOL
 
 __all__ = ["remember_program", "trace_to_program"]
 
@@ -69,7 +70,7 @@ def trace_to_program(trace: Sequence[TraceEntry] | Envelope, *,
     return program
 
 
-def remember_program(service: Any, intent: str, program: str, tools: Iterable[str],
+def remember_program(service: LackpyService, intent: str, program: str, tools: Iterable[str],
                      ms: float = 0.0) -> None:
     """Log that ``intent`` produced ``program`` (an agent run's straight-line program), so
     ``create`` without a pattern finds the intent, and record it for replay when the config

@@ -8,7 +8,7 @@ from typing import Any
 
 from lackpy_kernel.kit import Kit
 
-from .sentinels import from_prev
+from ._sentinels import from_prev
 
 __all__ = ["Approval", "Delegate", "Program", "Step", "target_kind", "target_label"]
 

@@ -8,8 +8,8 @@ from typing import Any
 from lackpy_kernel.errors import PlanCompileError, PlanRegistryError, UsageError
 from lackpy_kernel.run import summarize
 
-from .sentinels import reference_from_data, reference_to_data
-from .step import Approval, Delegate, Program, Step, target_kind
+from ._sentinels import reference_from_data, reference_to_data
+from ._step import Approval, Delegate, Program, Step, target_kind
 
 __all__ = ["PLAN_FORMAT", "step_from_dict", "step_to_dict"]
 

@@ -14,9 +14,10 @@ from lackpy_kernel.errors import KitError, PlanCompileError, error_text
 from lackpy_kernel.kit import Kit
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 from lackpy_kernel.run import summarize
+from lackpy_kernel.service import LackpyService
 
-from .sentinels import FromParallelAll, FromStep, Sentinel
-from .step import Step, target_kind
+from ._sentinels import FromParallelAll, FromStep, Sentinel
+from ._step import Step, target_kind
 
 __all__ = ["PROGRAM_PARAMS", "compile_steps", "kit_tools", "output_fields"]
 
@@ -25,7 +26,7 @@ MAX_SUGGESTIONS = 10  # problems that get a "did you mean": each searches every 
 _UNKNOWN_NAME = re.compile(r"unknown (?:name|function) '([^']+)'")
 
 
-def compile_steps(steps: Sequence[Step], *, kit: Kit, service: Callable[[], Any],
+def compile_steps(steps: Sequence[Step], *, kit: Kit, service: Callable[[], LackpyService],
                   checkpoint_key: str | None = None) -> None:
     """Raise PlanCompileError listing every problem of ``steps``; return None when there is none.
 
@@ -39,7 +40,7 @@ def compile_steps(steps: Sequence[Step], *, kit: Kit, service: Callable[[], Any]
                                "\n".join(f"  - {problem}" for problem in problems))
 
 
-def kit_tools(service: Any, kit: Kit) -> dict[str, str]:
+def kit_tools(service: LackpyService, kit: Kit) -> dict[str, str]:
     """The kit's tools as ``{alias: tool name}``; KitError when it cannot be resolved."""
     return {alias: spec["name"] for alias, spec in service.kit_info(kit)["tools"].items()}
 
@@ -65,7 +66,7 @@ def did_you_mean(name: str, candidates: Sequence[str], what: str = "") -> str:
 
 
 class _Checker:
-    def __init__(self, steps: list[Step], kit: Kit, service: Callable[[], Any],
+    def __init__(self, steps: list[Step], kit: Kit, service: Callable[[], LackpyService],
                  checkpoint_key: str | None) -> None:
         self.steps = steps
         self.kit = kit

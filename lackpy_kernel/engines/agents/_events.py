@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.infer.models import ModelTurn, ToolCall
+from lackpy_kernel.service import LackpyService
 
-from .tools import CallOutcome, Toolset
+from ._tools import CallOutcome, Toolset
 
 __all__ = ["AgentEvent", "EventCallback", "RunContext", "TextCallback"]
 
@@ -40,7 +41,7 @@ class RunContext:
 
     task: str
     tools: Toolset
-    service: Any
+    service: LackpyService
     output: Any = str
     name: str | None = None
     on_event: EventCallback | None = None

@@ -13,11 +13,12 @@ from typing import Any, Protocol
 from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.kit import Kit
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
+from lackpy_kernel.service import LackpyService
 
-from .compiler import kit_tools
-from .envelope import ErrorInfo, StepResult, error_info
-from .evaluate import type_problem
-from .step import Delegate, Program, Step, target_kind
+from ._compiler import kit_tools
+from ._envelope import ErrorInfo, StepResult, error_info
+from ._evaluate import type_problem
+from ._step import Delegate, Program, Step, target_kind
 
 __all__ = ["ServiceExecutor", "StepExecutor"]
 
@@ -38,7 +39,7 @@ class ServiceExecutor:
     the plan's kit, for tool steps and for programs that name none.
     """
 
-    def __init__(self, service: Callable[[], Any], kit: Kit = None) -> None:
+    def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
         self._service = service
         self.kit = kit
         self._kits: dict[str, dict[str, str]] = {}

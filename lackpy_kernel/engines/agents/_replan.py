@@ -29,13 +29,10 @@ from lackpy_kernel.errors import PlanCompileError, UsageError
 from lackpy_kernel.infer.models import ToolCall
 from lackpy_kernel.run.plain import jsonable
 
-from .checkpoint import Checkpointer
-from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .evaluate import PlanState
-from .events import RunContext
-from .store import Store
-from .structured import from_data
-from .tools import LACKPY_TOOL, CallOutcome, result_text
+from ..plans import Checkpointer, Envelope, ErrorInfo, PlanState, StepResult, Store, error_info
+from ._events import RunContext
+from ._structured import from_data
+from ._tools import LACKPY_TOOL, CallOutcome, result_text
 
 __all__ = ["PlanRound", "ReplanEngine", "Task"]
 

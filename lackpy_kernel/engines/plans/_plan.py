@@ -20,15 +20,15 @@ from lackpy_kernel.kit import Kit
 from lackpy_kernel.run import summarize
 from lackpy_kernel.service import LackpyService
 
-from .checkpoint import Checkpointer, is_checkpoint
-from .compiler import compile_steps
-from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .evaluate import Evaluator, PlanState, pause_error
-from .execute import ServiceExecutor, StepExecutor
-from .loop import run_sync
-from .serialise import PLAN_FORMAT, step_from_dict, step_to_dict
-from .step import Approval, Step, target_label
-from .store import Store
+from ..loop import run_sync
+from ._checkpoint import Checkpointer, is_checkpoint
+from ._compiler import compile_steps
+from ._envelope import Envelope, ErrorInfo, StepResult, error_info
+from ._evaluate import Evaluator, PlanState, pause_error
+from ._execute import ServiceExecutor, StepExecutor
+from ._serialise import PLAN_FORMAT, step_from_dict, step_to_dict
+from ._step import Approval, Step, target_label
+from ._store import Store
 
 __all__ = ["Plan", "ProgressCallback"]
 
@@ -57,7 +57,7 @@ class Plan:
     def __init__(self, *steps: Step, kit: Kit = None, max_iterations: int = 100,
                  store: Store | None = None, checkpoint_key: str | None = None,
                  resume: bool = False, on_concurrent: str = "fail", name: str | None = None,
-                 service: Any = None) -> None:
+                 service: LackpyService | None = None) -> None:
         _check_options(max_iterations, store, checkpoint_key, resume, on_concurrent)
         self.steps = list(steps)
         self.kit = kit
@@ -68,7 +68,7 @@ class Plan:
         self.on_concurrent = on_concurrent
         self.name = name
         self._service = service
-        self._own_service: Any = None
+        self._own_service: LackpyService | None = None
         self._own_users = 0
         self._own_lock = threading.Lock()
         compile_steps(self.steps, kit=kit, service=self._construction_service,
@@ -81,13 +81,13 @@ class Plan:
 
     # -- running ----------------------------------------------------------------
 
-    def run(self, task: Any = None, *, service: Any = None,
+    def run(self, task: Any = None, *, service: LackpyService | None = None,
             on_step: ProgressCallback | None = None) -> Envelope:
         """Run the plan on ``task`` and return its Envelope; safe inside a running event loop
         (a notebook). See ``arun``."""
         return run_sync(self.arun(task, service=service, on_step=on_step))
 
-    async def arun(self, task: Any = None, *, service: Any = None,
+    async def arun(self, task: Any = None, *, service: LackpyService | None = None,
                    on_step: ProgressCallback | None = None) -> Envelope:
         """Run the plan on ``task``; the Envelope's ``error`` says why it stopped, if it did.
 
@@ -101,13 +101,13 @@ class Plan:
         with self._using_service(service) as chosen:
             return await self._execute(task, chosen, on_step, restart=False)
 
-    def restart(self, task: Any = None, *, service: Any = None,
+    def restart(self, task: Any = None, *, service: LackpyService | None = None,
                 on_step: ProgressCallback | None = None) -> Envelope:
         """Start the checkpointed run over from its first step (``task=None``: the
         checkpoint's task), whatever state it stopped in; see ``arestart``."""
         return run_sync(self.arestart(task, service=service, on_step=on_step))
 
-    async def arestart(self, task: Any = None, *, service: Any = None,
+    async def arestart(self, task: Any = None, *, service: LackpyService | None = None,
                        on_step: ProgressCallback | None = None) -> Envelope:
         """Async ``restart``. Raises UsageError without a store and checkpoint key (or in fork
         mode), ConcurrentPlanRunError while a live run holds the key."""
@@ -118,12 +118,12 @@ class Plan:
             return await self._execute(task, chosen, on_step, restart=True)
 
     def run_many(self, tasks: Sequence[Any], *, concurrency: int | None = None,
-                 service: Any = None) -> list[Envelope]:
+                 service: LackpyService | None = None) -> list[Envelope]:
         """Run the plan on each task, at most ``concurrency`` at once; see ``arun_many``."""
         return run_sync(self.arun_many(tasks, concurrency=concurrency, service=service))
 
     async def arun_many(self, tasks: Sequence[Any], *, concurrency: int | None = None,
-                        service: Any = None) -> list[Envelope]:
+                        service: LackpyService | None = None) -> list[Envelope]:
         """One Envelope per task, in the order of ``tasks``; never raises for a run's failure:
         an error (a held key included) is the error of that task's Envelope. Pair it with
         ``on_concurrent="fork"`` so each task claims its own checkpoint key."""
@@ -156,7 +156,8 @@ class Plan:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], registry: Mapping[str, Any] | None = None, *,
-                  store: Store | None = None, service: Any = None, **overrides: Any) -> Plan:
+                  store: Store | None = None, service: LackpyService | None = None,
+                  **overrides: Any) -> Plan:
         """The plan ``to_dict`` wrote, its callables and types looked up by name in
         ``registry``. ``overrides`` replace saved options (``resume=True``, ``checkpoint_key``).
 
@@ -176,7 +177,7 @@ class Plan:
 
     # -- one run ----------------------------------------------------------------
 
-    async def _execute(self, task: Any, service: Callable[[], Any],
+    async def _execute(self, task: Any, service: Callable[[], LackpyService],
                        on_step: ProgressCallback | None, *, restart: bool) -> Envelope:
         executor = ServiceExecutor(service, self.kit)
         run_uid = uuid.uuid4().hex
@@ -203,7 +204,7 @@ class Plan:
 
     # -- the service ------------------------------------------------------------
 
-    def _construction_service(self) -> Any:
+    def _construction_service(self) -> LackpyService:
         if self._service is not None:
             return self._service
         with self._own_lock:
@@ -212,12 +213,13 @@ class Plan:
             return self._own_service
 
     @contextlib.contextmanager
-    def _using_service(self, service: Any) -> Iterator[Callable[[], Any]]:
+    def _using_service(self, service: LackpyService | None
+                       ) -> Iterator[Callable[[], LackpyService]]:
         """What gives the run its service: the one given, the plan's, or the plan's own,
         made only when a step needs it, whose sandbox worker stops when the last run using
         it ends."""
-        if service is not None or self._service is not None:
-            chosen = service if service is not None else self._service
+        chosen = service if service is not None else self._service
+        if chosen is not None:
             yield lambda: chosen
             return
         with self._own_lock:

@@ -15,10 +15,11 @@ from typing import Any
 from lackpy_kernel.config import CONFIG_DIR
 from lackpy_kernel.errors import PlanResumeError, UsageError
 from lackpy_kernel.kit.atomic import atomic_write_text
+from lackpy_kernel.service import LackpyService
 
-from .checkpoint import checkpoint_problem, is_checkpoint, owner_alive
-from .plan import Plan
-from .store import Store
+from ._checkpoint import checkpoint_problem, is_checkpoint, owner_alive
+from ._plan import Plan
+from ._store import Store
 
 __all__ = ["PLANS_DB", "PLANS_DIR", "PlanLibrary", "RunStatus"]
 
@@ -80,8 +81,8 @@ class PlanLibrary:
         atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return path
 
-    def load(self, name: str, registry: Mapping[str, Any] | None = None, *, service: Any = None,
-             **overrides: Any) -> Plan:
+    def load(self, name: str, registry: Mapping[str, Any] | None = None, *,
+             service: LackpyService | None = None, **overrides: Any) -> Plan:
         """Plan ``name``, checkpointing in the plan Store; UsageError when there is none,
         PlanCompileError (or PlanRegistryError) when it no longer compiles."""
         path = self.path(name)
@@ -121,7 +122,7 @@ class PlanLibrary:
                          saved.get("error"))
 
     def plan_for(self, key: str, registry: Mapping[str, Any] | None = None, *,
-                 service: Any = None, **overrides: Any) -> Plan:
+                 service: LackpyService | None = None, **overrides: Any) -> Plan:
         """The saved plan that the run under ``key`` belongs to, set to checkpoint there."""
         run = self.run(key)
         if run is None:

@@ -45,11 +45,10 @@ from lackpy_kernel.infer.models import (
 )
 from lackpy_kernel.timing import ms_since as _ms_since
 
-from .compiler import did_you_mean
-from .envelope import Envelope, ErrorInfo, StepResult, error_info
-from .events import RunContext
-from .structured import output_instructions, read_output, wants_structure
-from .tools import CallOutcome
+from ..plans import Envelope, ErrorInfo, StepResult, did_you_mean, error_info
+from ._events import RunContext
+from ._structured import output_instructions, read_output, wants_structure
+from ._tools import CallOutcome
 
 __all__ = ["DEFAULT_STREAM_IDLE_TIMEOUT", "LLMEngine"]
 

@@ -12,11 +12,11 @@ from typing import Any, Protocol
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.service import LackpyService
 
-from .envelope import Envelope
-from .events import EventCallback, RunContext, TextCallback
-from .llm import LLMEngine
-from .loop import run_sync
-from .tools import SandboxPool, Toolset, build_toolset
+from ..loop import run_sync
+from ..plans import Envelope
+from ._events import EventCallback, RunContext, TextCallback
+from ._llm import LLMEngine
+from ._tools import SandboxPool, Toolset, build_toolset
 
 __all__ = ["Agent", "Engine"]
 
@@ -45,7 +45,8 @@ class Agent:
     """
 
     def __init__(self, engine: Engine | str, tools: Any = None, *, name: str | None = None,
-                 output: Any = str, service: Any = None, auto_run: str | None = None) -> None:
+                 output: Any = str, service: LackpyService | None = None,
+                 auto_run: str | None = None) -> None:
         self.engine: Engine = LLMEngine(engine) if isinstance(engine, str) else engine
         if not callable(getattr(self.engine, "arun", None)):
             raise UsageError(f"engine must be an LLMEngine, a ReplanEngine or a model name, not "
@@ -154,11 +155,11 @@ class Agent:
 
     # -- internals ------------------------------------------------------------------
 
-    def _toolset(self, service: Any, pool: SandboxPool) -> Toolset:
+    def _toolset(self, service: LackpyService, pool: SandboxPool) -> Toolset:
         return build_toolset(self.tools, service, ceiling=self.auto_run,
                              lackpy=getattr(self.engine, "needs_lackpy_tool", False), pool=pool)
 
-    def _pool_for(self, service: Any) -> SandboxPool:
+    def _pool_for(self, service: LackpyService) -> SandboxPool:
         if service is not self.service:
             return SandboxPool(service)  # a service of this run only: so is its pool
         if self._pool is None:
@@ -167,7 +168,7 @@ class Agent:
         return self._pool
 
     @contextlib.contextmanager
-    def _service(self) -> Iterator[Any]:
+    def _service(self) -> Iterator[LackpyService]:
         if self.service is not None:
             yield self.service
             return
