@@ -57,9 +57,9 @@ from lackpy_kernel.run import (
     validation_failure,
 )
 from lackpy_kernel.run.context import describe_variables
+from lackpy_kernel.run.kernel_side import in_thread
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
-from lackpy_kernel.run.sandbox import in_thread
 
 __all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text", "jsonable",
            "validate_for"]

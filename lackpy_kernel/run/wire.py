@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import selectors
 import struct
 from typing import Any
 
@@ -89,6 +90,13 @@ def loads_body(body: bytes) -> Any:
         raise
     except Exception as exc:
         raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from exc
+
+
+def readable_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds``."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(seconds))
 
 
 def write_frame(fd: int, message: Any) -> None:
