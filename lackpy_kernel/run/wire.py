@@ -17,6 +17,9 @@ from typing import Any
 _HEADER = struct.Struct("!Q")
 HEADER_SIZE = _HEADER.size  # bytes before each frame's body
 PROTOCOL = 5
+READ_CHUNK = 1 << 16  # bytes read from a pipe at a time, unless a big frame wants more
+MAX_READ = 1 << 24  # the most read at once for a big frame
+Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
 
 class WireError(RuntimeError):
@@ -128,6 +131,10 @@ class FrameReader:
             return None
         size: int = _HEADER.unpack_from(self.buffer)[0]
         return size
+
+    def wanted(self) -> int:
+        """How much to read next: the rest of a big frame at once, else a chunk."""
+        return max(READ_CHUNK, min(self.missing(), MAX_READ))
 
     def missing(self) -> int:
         """How many more bytes the frame being read needs (0 before its header arrives)."""

@@ -22,10 +22,9 @@ from ._program import WARM_UP_PROGRAM, encode, run_request
 from ._snapshot import Snapshot, fits
 
 STDIN, STDOUT, STDERR = 0, 1, 2
-READ_CHUNK = 1 << 16
 CHILD_FAILED = 3  # the exit status of a child that could not even report its failure
 PR_SET_PDEATHSIG = 1
-Frame = dict[str, Any]  # an event sent up to the worker (plain data)
+Frame = wire.Frame
 
 
 def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoReturn:
@@ -54,7 +53,7 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         _send_failure(up, "SandboxError",
                       f"the sandbox could not finish the program: {type(exc).__name__}: {exc}")
     # Wait to be killed: tearing this process down now would hold up the worker's reply.
-    while os.read(down, READ_CHUNK):
+    while os.read(down, wire.READ_CHUNK):
         pass
     os._exit(0)
 
@@ -122,7 +121,7 @@ def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
     while True:
         frame = reader.next_frame()
         if frame is None:
-            data = os.read(STDIN, max(READ_CHUNK, min(reader.missing(), 1 << 24)))
+            data = os.read(STDIN, reader.wanted())
             if not data:
                 _hand_back(up, {"kind": "closed"}, reader)
             reader.feed(data)

@@ -23,7 +23,6 @@ from .. import wire
 from ..failures import tool_timeout_message
 from ._prepared import PythonTools
 
-READ_CHUNK = 1 << 16
 MAX_WRAPPED = 8
 
 
@@ -65,7 +64,7 @@ class ChildChannel:
     def _next_answer(self, tool: str) -> dict[str, Any]:
         reader = self._answers
         while (frame := reader.next_frame()) is None:
-            data = os.read(self.down, max(READ_CHUNK, min(reader.missing(), 1 << 24)))
+            data = os.read(self.down, reader.wanted())
             if not data:
                 raise ToolCallError(f"{tool}(): the sandbox's worker went away during the call")
             reader.feed(data)

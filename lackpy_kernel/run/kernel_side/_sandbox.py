@@ -31,8 +31,7 @@ from ._tools import HostedRun, KitPlan, ToolHost, plan_kit
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
 GRACE_SECONDS = 10.0
-READ_CHUNK = 1 << 16
-Frame = dict[str, Any]  # a request to the worker, or its reply (plain data)
+Frame = wire.Frame
 # How the worker fails: it exits, hangs or sends what it should not (restarted on the next run)
 _WORKER_FAILED = (OSError, EOFError, wire.WireError, TimeoutError)
 
@@ -378,7 +377,7 @@ class Sandbox:
 
     def _read_from(self, fd: int) -> None:
         """Read what the worker wrote (the rest of a big frame at once). Raises EOFError."""
-        data = os.read(fd, max(READ_CHUNK, min(self._reader.missing(), 1 << 24)))
+        data = os.read(fd, self._reader.wanted())
         if not data:
             raise EOFError("the worker exited")
         self._reader.feed(data)

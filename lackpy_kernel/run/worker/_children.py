@@ -7,15 +7,13 @@ import contextlib
 import fcntl
 import os
 import signal
-from typing import Any
 
 from .. import wire
 from ..child import Snapshot, child_main
 from ..protocol import RunRequest
 
-READ_CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
-Frame = dict[str, Any]  # a message on a pipe (plain data)
+Frame = wire.Frame
 
 
 def widen_pipe(fd: int) -> None:
@@ -57,7 +55,7 @@ class Child:
         """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
         if it died first."""
         while (frame := self.frames.next_frame()) is None:
-            data = os.read(self.from_child, READ_CHUNK)
+            data = os.read(self.from_child, wire.READ_CHUNK)
             if not data:
                 return None
             self.frames.feed(data)

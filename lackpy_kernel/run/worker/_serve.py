@@ -27,7 +27,7 @@ QUIET = 0.010
 # the forks wait for a quiet moment. The worker holds one, and one more each time a run
 # of such cells used them all up (each costs a process of about 3 MB).
 MAX_TWINS = 3
-Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
+Frame = wire.Frame
 
 
 def main() -> None:

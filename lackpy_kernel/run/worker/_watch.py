@@ -7,7 +7,6 @@ import os
 import selectors
 import signal
 import time
-from typing import Any
 
 from .. import wire
 from ..failures import failure, too_big_message
@@ -17,9 +16,8 @@ from ._calls import CallRelay, checked_call
 from ._children import Child
 
 STDIN, STDOUT = 0, 1
-READ_CHUNK = 1 << 16
 INTERRUPTED = "interrupted: the program was stopped before it finished"
-Frame = dict[str, Any]  # a message on a pipe (plain data)
+Frame = wire.Frame
 
 
 
@@ -52,13 +50,13 @@ def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Repl
                     relay.flush()
                     continue
                 if key.data == "parent":
-                    data = os.read(STDIN, READ_CHUNK)
+                    data = os.read(STDIN, wire.READ_CHUNK)
                     if not data:
                         child.kill()
                         return None
                     requests.feed(data)
                     continue
-                data = os.read(child.from_child, frames.wanted())
+                data = os.read(child.from_child, frames.reader.wanted())
                 if not data:
                     return _collect(child, frames, request)
                 try:
@@ -75,16 +73,12 @@ class _ChildFrames:
 
     def __init__(self, reader: wire.FrameReader, request: RunRequest) -> None:
         self.reader = reader
-        self.reader.max_body = request.max_result_bytes + READ_CHUNK
+        self.reader.max_body = request.max_result_bytes + wire.READ_CHUNK
         self.request = request
         self.modified: list[str] = []
         self.calls: list[Frame] = []
         self.calls_made = 0
         self.final: Reply | None = None
-
-    def wanted(self) -> int:
-        """How much to read next: the rest of a big frame at once, else a chunk."""
-        return max(READ_CHUNK, min(self.reader.missing(), 1 << 24))
 
     def feed(self, data: bytes) -> None:
         self.reader.feed(data)
