@@ -34,6 +34,8 @@ GRACE_SECONDS = 10.0
 Frame = wire.Frame
 # How the worker fails: it exits, hangs or sends what it should not (restarted on the next run)
 _WORKER_FAILED = (OSError, EOFError, wire.WireError, TimeoutError)
+# A kit as ``Sandbox.run`` takes it: resolved, or anything ``resolve_kit`` resolves
+KitArgument = ResolvedKit | str | list[str] | dict[str, Any] | None
 
 
 def sandbox_supported() -> bool:
@@ -113,7 +115,7 @@ class Sandbox:
     def run(
         self,
         program: str,
-        kit: Any,
+        kit: KitArgument,
         params: dict[str, Any] | None = None,
         *,
         keep: bool = True,
@@ -136,7 +138,7 @@ class Sandbox:
     async def run_async(
         self,
         program: str,
-        kit: Any,
+        kit: KitArgument,
         params: dict[str, Any] | None = None,
         *,
         keep: bool = True,
@@ -211,7 +213,7 @@ class Sandbox:
         """How long a program's reply may take before the worker is taken to hang."""
         return self.limits.timeout + GRACE_SECONDS
 
-    def _prepare(self, program: str, kit: Any, params: dict[str, Any] | None, keep: bool,
+    def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
                  return_variables: bool) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
@@ -229,7 +231,7 @@ class Sandbox:
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
                           limits.max_result_bytes, limits.max_tool_calls), plan
 
-    def _plan(self, kit: Any) -> KitPlan:
+    def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
         if not isinstance(kit, ResolvedKit):
             kit = resolve_kit(kit, self.toolbox, self.kits_dir)
