@@ -102,7 +102,7 @@ class Sandbox:
                 self._settle(GRACE_SECONDS if timeout is None else timeout)
             except TimeoutError:
                 return False
-            except (OSError, EOFError, wire.WireError):
+            except _WORKER_FAILED:
                 self._kill_worker()
                 return False
         return True
