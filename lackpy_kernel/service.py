@@ -61,9 +61,9 @@ from lackpy_kernel.run import (
     validation_failure,
 )
 from lackpy_kernel.run.context import describe_variables
+from lackpy_kernel.run.kernel_side import in_thread
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
-from lackpy_kernel.run.sandbox import in_thread
 from lackpy_kernel.timing import ms_since as _ms_since
 
 __all__ = ["Delegation", "Kit", "LackpyService", "NotebookContext", "RunCheck", "error_text",

@@ -18,11 +18,12 @@ import pickle
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import wire
 from .plain import SCALARS
+from .protocol import Commit
 
 # A run of characters between ASCII punctuation and whitespace: every identifier is one
 # (outside strings, Python separates tokens only with those), combining marks and the
@@ -38,39 +39,6 @@ class Unit:
     names: set[str]
     size: int
     blob: bytes | None = None
-
-
-@dataclass
-class Commit:
-    """What a program changed: new units (names and pickle) and the names it deleted."""
-
-    units: list[tuple[list[str], bytes]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    types: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def empty(self) -> bool:
-        """Whether the program changed nothing."""
-        return not self.units and not self.deleted
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data for the wire."""
-        return {"units": [[names, blob] for names, blob in self.units],
-                "deleted": list(self.deleted), "types": dict(self.types)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Commit:
-        """Rebuild a commit from ``to_dict``'s output (checking its shape)."""
-        units = [(list(names), blob) for names, blob in data["units"]]
-        if not all(type(blob) is bytes and all(type(n) is str for n in names)
-                   for names, blob in units):
-            raise wire.WireError("a commit unit must be a list of names and a pickle")
-        return cls(units, [str(name) for name in data["deleted"]], dict(data["types"]))
-
-    @property
-    def size(self) -> int:
-        """Bytes of all the unit pickles."""
-        return sum(len(blob) for _, blob in self.units)
 
 
 class UnitLog:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import selectors
 import struct
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
 HEADER_SIZE = _HEADER.size  # bytes before each frame's body
 PROTOCOL = 5
+READ_CHUNK = 1 << 16  # bytes read from a pipe at a time, unless a big frame wants more
+MAX_READ = 1 << 24  # the most read at once for a big frame
+Frame = dict[str, Any]  # a message on a pipe: a request, an event, a reply (plain data)
 
 
 class WireError(RuntimeError):
@@ -91,6 +95,13 @@ def loads_body(body: bytes) -> Any:
         raise WireError(f"malformed frame: {type(exc).__name__}: {exc}") from exc
 
 
+def readable_within(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has something to read within ``seconds``."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        return bool(selector.select(seconds))
+
+
 def write_frame(fd: int, message: Any) -> None:
     """Write one whole frame to a file descriptor."""
     write_all(fd, dumps(message))
@@ -120,6 +131,10 @@ class FrameReader:
             return None
         size: int = _HEADER.unpack_from(self.buffer)[0]
         return size
+
+    def wanted(self) -> int:
+        """How much to read next: the rest of a big frame at once, else a chunk."""
+        return max(READ_CHUNK, min(self.missing(), MAX_READ))
 
     def missing(self) -> int:
         """How many more bytes the frame being read needs (0 before its header arrives)."""

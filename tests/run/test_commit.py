@@ -6,13 +6,13 @@ import pytest
 
 from lackpy_kernel.run import wire
 from lackpy_kernel.run.commit import (
-    Commit,
     UnitLog,
     changed_names,
     load_unit,
     make_commit,
     names_in,
 )
+from lackpy_kernel.run.protocol import Commit
 
 
 def _log_of(*units):
@@ -64,7 +64,7 @@ def test_make_commit_pickles_scalars_alone_and_containers_together():
     assert values["b"]["a"] is values["a"]
     assert load_unit(["s"], blobs[("s",)]) == {"s": "text"}
     assert commit.types == {"a": "list", "b": "dict", "s": "str"}
-    assert Commit.from_dict(commit.to_dict()) == commit
+    assert Commit.from_frame(commit.to_frame()) == commit
 
 
 def test_the_log_drops_a_unit_when_its_last_name_is_replaced():
@@ -96,4 +96,4 @@ def test_a_unit_carrying_code_is_refused():
 
 def test_a_malformed_commit_is_refused():
     with pytest.raises(wire.WireError):
-        Commit.from_dict({"units": [[["a"], "not bytes"]], "deleted": [], "types": {}})
+        Commit.from_frame({"units": [[["a"], "not bytes"]], "deleted": [], "types": {}})

@@ -2,7 +2,7 @@
 Linux kernel itself refuses what a program must not do.
 
 Each test forks a child, puts up the walls exactly as the sandbox worker does for a
-program (``worker.wall_plan(...).put_up()``), then calls the raw operation (``open``, the file
+program (``child.wall_plan(...).put_up()``), then calls the raw operation (``open``, the file
 tool's body without its path check, ``socket``, ``execv``, ``kill``). A wall this
 machine's kernel lacks is skipped, and says so.
 """
@@ -24,8 +24,9 @@ from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import _read_text, _write_text
 from lackpy_kernel.run import Sandbox, SandboxLimits
+from lackpy_kernel.run.child import wall_plan
+from lackpy_kernel.run.protocol import RunRequest
 from lackpy_kernel.run.walls import WallPlan, os_walls
-from lackpy_kernel.run.worker import wall_plan
 from tests.support.processes import children_of, gone
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux walls")
@@ -51,7 +52,7 @@ def in_walled_child(workspace: Path, attempt: Callable[[], object],
                     plan: WallPlan | None = None) -> dict:
     """Run ``attempt`` in a forked child behind the walls (``plan``'s, by default a plan for
     ``workspace`` made as the worker makes it); what it returned or raised."""
-    plan = plan or wall_plan({"workspace": str(workspace), "kits_dir": None})
+    plan = plan or wall_plan(RunRequest("", str(workspace)))
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child

@@ -45,8 +45,8 @@ from lackpy_kernel.run import (
     find_non_plain,
     summarize,
 )
+from lackpy_kernel.run.kernel_side import in_thread
 from lackpy_kernel.run.plain import jsonable
-from lackpy_kernel.run.sandbox import in_thread
 from lackpy_kernel.service import LackpyService, trace_sources, validate_for
 from lackpy_kernel.timing import ms_since as _ms_since
 

@@ -1,43 +1,41 @@
 """The kernel's side of the sandbox worker: start it, send programs, answer the tool calls
-they forward, survive its death."""
+they forward, survive its death.
+
+A request's frames are handled once (``_prepare``, ``_taken``, ``_result_of``); ``run`` waits
+for the reply on a selector, ``run_async`` on the event loop."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import selectors
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from lackpy_kernel.errors import KitError
 from lackpy_kernel.kit import ResolvedKit, Toolbox, builtin_toolbox, resolve_kit
 
-from . import wire
-from .commit import Commit, UnitLog
-from .forward import HostedRun, KitPlan, ToolHost, plan_kit
-from .plain import find_non_plain
-from .runner import KIT_ERROR, ExecutionResult
-from .spawn import adopt_early, spawn_worker, stop_worker
+from .. import wire
+from ..commit import UnitLog
+from ..plain import find_non_plain
+from ..protocol import Reply, RunRequest, SandboxLimits
+from ..runner import KIT_ERROR, ExecutionResult
+from ..spawn import adopt_early, spawn_worker, stop_worker
+from ._tools import HostedRun, KitPlan, ToolHost, plan_kit
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
 GRACE_SECONDS = 10.0
-READ_CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls."""
-
-    timeout: float = 120.0
-    memory_mb: int = 512
-    max_result_mb: int = 64
-    max_tool_calls: int = 10_000
+Frame = wire.Frame
+# How the worker fails: it exits, hangs or sends what it should not (restarted on the next run)
+_WORKER_FAILED = (OSError, EOFError, wire.WireError, TimeoutError)
+# A kit as ``Sandbox.run`` takes it: resolved, or anything ``resolve_kit`` resolves
+KitArgument = ResolvedKit | str | list[str] | dict[str, Any] | None
 
 
 def sandbox_supported() -> bool:
@@ -57,7 +55,7 @@ class Sandbox:
 
     Kits resolve against ``toolbox`` (default: the built-in tools). A tool that
     runs in the kernel (``ToolSpec.where``) is called here, on a thread of its
-    own, each time the program calls it (see ``forward``). The write tools refuse
+    own, each time the program calls it (see ``ToolHost``). The write tools refuse
     the files in ``protected`` (``ToolSources.protected``), in the program's
     process as here.
     """
@@ -104,7 +102,7 @@ class Sandbox:
                 self._settle(GRACE_SECONDS if timeout is None else timeout)
             except TimeoutError:
                 return False
-            except (OSError, EOFError, wire.WireError):
+            except _WORKER_FAILED:
                 self._kill_worker()
                 return False
         return True
@@ -117,7 +115,7 @@ class Sandbox:
     def run(
         self,
         program: str,
-        kit: Any,
+        kit: KitArgument,
         params: dict[str, Any] | None = None,
         *,
         keep: bool = True,
@@ -129,27 +127,18 @@ class Sandbox:
         ``keep=True`` runs in the session and keeps its variables on success;
         ``keep=False`` runs on an empty namespace and leaves the session alone.
         """
-        bad = find_non_plain(params or {})
-        if bad is not None:
-            return ExecutionResult(False, error=f"parameters must be plain data, not {bad.__name__}",
-                                   error_type="TypeError")
-        try:
-            plan = self._plan(kit)
-        except (KitError, NotImplementedError) as exc:
-            return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
-        request = self._request(program, plan, params, keep, return_variables)
-        with self._run_lock:
-            hosted = self._hosted(plan)
-            try:
-                reply = self._exchange(request, self.limits.timeout + GRACE_SECONDS, hosted)
-            finally:
-                _close(hosted)
+        prepared = self._prepare(program, kit, params, keep, return_variables)
+        if isinstance(prepared, ExecutionResult):
+            return prepared
+        request, plan = prepared
+        with self._run_lock, self._hosting(plan) as hosted:
+            reply = self._exchange(request.to_frame(), self._run_wait, hosted)
         return self._result_of(reply, keep)
 
     async def run_async(
         self,
         program: str,
-        kit: Any,
+        kit: KitArgument,
         params: dict[str, Any] | None = None,
         *,
         keep: bool = True,
@@ -158,21 +147,17 @@ class Sandbox:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
         stays as it was) and raises CancelledError, unless the result came first."""
-        bad = find_non_plain(params or {})
-        if bad is not None or not self.ready or not self._run_lock.acquire(blocking=False):
+        if not self.ready or not self._run_lock.acquire(blocking=False):
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables)
-        hosted = None
         try:
-            plan = self._plan(kit)
-            request = self._request(program, plan, params, keep, return_variables)
-            hosted = self._hosted(plan)
-            reply = await self._exchange_async(request, self.limits.timeout + GRACE_SECONDS,
-                                               hosted)
-        except (KitError, NotImplementedError) as exc:
-            return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
+            prepared = self._prepare(program, kit, params, keep, return_variables)
+            if isinstance(prepared, ExecutionResult):
+                return prepared
+            request, plan = prepared
+            with self._hosting(plan) as hosted:
+                reply = await self._exchange_async(request.to_frame(), hosted)
         finally:
-            _close(hosted)
             self._run_lock.release()
         return self._result_of(reply, keep)
 
@@ -221,93 +206,111 @@ class Sandbox:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- internals ----------------------------------------------------------
+    # -- internals: a request's frames, handled once for run and run_async -----------
 
-    def _plan(self, kit: Any) -> KitPlan:
+    @property
+    def _run_wait(self) -> float:
+        """How long a program's reply may take before the worker is taken to hang."""
+        return self.limits.timeout + GRACE_SECONDS
+
+    def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
+                 return_variables: bool) -> tuple[RunRequest, KitPlan] | ExecutionResult:
+        """The request for ``program`` and where its kit's tools run; or the failure of a
+        program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
+        bad = find_non_plain(params or {})
+        if bad is not None:
+            return ExecutionResult(False, error=f"parameters must be plain data, not {bad.__name__}",
+                                   error_type="TypeError")
+        try:
+            plan = self._plan(kit)
+        except (KitError, NotImplementedError) as exc:
+            return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
+        limits = self.limits
+        return RunRequest(program, str(self.workspace), plan.builtins, plan.tools,
+                          plan.import_path, sorted(self.protected), dict(params or {}), keep,
+                          return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
+                          limits.max_result_bytes, limits.max_tool_calls), plan
+
+    def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
         if not isinstance(kit, ResolvedKit):
             kit = resolve_kit(kit, self.toolbox, self.kits_dir)
         return plan_kit(kit)
 
-    def _hosted(self, plan: KitPlan) -> HostedRun | None:
-        """The run's forwarded calls, when its kit has tools that run here."""
+    @contextlib.contextmanager
+    def _hosting(self, plan: KitPlan) -> Iterator[HostedRun | None]:
+        """The run's forwarded calls while it runs, when its kit has tools that run here."""
         if not plan.kernel:
-            return None
-        return self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
-                                send=self._send_bytes,
-                                max_bytes=self.limits.max_result_mb * 1_000_000)
+            yield None
+            return
+        hosted = self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
+                                  send=self._send_bytes, max_bytes=self.limits.max_result_bytes)
+        try:
+            yield hosted
+        finally:
+            hosted.close()
 
-    def _request(self, program: str, plan: KitPlan, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool) -> dict[str, Any]:
-        return {
-            "op": "run",
-            "program": program,
-            "kit": plan.builtins,
-            "tools": plan.tools,
-            "import_path": plan.import_path,
-            "protected": sorted(self.protected),
-            "params": dict(params or {}),
-            "keep": keep,
-            "return_variables": return_variables,
-            "workspace": str(self.workspace),
-            "kits_dir": self.kits_dir,
-            "timeout": self.limits.timeout,
-            "memory_mb": self.limits.memory_mb,
-            "max_result_bytes": self.limits.max_result_mb * 1_000_000,
-            "max_tool_calls": self.limits.max_tool_calls,
-        }
+    def _result_of(self, frame: Frame, keep: bool) -> ExecutionResult:
+        """The program's result from the worker's reply (or this side's failure); its commit,
+        when kept, is remembered."""
+        if "error" in frame:
+            return ExecutionResult(False, error=frame["error"], error_type="SandboxError")
+        reply = Reply.from_frame(frame)
+        if keep and reply.commit is not None:
+            self._copy.apply(reply.commit)
+            for name in reply.commit.deleted:
+                self.variable_types.pop(name, None)
+            self.variable_types.update(reply.commit.types)
+        return ExecutionResult.from_dict(reply.result)
 
-    def _result_of(self, reply: dict[str, Any], keep: bool) -> ExecutionResult:
-        if "error" in reply:
-            return ExecutionResult(False, error=reply["error"], error_type="SandboxError")
-        if keep and reply.get("commit") is not None:
-            self._remember(Commit.from_dict(reply["commit"]))
-        return ExecutionResult.from_dict(reply["result"])
+    def _exchange(self, request: Frame, wait: float, hosted: HostedRun | None = None) -> Frame:
+        """Send a request and read its reply, waiting on a selector (starting the tool calls
+        that come first); this side's failure, the worker stopped, if it does not reply."""
+        try:
+            self._settle(wait)
+            self._send(request)
+            deadline = time.monotonic() + wait
+            while (reply := _taken(self._receive(deadline - time.monotonic()), hosted)) is None:
+                pass
+            return reply
+        except _WORKER_FAILED as exc:
+            return self._failed_worker(exc)
 
-    async def _exchange_async(self, request: dict[str, Any], wait: float,
-                              hosted: HostedRun | None) -> dict[str, Any]:
-        """``_exchange`` on the running loop: send, then await the reply's bytes (starting the
-        tool calls that come first)."""
+    async def _exchange_async(self, request: Frame, hosted: HostedRun | None) -> Frame:
+        """``_exchange`` on the running loop, for a worker that is ready: send, then await the
+        reply's bytes (starting the tool calls that come first)."""
         loop = asyncio.get_running_loop()
-        process = self._process
-        assert process is not None and process.stdout is not None
-        fd = process.stdout.fileno()
-        reply: asyncio.Future[dict[str, Any] | BaseException] = loop.create_future()
+        fd = self._stdout()
+        reply: asyncio.Future[Frame | BaseException] = loop.create_future()
 
         def readable() -> None:
+            outcome: Frame | BaseException | None = None
             try:
-                data = os.read(fd, max(READ_CHUNK, min(self._reader.missing(), 1 << 24)))
-                if not data:
-                    raise EOFError("the worker exited")
-                self._reader.feed(data)
-                while (frame := self._reader.next_frame()) is not None and _is_call(frame):
-                    _call(hosted, frame)
-            except (OSError, EOFError, wire.WireError) as exc:
-                frame = exc
-            if frame is not None and not reply.done():
-                reply.set_result(frame)
+                self._read_from(fd)
+                while outcome is None and (frame := self._reader.next_frame()) is not None:
+                    outcome = _taken(frame, hosted)
+            except _WORKER_FAILED as exc:
+                outcome = exc
+            if outcome is not None and not reply.done():
+                reply.set_result(outcome)
 
         loop.add_reader(fd, readable)
         try:
             self._send(request)
-            frame = await self._await_reply(reply, wait)
-        except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
-            failure: BaseException | None = exc
+            frame = await self._await_reply(reply, self._run_wait)
+        except _WORKER_FAILED as exc:
+            loop.remove_reader(fd)
+            return self._failed_worker(exc)
         except asyncio.CancelledError:
             loop.remove_reader(fd)
             if not reply.done() or isinstance(reply.result(), BaseException):
                 self._kill_worker()  # it did not answer the cancel: the next run restarts it
             raise
-        else:
-            failure = None
         loop.remove_reader(fd)
-        if failure is not None:
-            self._kill_worker()
-            return self._failed_worker(failure)
         return frame
 
-    async def _await_reply(self, reply: asyncio.Future[dict[str, Any] | BaseException],
-                           wait: float) -> dict[str, Any]:
+    async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
+                           wait: float) -> Frame:
         """The reply frame within ``wait`` seconds. Cancelled, it stops the program and
         re-raises; a result that came first stands."""
         try:
@@ -326,32 +329,12 @@ class Sandbox:
             raise frame
         return frame
 
-    def _failed_worker(self, exc: BaseException) -> dict[str, Any]:
+    def _failed_worker(self, exc: BaseException) -> Frame:
+        """Stop the worker that failed; this side's reply saying so (``_result_of``)."""
+        self._kill_worker()
         kept = "kept" if self._copy.units else "empty (nothing was kept yet)"
         return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
                           f"program and the session's variables are {kept}")}
-
-    def _remember(self, commit: Commit) -> None:
-        self._copy.apply(commit)
-        for name in commit.deleted:
-            self.variable_types.pop(name, None)
-        self.variable_types.update(commit.types)
-
-    def _exchange(self, request: dict[str, Any], wait: float, hosted: HostedRun | None = None
-                  ) -> dict[str, Any]:
-        """Send a request and read its reply (starting the tool calls that come first),
-        restarting the worker if it died."""
-        try:
-            self._settle(wait)
-            self._send(request)
-            deadline = time.monotonic() + wait
-            while _is_call(frame := self._receive(deadline - time.monotonic())):
-                _call(hosted, frame)
-            reply: dict[str, Any] = frame  # the worker answers each request with a dict
-            return reply
-        except (OSError, EOFError, wire.WireError, TimeoutError) as exc:
-            self._kill_worker()
-            return self._failed_worker(exc)
 
     def _settle(self, wait: float) -> None:
         """Start the worker if needed, restore the session into a new one, and read what it
@@ -377,7 +360,7 @@ class Sandbox:
         self._preamble = 1
         self._restore_pending = bool(self._copy.units)
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: Frame) -> None:
         self._send_bytes(wire.dumps(message))
 
     def _send_bytes(self, data: bytes) -> None:
@@ -387,25 +370,32 @@ class Sandbox:
         with self._write_lock:
             wire.write_all(process.stdin.fileno(), data)
 
-    def _receive(self, wait: float) -> Any:
+    def _stdout(self) -> int:
+        """The worker's stdout. Raises EOFError when it does not run."""
         process = self._process
         if process is None or process.stdout is None:
             raise EOFError("the worker is not running")
-        fd = process.stdout.fileno()
+        return process.stdout.fileno()
+
+    def _read_from(self, fd: int) -> None:
+        """Read what the worker wrote (the rest of a big frame at once). Raises EOFError."""
+        data = os.read(fd, self._reader.wanted())
+        if not data:
+            raise EOFError("the worker exited")
+        self._reader.feed(data)
+
+    def _receive(self, wait: float) -> Any:
+        """The worker's next frame within ``wait`` seconds. Raises TimeoutError, EOFError."""
+        fd = self._stdout()
         deadline = time.monotonic() + wait
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
-            while True:
-                frame = self._reader.next_frame()
-                if frame is not None:
-                    return frame
+            while (frame := self._reader.next_frame()) is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not selector.select(remaining):
                     raise TimeoutError(f"no reply within {wait:g} s")
-                data = os.read(fd, max(READ_CHUNK, min(self._reader.missing(), 1 << 24)))
-                if not data:
-                    raise EOFError("the worker exited")
-                self._reader.feed(data)
+                self._read_from(fd)
+            return frame
 
     def _kill_worker(self) -> None:
         process, self._process = self._process, None
@@ -419,20 +409,17 @@ class Sandbox:
                 pipe.close()
 
 
-def _is_call(frame: Any) -> bool:
-    """Whether a frame from the worker is a program's tool call (``{"call": ...}``)."""
-    return type(frame) is dict and "call" in frame
-
-
-def _call(hosted: HostedRun | None, frame: dict[str, Any]) -> None:
+def _taken(frame: Any, hosted: HostedRun | None) -> Frame | None:
+    """The worker's reply, when ``frame`` is one; a program's tool call (``{"call": ...}``)
+    is started instead, and gives None. Raises WireError for any other frame."""
+    if type(frame) is not dict:
+        raise wire.WireError(f"the worker said {str(frame)[:80]!r}")
+    if "call" not in frame:
+        return frame
     if hosted is None:  # the worker passes on only calls of the kit's kernel tools
         raise wire.WireError("the worker passed on a tool call, but no tool runs here")
     hosted.call(frame["call"])
-
-
-def _close(hosted: HostedRun | None) -> None:
-    if hosted is not None:
-        hosted.close()
+    return None
 
 
 _P = ParamSpec("_P")

@@ -1,0 +1,204 @@
+"""A child's life, from the worker's fork to its kill: it warms up, puts up its walls,
+waits (for the worker's go, when held), takes the next request from stdin, runs it under
+its limits, writes its frames up its pipe, and waits to be killed."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import resource
+import signal
+from dataclasses import replace
+from typing import Any, NoReturn
+
+from lackpy_kernel.kit import Workspace
+
+from .. import wire
+from ..failures import failure
+from ..protocol import RunRequest
+from ._program import WARM_UP_PROGRAM, encode, run_request
+from ._snapshot import Snapshot, fits
+
+STDIN, STDOUT, STDERR = 0, 1, 2
+CHILD_FAILED = 3  # the exit status of a child that could not even report its failure
+PR_SET_PDEATHSIG = 1
+Frame = wire.Frame
+
+
+def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoReturn:
+    """Take one request from stdin, run it and write its frames up; never returns."""
+    request: RunRequest | None = None
+    try:
+        _die_with_parent(worker_pid)
+        _close_inherited({STDIN, STDOUT, STDERR, up, down, snapshot.walls.ruleset})
+        gc.freeze()  # the session's objects stay shared: collections here never touch them
+        if snapshot.held or not request_waiting(snapshot):
+            _warm_up(snapshot)
+        null = os.open(os.devnull, os.O_RDWR)
+        snapshot.walls_up = bool(snapshot.walls.put_up())
+        if snapshot.held:
+            snapshot.pending = _wait_for_release(down)
+        request = _take_request(snapshot, up)
+        _detach_standard_streams(null)
+        _confine(request)
+        snapshot.channel.connect(up, down, request.max_result_bytes)
+        reply = run_request(request, snapshot, lambda path: wire.write_frame(
+            up, {"kind": "modified", "path": path}))
+        wire.write_all(up, encode(reply, request))
+    except MemoryError:  # the program's own MemoryError is its result: this came after it
+        _send_failure(up, "MemoryError", _reply_memory_message(request))
+    except BaseException as exc:
+        _send_failure(up, "SandboxError",
+                      f"the sandbox could not finish the program: {type(exc).__name__}: {exc}")
+    # Wait to be killed: tearing this process down now would hold up the worker's reply.
+    while os.read(down, wire.READ_CHUNK):
+        pass
+    os._exit(0)
+
+
+def request_waiting(snapshot: Snapshot, requests: int = STDIN) -> bool:
+    """Whether the next request has come already, on ``requests`` or among the bytes the
+    worker read (programs sent back to back): the warm-up would then make it wait longer
+    than it saves."""
+    return bool(snapshot.pending) or wire.readable_within(requests, 0)
+
+
+def _close_inherited(keep: set[int]) -> None:
+    """Close every descriptor the worker had open but ``keep``: among them the pipes of its
+    other children, through which a program's process could send a held twin its go or
+    another child its answers, or read what they send."""
+    try:
+        inherited = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every number a descriptor can have
+        inherited = list(range(os.sysconf("SC_OPEN_MAX")))
+    for fd in inherited:
+        if fd not in keep:
+            with contextlib.suppress(OSError):  # the listing's own, closed already
+                os.close(fd)
+
+
+def _send_failure(up: int, error_type: str, message: str) -> None:
+    """Write a failed result as the child's last frame; exit at once where even that fails."""
+    try:
+        wire.write_all(up, wire.dumps({"kind": "done", **failure(error_type, message).to_frame()}))
+    except BaseException:
+        os._exit(CHILD_FAILED)
+
+
+def _reply_memory_message(request: RunRequest | None) -> str:
+    limit = f"the {request.memory_mb} MB limit" if request is not None else "its limit"
+    return (f"the program ran, but its result and variables ran past {limit} while they were "
+            "made ready to send back and keep (big ints and repeated values take far more "
+            "room there than in the program); set big variables to None, return a smaller "
+            "value, or raise [sandbox] memory_mb in .lackpy/config.toml")
+
+
+def _wait_for_release(down: int) -> bytes:
+    """Wait for the worker's go (``Child.release``); what it read of stdin. Exits if the
+    worker lets this child go instead."""
+    reader = wire.FrameReader()
+    while (frame := reader.next_frame()) is None:
+        wanted = reader.missing() or wire.HEADER_SIZE - len(reader.buffer)
+        data = os.read(down, wanted)  # exactly the go frame: calls' answers come after it
+        if not data:
+            os._exit(0)
+        reader.feed(data)
+    if type(frame) is not dict or type(frame.get("go")) is not bytes:
+        os._exit(CHILD_FAILED)
+    go: bytes = frame["go"]
+    return go
+
+
+def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
+    """Read stdin up to the next program and tell the worker it started. Any other request,
+    a program for another workspace or kits folder than this child's walls were built for,
+    one whose Python tools the worker has not imported, or stdin closing, is handed back to
+    the worker, and this child exits."""
+    reader = wire.FrameReader()
+    reader.feed(snapshot.pending)
+    while True:
+        frame = reader.next_frame()
+        if frame is None:
+            data = os.read(STDIN, reader.wanted())
+            if not data:
+                _hand_back(up, {"kind": "closed"}, reader)
+            reader.feed(data)
+            continue
+        op = frame.get("op") if type(frame) is dict else None
+        if op in ("cancel", "answer"):
+            continue  # late, for a program that already finished
+        request = _program_in(frame)
+        if request is None or not fits(request, snapshot):
+            _hand_back(up, {"kind": "handoff", "request": frame}, reader)
+        wire.write_frame(up, _started(request, reader))
+        return request
+
+
+def _program_in(frame: Any) -> RunRequest | None:
+    """The run request ``frame`` holds, or None for another request."""
+    if type(frame) is not dict or frame.get("op") != "run":
+        return None
+    return RunRequest.from_frame(frame)
+
+
+def _started(request: RunRequest, reader: wire.FrameReader) -> Frame:
+    """What the child tells the worker when it takes ``request``: the request less its
+    program and values, and what it read of stdin after it."""
+    return {"kind": "started", "request": request.without_program().to_frame(),
+            "leftover": bytes(reader.buffer)}
+
+
+def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
+    wire.write_frame(up, {**event, "leftover": bytes(reader.buffer)})
+    os._exit(0)
+
+
+def _warm_up(snapshot: Snapshot) -> None:
+    """Run a tiny program the way the next one will run (like the last request), before
+    that one arrives.
+
+    A forked child copies each memory page it first writes to (reference counts
+    are writes), and maps each page of code it first runs; doing that here for what
+    every program touches (kit resolution, the validator, the compiler, the runner,
+    the commit, pickling) takes it off the critical path.
+    """
+    request = replace(snapshot.like, program=WARM_UP_PROGRAM)
+    with contextlib.suppress(Exception):  # what taking a request from stdin does
+        reader = wire.FrameReader()
+        reader.feed(wire.dumps(request.to_frame()))
+        taken = _program_in(reader.next_frame())
+        if taken is not None and fits(taken, snapshot):
+            wire.dumps(_started(taken, reader))
+    with contextlib.suppress(Exception):
+        encode(run_request(request, snapshot, lambda path: None, warming_up=True), request)
+    with contextlib.suppress(Exception):  # what the file tools do with each path they get
+        Workspace(request.workspace).warm_up()
+
+
+def _detach_standard_streams(null: int) -> None:
+    """Point stdin and stdout at ``null`` (/dev/null, opened before the walls went up): the
+    program's process talks to the worker only, on its own pipe."""
+    os.dup2(null, STDIN)
+    os.dup2(null, STDOUT)
+    os.close(null)
+
+
+def _confine(request: RunRequest) -> None:
+    memory = int(request.memory_mb) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    cpu = int(float(request.timeout)) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    os.chdir(request.workspace)
+
+
+def _die_with_parent(worker_pid: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the worker still kills its children at their deadline
+    if os.getppid() != worker_pid:
+        os._exit(0)  # the worker died before the line above took effect

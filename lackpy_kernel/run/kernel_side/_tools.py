@@ -1,0 +1,216 @@
+"""The kernel's side of forwarding: what a request says about a kit's tools (``plan_kit``),
+and the calls of the tools that run here (``ToolHost``).
+
+A kit's tools run where their specs say (``ToolSpec.where``): the built-in file tools and
+a ``plugin = "python"`` source's tools in the program's process (the child); every other
+tool (an MCP server's, ``where = "kernel"``, one registered from Python) in the process that
+holds the toolbox. The child sends each call of one of those up its pipe, the worker checks
+it and passes it on, and a thread here runs it; the answer goes back the same way, both ways
+frames of plain data. The call's time counts against the program's deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError
+from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit.plain import not_plain_message
+from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KEYWORD_ONLY_MARK, ToolSpec
+
+from .. import wire
+from ..failures import tool_timeout_message
+from ..plain import find_non_plain
+
+MAX_ERROR_CHARS = 2_000
+DEADLINE_GRACE = 1.0
+_Job = Callable[[], None]
+
+@dataclass
+class KitPlan:
+    """A kit as a sandbox request carries it: ``builtins`` (alias -> built-in tool name),
+    ``tools`` (alias -> a plain-data description of each other tool), ``import_path`` (this
+    process's, for a worker that imports Python tools, which finds what they import where
+    this process does), and what runs here: ``kernel`` (alias -> callable) and the
+    ``timeouts`` this side enforces."""
+
+    builtins: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    import_path: list[str] = field(default_factory=list)
+    kernel: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    timeouts: dict[str, float] = field(default_factory=dict)
+
+
+def plan_kit(resolved: ResolvedKit) -> KitPlan:
+    """Where each of the kit's tools runs, and what a program's process needs to know."""
+    plan = KitPlan()
+    for alias, spec in resolved.tools.items():
+        if spec.provider == BUILTIN_PROVIDER:
+            plan.builtins[alias] = spec.name
+            continue
+        python = spec.provider_config.get("plugin") == "python"
+        timeout = spec.provider_config.get("timeout") if python else None
+        described: dict[str, Any] = {"tool": spec.name, "source": spec.source,
+                                     "where": spec.where, "params": _positional(spec),
+                                     "timeout": timeout}
+        if spec.where == CHILD:
+            described["load"] = _load_info(spec)
+            plan.import_path = [os.path.abspath(entry) for entry in sys.path]
+        else:
+            plan.kernel[alias] = resolved.callables[alias]
+            if timeout:
+                plan.timeouts[alias] = float(timeout)
+        plan.tools[alias] = described
+    return plan
+
+
+def _positional(spec: ToolSpec) -> list[str]:
+    """The names of the arguments a call may pass by position (for the trace)."""
+    names = [arg.name for arg in spec.args]
+    if KEYWORD_ONLY_MARK in names:
+        names = names[:names.index(KEYWORD_ONLY_MARK)]
+    return [name for name in names if name.isidentifier()]
+
+
+def _load_info(spec: ToolSpec) -> dict[str, Any]:
+    config = spec.provider_config
+    return {"provider": spec.provider, "path": config.get("path"), "module": config.get("module"),
+            "function": config.get("function", spec.name)}
+
+
+class ToolHost:
+    """Runs the calls programs forward to this process, each on a daemon thread of its own
+    (threads are kept for later calls; one a tool never returns from is lost, not the
+    caller). ``start`` opens a run's calls; ``HostedRun.close`` ends them."""
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[_Job]] = []
+        self._lock = threading.Lock()
+
+    def start(self, plan: KitPlan, *, deadline: float, send: Callable[[bytes], None],
+              max_bytes: int) -> HostedRun:
+        """The calls of one program whose tools are ``plan``'s, which must end by
+        ``deadline`` (``time.monotonic()``); ``send`` writes an answer's frame."""
+        return HostedRun(plan, deadline, send, max_bytes, self._submit)
+
+    def _submit(self, job: _Job) -> None:
+        with self._lock:
+            inbox = self._idle.pop() if self._idle else None
+        if inbox is None:
+            inbox = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(inbox,), name="lackpy-tool-call",
+                             daemon=True).start()
+        inbox.put(job)
+
+    def _serve(self, inbox: queue.SimpleQueue[_Job]) -> None:
+        while True:
+            inbox.get()()  # a job never raises (HostedRun._run catches everything)
+            with self._lock:
+                self._idle.append(inbox)
+
+
+class HostedRun:
+    """The forwarded calls of one program: each runs on a thread, and its answer is sent
+    unless the program ended first (then it is dropped: the program's process is gone)."""
+
+    def __init__(self, plan: KitPlan, deadline: float, send: Callable[[bytes], None],
+                 max_bytes: int, submit: Callable[[_Job], None]) -> None:
+        self.plan, self.deadline, self.max_bytes = plan, deadline, max_bytes
+        self._send, self._submit = send, submit
+        self._lock = threading.Lock()
+        self._open = True
+        self._answered: set[int] = set()
+
+    def call(self, call: dict[str, Any]) -> None:
+        """Start the call the worker passed on (``id``, ``tool``, ``args``, ``kwargs``)."""
+        call_id, alias = call.get("id"), call.get("tool")
+        fn = self.plan.kernel.get(alias) if isinstance(alias, str) else None
+        if not isinstance(call_id, int) or not isinstance(alias, str) or fn is None:
+            # the worker checks this first
+            self._answer(call_id, _error_answer(call_id, ToolCallError(
+                f"{str(alias)[:40]!r} is not a tool of this kit that runs in the kernel")))
+            return
+        timer = None
+        timeout = self.plan.timeouts.get(alias)
+        if timeout:
+            described = self.plan.tools[alias]
+            late = _error_answer(call_id, ToolCallTimeoutError(
+                tool_timeout_message(described["tool"], described["source"], timeout)))
+            timer = threading.Timer(timeout, self._answer, (call_id, late))
+            timer.daemon = True
+            timer.start()
+        self._submit(functools.partial(self._run, call_id, alias, fn, call.get("args") or [],
+                                       call.get("kwargs") or {}, timer))
+
+    def close(self) -> None:
+        """The program ended: answers of calls still running are dropped."""
+        with self._lock:
+            self._open = False
+
+    def _run(self, call_id: int, alias: str, fn: Callable[..., Any], args: list[Any],
+             kwargs: dict[str, Any], timer: threading.Timer | None) -> None:
+        from lackpy_kernel.kit.sources import call_deadline  # noqa: PLC0415 - the kit's sources load late
+
+        try:
+            # A second past the program's deadline: the sandbox's own limit, and its message,
+            # come first; then the call ends rather than run on for nobody.
+            with call_deadline(self.deadline + DEADLINE_GRACE):
+                value = fn(*args, **kwargs)
+            bad = find_non_plain(value)
+            if bad is not None:
+                described = self.plan.tools[alias]
+                raise ToolCallError(not_plain_message(described["tool"], described["source"],
+                                                      bad))
+            answer = {"op": "answer", "id": call_id, "ok": True, "value": value}
+        except BaseException as exc:  # whatever the tool raised goes back to the program
+            answer = _error_answer(call_id, exc)
+        if timer is not None:
+            timer.cancel()
+        self._answer(call_id, answer)
+
+    def _answer(self, call_id: Any, answer: dict[str, Any]) -> None:
+        data = self._encode(answer)
+        with self._lock:  # so that no answer is sent once close() has returned
+            if not self._open or call_id in self._answered:
+                return
+            self._answered.add(call_id)
+            with contextlib.suppress(OSError, EOFError):  # the worker went: the run fails anyway
+                self._send(data)
+
+    def _encode(self, answer: dict[str, Any]) -> bytes:
+        try:
+            data = wire.dumps(answer)
+        except RecursionError:
+            return wire.dumps(_error_answer(answer["id"], ToolCallError(
+                "the tool's result is nested too deeply to send to the program")))
+        if len(data) > self.max_bytes:
+            return wire.dumps(_error_answer(answer["id"], ToolCallError(
+                f"the tool's result is {len(data):,} bytes, over the {self.max_bytes:,} a "
+                "program may take in (set by [sandbox] max_result_mb); ask for less")))
+        return data
+
+
+def _error_answer(call_id: Any, exc: BaseException) -> dict[str, Any]:
+    """The answer that raises ``exc`` again in the program (its type, if the program's side
+    knows it, with its message)."""
+    args = list(exc.args)
+    if find_non_plain(args) is not None or len(repr(args)) > MAX_ERROR_CHARS:
+        args = [_message(exc)]
+    return {"op": "answer", "id": call_id, "ok": False, "error_type": type(exc).__name__,
+            "error_args": args}
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__
+        text = type(exc).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS] + "..."

@@ -1,0 +1,28 @@
+"""The sandbox worker: a single-threaded process that runs each program in a fresh forked child.
+
+Run as ``python -m lackpy_kernel.run.worker`` (``spawn``). It reads requests from stdin and
+writes replies to stdout (frames, see ``wire`` and ``protocol``); its first frame says it is
+ready. It holds the session's variables. While it waits for a request it already holds the
+next child (``child``), forked with the session as it is and waiting on its own pipe, so a
+program only has to be sent. The child runs it under a memory limit and is killed at its
+deadline (``_watch``), so a program that fails or is stopped leaves the session as it was; a
+program that succeeds sends back only the variables it may have changed (see ``commit``).
+After a program that changed nothing a held twin takes over; after one that changed the
+session the next child is forked, off the critical path. The rest waits for a quiet moment
+(``Worker.tidy``). The worker ignores SIGINT and exits when its parent closes stdin, taking
+its children with it.
+
+Requests: ``run`` (a ``RunRequest``; replies a ``Reply``), ``cancel`` (stops the running
+program; ignored between programs), ``describe`` (replies ``{"ok", "description"}``),
+``reset`` and ``restore`` (reply ``{"ok": True}``). While a program runs, the worker passes
+each call of a tool that runs in the kernel up as ``{"call": ...}`` and the kernel's
+``answer`` down to the child (``_calls``); a late answer is dropped.
+
+Modules: ``_serve`` (the loop and the session), ``_children`` (forking, releasing, reaping
+a child), ``_watch`` (a running child's frames, deadline and cancel), ``_calls`` (its
+forwarded calls).
+"""
+
+from ._serve import MAX_TWINS, QUIET, Worker, main
+
+__all__ = ["MAX_TWINS", "QUIET", "Worker", "main"]

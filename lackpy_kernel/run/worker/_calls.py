@@ -1,0 +1,92 @@
+"""The worker's side of forwarding: a running child's calls of tools that run in the kernel,
+each checked and passed up to the kernel (``checked_call``, ``CallRelay``), and its answer
+passed down to the child."""
+
+from __future__ import annotations
+
+import os
+import selectors
+from typing import Any
+
+from lackpy_kernel.kit.spec import KERNEL
+
+from .. import wire
+from ..protocol import RunRequest
+
+STDOUT = 1
+CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
+
+
+def checked_call(frame: dict[str, Any], request: RunRequest, made: int) -> dict[str, Any]:
+    """A call frame from a program's process, as the worker passes it on: the ``made``+1-th
+    call, of a tool of the request's kit that runs in the kernel, with plain arguments.
+    Raises WireError for any other."""
+    if (frame.keys() != CALL_KEYS or type(frame["id"]) is not int
+            or type(frame["args"]) is not list or type(frame["kwargs"]) is not dict
+            or not all(type(key) is str for key in frame["kwargs"])):
+        raise wire.WireError("a malformed tool call")
+    tool = frame["tool"]
+    described = request.tools.get(tool) if type(tool) is str else None
+    if described is None or described.get("where") != KERNEL:
+        raise wire.WireError(f"a call of {str(tool)[:40]!r}, which is not a tool of its kit "
+                             "that runs in the kernel")
+    limit = request.max_tool_calls
+    if limit is not None and made >= int(limit):
+        raise wire.WireError(f"more tool calls than [sandbox] max_tool_calls ({limit}) allows")
+    if frame["id"] != made + 1:
+        raise wire.WireError("a tool call out of turn")
+    return {"id": frame["id"], "tool": tool, "args": frame["args"], "kwargs": frame["kwargs"]}
+
+
+class CallRelay:
+    """The tool calls of a running child: each goes up to the parent, one at a time, and
+    its answer goes down the child's second pipe, written without blocking (a child that
+    does not read cannot stall the worker past the deadline)."""
+
+    def __init__(self, to_child: int) -> None:
+        self.to_child = to_child  # the child's second pipe
+        self.waiting: int | None = None  # the id of the call the parent has not answered
+        self.out = bytearray()
+        self.watching = False
+        os.set_blocking(to_child, False)
+
+    def pass_up(self, calls: list[dict[str, Any]]) -> None:
+        """Send the parent the calls the child made (taking them from ``calls``); WireError
+        for a second call at once."""
+        while calls:
+            call = calls.pop(0)
+            if self.waiting is not None:
+                raise wire.WireError("a tool call before the last one was answered")
+            self.waiting = call["id"]
+            wire.write_frame(STDOUT, {"call": call})
+
+    def pass_down(self, message: Any) -> bool:
+        """Send an answer to the child if it answers the call it waits on (a late one is
+        dropped); False for a message that is not an answer."""
+        if type(message) is not dict or message.get("op") != "answer":
+            return False
+        if message.get("id") == self.waiting and self.waiting is not None:
+            self.waiting = None
+            self.out += wire.dumps(message)
+            self.flush()
+        return True
+
+    def flush(self) -> None:
+        """Write what the pipe takes now; the rest when it has room."""
+        try:
+            while self.out:
+                del self.out[:os.write(self.to_child, self.out)]
+        except BlockingIOError:
+            pass
+        except OSError:  # the child died: its end of the run comes from the other pipe
+            self.out.clear()
+
+    def watch_writes(self, selector: selectors.BaseSelector) -> None:
+        """Have ``selector`` wake when the child's pipe has room, while answers wait."""
+        if bool(self.out) != self.watching:
+            if self.out:
+                selector.register(self.to_child, selectors.EVENT_WRITE, "down")
+            else:
+                selector.unregister(self.to_child)
+            self.watching = bool(self.out)
+

@@ -1,0 +1,97 @@
+"""The worker's handle on a forked child: fork it, read what it did with stdin, release a
+held one, kill and reap it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+
+from .. import wire
+from ..child import Snapshot, child_main
+from ..protocol import RunRequest
+
+PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
+Frame = wire.Frame
+
+
+def widen_pipe(fd: int) -> None:
+    """Give the pipe ``fd`` a 1 MiB buffer (from 64 KiB): a large value then crosses in a
+    few writes, not in thousands of turns of the two processes."""
+    with contextlib.suppress(OSError, AttributeError):  # not Linux, or a lower maximum
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+
+
+
+class Child:
+    """A forked child that runs one program: its pid, its two pipes, and what it sent."""
+
+    def __init__(self, pid: int, to_child: int, from_child: int, like: RunRequest) -> None:
+        self.pid, self.to_child, self.from_child = pid, to_child, from_child
+        self.frames = wire.FrameReader()
+        self.reaped = False
+        self.like = like  # the programs it was warmed up for
+        self.was_twin = False  # held, then released to take the next request
+
+    @classmethod
+    def fork(cls, snapshot: Snapshot) -> Child:
+        """Fork a child with the session as it is now, warmed up with a request like the
+        next one; it reads its request from stdin, after the bytes the worker read."""
+        down_read, down_write = os.pipe()
+        up_read, up_write = os.pipe()
+        widen_pipe(up_read)
+        worker_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            os.close(down_write)
+            os.close(up_read)
+            child_main(up_write, down_read, worker_pid, snapshot)
+        os.close(down_read)
+        os.close(up_write)
+        return cls(pid, down_write, up_read, snapshot.like)
+
+    def first_frame(self) -> Frame | None:
+        """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
+        if it died first."""
+        while (frame := self.frames.next_frame()) is None:
+            data = os.read(self.from_child, wire.READ_CHUNK)
+            if not data:
+                return None
+            self.frames.feed(data)
+        if (type(frame) is not dict or frame.get("kind") not in ("started", "handoff", "closed")
+                or type(frame.get("leftover")) is not bytes):
+            raise wire.WireError(f"the waiting child said {str(frame)[:80]!r}")
+        return frame
+
+    def release(self, pending: bytes) -> None:
+        """Let a held child read stdin, after ``pending`` (what the worker read of it)."""
+        wire.write_frame(self.to_child, {"go": pending})
+        self.was_twin = True
+
+    def kill(self, *, wait: bool = True) -> None:
+        """Kill the child (if it still runs) and, with ``wait``, reap it."""
+        if not self.reaped:
+            os.kill(self.pid, signal.SIGKILL)
+        if wait:
+            self.reap()
+
+    def ended(self) -> bool:
+        """Whether the child has ended (it is then reaped), without waiting."""
+        if not self.reaped and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+            return False
+        self.reaped = True
+        self.reap()
+        return True
+
+    def reap(self) -> int | None:
+        """Wait for the child to end; its wait status (None if already reaped). Closes the pipes."""
+        status = None
+        if not self.reaped:
+            _, status = os.waitpid(self.pid, 0)
+            self.reaped = True
+        for fd in (self.to_child, self.from_child):
+            if fd >= 0:
+                os.close(fd)
+        self.to_child = self.from_child = -1
+        return status

@@ -1,0 +1,237 @@
+"""The worker's loop: it holds the session and the next child, hands each request to a child
+or answers it itself, keeps what a program changed, and tidies up in a quiet moment."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any, NoReturn
+
+from .. import wire
+from ..child import PythonTools, Snapshot, preresolve, wall_plan
+from ..commit import UnitLog, load_unit
+from ..context import describe_variables
+from ..failures import failure
+from ..protocol import Commit, RunRequest
+from ..walls import WallPlan
+from ._children import Child, widen_pipe
+from ._watch import watch
+
+STDIN, STDOUT = 0, 1
+# Seconds without a request before the worker tidies up after a program: longer than a
+# kernel takes from one cell's reply to the next cell of a run of them (3 to 5 ms).
+QUIET = 0.010
+# The most twins held at once. A fork and its warm-up right after a reply compete with
+# the kernel and the front end for the cores while they handle that reply; held twins
+# let a run of cells that change nothing start one after another without a fork, and
+# the forks wait for a quiet moment. The worker holds one, and one more each time a run
+# of such cells used them all up (each costs a process of about 3 MB).
+MAX_TWINS = 3
+Frame = wire.Frame
+
+
+def main() -> None:
+    """Serve requests until stdin closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    widen_pipe(STDIN)
+    widen_pipe(STDOUT)
+    Worker().serve()
+
+
+class Worker:
+    """The worker's state: the session's variables, their units, and the waiting child.
+
+    While the worker waits, its child reads the parent's next request itself (one
+    process less to wake on the critical path) and tells the worker what it took:
+    a program it starts (the worker then watches it), or another request it hands
+    back. While a program runs the worker reads stdin, where only ``cancel`` comes.
+    """
+
+    def __init__(self) -> None:
+        self.session: dict[str, Any] = {}
+        self.log = UnitLog(keep_blobs=False)
+        self.requests = wire.FrameReader()  # stdin, while no child is reading it
+        self.spare: Child | None = None
+        self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
+        self.twins_wanted = 1  # how many to hold: more after a run of programs used them up
+        self.wants_twin = False  # a program ran since the last twin was used or let go
+        self.killed: list[Child] = []  # not yet reaped
+        self.walls: WallPlan | None = None
+        self.walls_key: tuple[str, list[str]] | None = None
+        self.python_tools = PythonTools()  # the tool modules the children inherit
+        # the last program's request, less its program: the next warm-up's
+        self.like = RunRequest("", os.getcwd())
+
+    def serve(self) -> NoReturn:
+        """Fork the first child, say so, then answer requests until the parent goes."""
+        self.spare = self.fork_spare()
+        try:
+            wire.write_frame(STDOUT, {"ready": os.getpid()})
+            while True:
+                self.next_event()
+        except BrokenPipeError:
+            pass  # the parent went away while we answered
+        self.exit()
+
+    def fork_spare(self, *, held: bool = False) -> Child:
+        """A child with the session as it is now, and the Python tools of programs like the
+        last; it reads stdin from where we stopped, or, when ``held``, once it is released
+        (``Child.release``)."""
+        pending = b""
+        if not held:
+            pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
+        self.python_tools.load(self.like)
+        preresolve(self.like)
+        walls = self.walls_for(self.like)
+        assert self.walls_key is not None
+        return Child.fork(Snapshot(self.session, self.log, self.like, pending, walls,
+                                    self.walls_key, self.python_tools, held=held))
+
+    def release(self, child: Child) -> Child:
+        """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
+        died meanwhile is replaced."""
+        try:
+            child.release(bytes(self.requests.buffer))
+        except OSError:
+            child.kill()
+            return self.fork_spare()
+        self.requests = wire.FrameReader()
+        return child
+
+    def walls_for(self, like: RunRequest) -> WallPlan:
+        """The walls for programs like ``like``, built once per workspace and kits folder."""
+        key = like.walled_for()
+        if self.walls_key != key:
+            if self.walls is not None:
+                self.walls.close()
+            self.walls, self.walls_key = wall_plan(like), key
+        assert self.walls is not None
+        return self.walls
+
+    def next_event(self) -> None:
+        """Wait for the child to take a request from stdin, and act on it."""
+        child = self.spare
+        assert child is not None
+        self.killed = [each for each in self.killed if not each.ended()]
+        if (self.killed or self.wants_twin) and not wire.readable_within(child.from_child, QUIET):
+            self.tidy()
+        event = child.first_frame()
+        if event is None:  # it died before it took a request (it was killed, or ran out of memory)
+            child.reap()
+            self.spare = self.fork_spare()
+            return
+        self.spare = None
+        self.requests.feed(event["leftover"])
+        if event["kind"] == "closed":
+            child.kill()
+            self.exit()
+        if event["kind"] == "started":
+            changed = self.run(child, RunRequest.from_frame(event["request"]))
+            self.let_go(child)
+            if self.twins and not changed and self.twins[0].like == self.like:
+                self.spare = self.release(self.twins.pop(0))
+            else:
+                if not changed and child.was_twin and not self.twins:  # a run used them up
+                    self.twins_wanted = min(self.twins_wanted + 1, MAX_TWINS)
+                self.spare = self.fork_spare()
+                self.drop_twins()
+            self.wants_twin = True
+        else:
+            child.kill()
+            if self.handle(event["request"]):
+                self.drop_twins()
+            self.spare = self.fork_spare()
+
+    def drop_twins(self) -> None:
+        """Let the held twins go: the session or the kind of program changed."""
+        for twin in self.twins:
+            self.let_go(twin)
+        self.twins = []
+
+    def let_go(self, child: Child) -> None:
+        """Kill ``child``; it is reaped when the worker is next idle."""
+        child.kill(wait=False)
+        self.killed.append(child)
+
+    def tidy(self) -> None:
+        """What follows a program: reaping the children let go, and forking the twins.
+        It waits until no request has come for a moment (``QUIET``): on a machine with few
+        cores, a fork and a warm-up competing with the cells of a run of them would slow
+        each down more than a held twin saves."""
+        for child in self.killed:
+            child.reap()
+        self.killed.clear()
+        if self.wants_twin:
+            while len(self.twins) < self.twins_wanted:
+                self.twins.append(self.fork_spare(held=True))
+        self.wants_twin = False
+
+    def handle(self, request: Frame) -> bool:
+        """Answer a request a child handed back; returns whether a child forked before it
+        could no longer run the next program (the session or the kind of program changed)."""
+        op = request.get("op")
+        if op == "run":  # for a child walled for its workspace: the next one reads it again
+            self.like = RunRequest.from_frame(request).without_program()
+            self.requests.buffer[0:0] = wire.dumps(request)
+            return True
+        if op == "describe":  # for a prompt: described here, so the caller never loads them
+            text = describe_variables(self.session, previews=bool(request.get("previews", True)))
+            wire.write_frame(STDOUT, {"ok": True, "description": text})
+            return False
+        if op == "reset":
+            self.replace_session({}, [])
+        elif op == "restore":
+            units = [(list(names), blob) for names, blob in request["units"]]
+            self.replace_session(restored(units), units)
+        else:
+            raise wire.WireError(f"unknown request {str(op)[:40]!r}")
+        wire.write_frame(STDOUT, {"ok": True})
+        return True
+
+    def run(self, child: Child, request: RunRequest) -> bool:
+        """Watch the child run its program; reply, and keep what it changed. Returns whether
+        the session changed."""
+        self.like = request
+        reply = watch(child, request, self.requests)
+        if reply is None:  # stdin closed
+            self.exit()
+        commit, reply.commit = (reply.commit if request.keep else None), None
+        loaded: dict[str, Any] = {}
+        if commit is not None:
+            try:  # read back before anyone relies on it
+                loaded, reply.commit = restored(commit.units), commit
+            except wire.WireError as exc:
+                reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
+                commit = None
+        wire.write_frame(STDOUT, reply.to_frame())
+        if commit is None or commit.empty:
+            return False
+        self.apply(commit, loaded)
+        return True
+
+    def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
+        for name in commit.deleted:
+            self.session.pop(name, None)
+        self.session.update(loaded)
+        self.log.apply(commit)
+
+    def replace_session(self, session: dict[str, Any], units: list[tuple[list[str], bytes]]
+                        ) -> None:
+        self.session = session
+        self.log.clear()
+        for names, blob in units:
+            self.log.add(names, blob)
+
+    def exit(self) -> NoReturn:
+        for child in (self.spare, *self.twins, *self.killed):
+            if child is not None:
+                child.kill()
+        os._exit(0)
+
+
+def restored(units: list[tuple[list[str], bytes]]) -> dict[str, Any]:
+    """The session held by ``units`` (read with the plain-data unpickler)."""
+    session: dict[str, Any] = {}
+    for names, blob in units:
+        session.update(load_unit(names, blob))
+    return session
