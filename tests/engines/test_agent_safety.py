@@ -56,7 +56,7 @@ def test_a_program_call_that_hangs_without_tool_timeout_meets_the_sandbox_limit(
 
 
 def test_a_program_call_that_eats_memory_is_stopped_and_the_run_goes_on(ask, sandboxed):
-    program = "['x' * 100000000 for i in range(100)]"  # the cap in a few quick steps, however busy the machine
+    program = "['x' * 100000000 for i in range(100)]"  # the cap in a few quick steps, on a busy machine too
     envelope, (first, second) = ask(sandboxed, [("lackpy", {"program": program})],
                                     [("read_file", {"path": "todo.txt"})], tools="debug,lackpy")
     assert envelope.ok
