@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from ._provider import InferenceProvider
-from .models import MODEL_PLUGINS
 from .tiers import REPLAY_FILE, ReplayProvider, RulesProvider, TemplatesProvider
 
 DETERMINISTIC_PLUGINS = ("templates", "rules", "replay")
@@ -51,6 +50,8 @@ def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> 
         return RulesProvider(name=name)
     if plugin == "replay":
         return ReplayProvider(config_dir / settings.get("file", REPLAY_FILE), name=name)
+    from .models import MODEL_PLUGINS  # the vendors load once a config names a plugin beyond the tiers
+
     if plugin not in MODEL_PLUGINS:
         known = ", ".join([*DETERMINISTIC_PLUGINS, *MODEL_PLUGINS])
         return UnavailableProvider(name, f"unknown plugin {plugin!r}; known plugins: {known}")

@@ -27,7 +27,8 @@ KIT_SUFFIX = ".kit"
 _KIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 KIT_FRONTMATTER = FrontmatterFormat("kit file", KitError, keys=("name", "description", "docs"))
 # A kit as callers name it: a kit name (or comma-separated tool names), a list of tool names,
-# or a dict of alias -> tool name (or alias -> {"tool": name}); None: the default kit.
+# or a dict of alias -> tool name (or alias -> {"tool": name}); None: the caller's default
+# kit (the service's, a session's, a plan's; resolve_kit itself refuses None).
 Kit = str | list[str] | dict[str, Any] | None
 
 
@@ -75,8 +76,8 @@ def resolve_kit(
     """Resolve a kit into the tools, callables, grade and description a program runs with.
 
     ``kit`` is the name of a ``.kit`` file (looked up in ``kits_dir``, a workspace's
-    ``workspace_kits_dir``, then among the kits shipped with the package; never in the
-    current directory: without ``kits_dir``, only the shipped kits), a list of tool names,
+    ``workspace_kits_dir(workspace)``, then among the kits shipped with the package; without
+    ``kits_dir`` among those only, never in the current directory), a list of tool names,
     or a dict of alias -> tool name (or alias -> ``{"tool": name}``). As on a command line, a
     string may also be a comma-separated list of tools, or one tool's name when no kit file
     has that name. ``extra_tools`` are added under their own names unless the kit already
