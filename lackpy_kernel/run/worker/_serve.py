@@ -85,7 +85,7 @@ class Worker:
         walls = self.walls_for(self.like)
         assert self.walls_key is not None
         return Child.fork(Snapshot(self.session, self.log, self.like, pending, walls,
-                                    self.walls_key, self.python_tools, held=held))
+                                   self.walls_key, self.python_tools, held=held))
 
     def release(self, child: Child) -> Child:
         """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
