@@ -50,14 +50,6 @@ from lackpy_kernel.display import (
 )
 from lackpy_kernel.engines import Approval, Envelope, Plan, Step
 from lackpy_kernel.engines.loop import LoopThread
-from lackpy_kernel.engines.notebook import PlanDraft, StepLog, step_from_cell
-from lackpy_kernel.engines.turns import (
-    TurnLog,
-    notebook_agent,
-    notebook_replan,
-    offer_program,
-    run_summary,
-)
 from lackpy_kernel.errors import (
     GenerationError,
     LackpyError,
@@ -90,6 +82,14 @@ from lackpy_kernel.magics import (
     magic,
     plan_command,
     step_line,
+)
+from lackpy_kernel.notebook.draft import PlanDraft, StepLog, step_from_cell
+from lackpy_kernel.notebook.turns import (
+    TurnLog,
+    notebook_agent,
+    notebook_replan,
+    offer_program,
+    run_summary,
 )
 from lackpy_kernel.run import ExecutionResult
 from lackpy_kernel.run.plain import find_non_plain

@@ -30,15 +30,19 @@ from .envelope import Envelope, ErrorInfo, StepResult
 from .evaluate import Evaluator, PlanState
 from .events import AgentEvent, RunContext
 from .execute import ServiceExecutor, StepExecutor
+from .library import PlanLibrary, RunStatus
 from .llm import LLMEngine
 from .plan import Plan
-from .replan import PlanRound, ReplanEngine, Task
+from .replan import DEFAULT_MAX_ROUNDS, PlanRound, ReplanEngine, Task
 from .sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
-from .step import Approval, Delegate, Program, Step
+from .step import Approval, Delegate, Program, Step, target_label
 from .store import Store
-from .straight_line import trace_to_program
+from .straight_line import remember_program, trace_to_program
+from .tools import LACKPY_TOOL
 
 __all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "LACKPY_TOOL",
     "Agent",
     "AgentEvent",
     "AgentOutputError",
@@ -53,6 +57,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "Plan",
     "PlanCompileError",
+    "PlanLibrary",
     "PlanPaused",
     "PlanRegistryError",
     "PlanRound",
@@ -62,6 +67,7 @@ __all__ = [
     "PlanStepError",
     "Program",
     "ReplanEngine",
+    "RunStatus",
     "RunContext",
     "Sentinel",
     "ServiceExecutor",
@@ -77,5 +83,7 @@ __all__ = [
     "from_prev",
     "from_start",
     "from_step",
+    "remember_program",
+    "target_label",
     "trace_to_program",
 ]

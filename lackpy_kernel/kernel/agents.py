@@ -28,7 +28,7 @@ from .output import CellError, CellOutput
 
 if TYPE_CHECKING:  # the engines load with the first %agent or %replan: start-up stays short
     from lackpy_kernel.engines import Agent, Envelope
-    from lackpy_kernel.engines.turns import TurnLog
+    from lackpy_kernel.notebook.turns import TurnLog
 
 UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
 Run = Callable[["TurnLog", Callable[[], None]], Awaitable["Envelope"]]
@@ -49,7 +49,7 @@ class AgentMagics:
         if not intent:
             raise UsageError(f"what should the agent do? usage: {self._magic('agent').usage}")
         options = line.options
-        from lackpy_kernel.engines.turns import notebook_agent
+        from lackpy_kernel.notebook.turns import notebook_agent
 
         agent = notebook_agent(
             self.service, options.get("--kit") or self.session.kit,
@@ -68,7 +68,7 @@ class AgentMagics:
         intent = line.rest or (self._checkpointed_task(key) if resume else "")
         if not intent:
             raise UsageError(f"what should the plan do? usage: {self._magic('replan').usage}")
-        from lackpy_kernel.engines.turns import notebook_replan
+        from lackpy_kernel.notebook.turns import notebook_replan
 
         agent = notebook_replan(
             self.service, options.get("--kit") or self.session.kit, key=key, resume=resume,
@@ -84,7 +84,7 @@ class AgentMagics:
 
     async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
         """Run with a display updated as the run goes; the final table follows it."""
-        from lackpy_kernel.engines.turns import TurnLog
+        from lackpy_kernel.notebook.turns import TurnLog
 
         log = TurnLog(label)
         display_id = uuid.uuid4().hex
@@ -119,7 +119,7 @@ class AgentMagics:
     def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str) -> None:
         if envelope.error is not None:
             raise CellError(envelope.error.type, envelope.error.message)
-        from lackpy_kernel.engines.turns import offer_program, run_summary
+        from lackpy_kernel.notebook.turns import offer_program, run_summary
 
         self.output.stream("stdout", f"done: {run_summary(envelope, label)}\n")
         program = offer_program(self.service, agent, intent, envelope)

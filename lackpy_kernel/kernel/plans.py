@@ -43,7 +43,7 @@ from .output import CellError, CellOutput
 
 if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
     from lackpy_kernel.engines import Envelope, Plan, Step
-    from lackpy_kernel.engines.notebook import PlanDraft, StepLog
+    from lackpy_kernel.notebook.draft import PlanDraft, StepLog
 
 Runner = Callable[[Callable[[str, str, float | None], None]], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class PlanMagics:
     @functools.cached_property
     def plans(self) -> PlanDraft:
         """The plan the notebook's %%step cells declared."""
-        from lackpy_kernel.engines.notebook import PlanDraft
+        from lackpy_kernel.notebook.draft import PlanDraft
 
         return PlanDraft(self.session.service)
 
@@ -78,7 +78,7 @@ class PlanMagics:
 
     @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
     def step(self, line: Any, body: str) -> None:
-        from lackpy_kernel.engines.notebook import step_from_cell
+        from lackpy_kernel.notebook.draft import step_from_cell
 
         name, options = step_line(self._magic("step"), line)
         step = step_from_cell(name, body, kit=options.get("--kit") or self.session.kit,
@@ -231,7 +231,7 @@ class PlanMagics:
     async def _live(self, plan: Plan, key: str | None, title: str, run: Runner,
                     done_before: list[str] | None = None) -> None:
         """Run with a display updated as each step starts and ends; show the outcome."""
-        from lackpy_kernel.engines.notebook import StepLog
+        from lackpy_kernel.notebook.draft import StepLog
 
         log = StepLog([step.name for step in plan.steps], done_before)
         display_id = uuid.uuid4().hex

@@ -1,6 +1,6 @@
 """Agents in a notebook: what ``%agent`` and ``%replan`` build, and how a run looks as it goes.
 
-The kernel's and the IPython extension's magics share this: :func:`notebook_agent` and
+``%agent`` and ``%replan`` (``notebook.agents``) build on this: :func:`notebook_agent` and
 :func:`notebook_replan` make the agent a magic's options ask for (the model from the options,
 else ``[agent]`` in the workspace's config); a :class:`TurnLog` follows a run event by event
 (model text as it streams, each tool call with its arguments, outcome and time), for a
@@ -12,16 +12,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lackpy_kernel.engines import (
+    DEFAULT_MAX_ROUNDS,
+    LACKPY_TOOL,
+    Agent,
+    AgentEvent,
+    Envelope,
+    LLMEngine,
+    PlanLibrary,
+    PlanRound,
+    ReplanEngine,
+    remember_program,
+    trace_to_program,
+)
 from lackpy_kernel.errors import UsageError
-
-from .agent import Agent
-from .envelope import Envelope
-from .events import AgentEvent
-from .library import PlanLibrary
-from .llm import LLMEngine
-from .replan import DEFAULT_MAX_ROUNDS, PlanRound, ReplanEngine
-from .straight_line import remember_program, trace_to_program
-from .tools import LACKPY_TOOL
+from lackpy_kernel.service import Kit, LackpyService
 
 __all__ = ["TurnLog", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
            "run_summary"]
@@ -29,8 +34,8 @@ __all__ = ["TurnLog", "notebook_agent", "notebook_engine", "notebook_replan", "o
 TEXT_SHOWN = 70  # characters of a model's text in a row
 
 
-def notebook_engine(service: Any, model: str | None = None, provider: str | None = None,
-                    **knobs: Any) -> LLMEngine:
+def notebook_engine(service: LackpyService, model: str | None = None,
+                    provider: str | None = None, **knobs: Any) -> LLMEngine:
     """The LLMEngine for a magic: ``model`` and ``provider`` as given, else the config's
     ``[agent]`` ones (a provider alone uses its own configured model). UsageError when
     neither names a model."""
@@ -46,7 +51,7 @@ def notebook_engine(service: Any, model: str | None = None, provider: str | None
     return LLMEngine(model, provider=provider, workspace=service.workspace, **knobs)
 
 
-def notebook_agent(service: Any, kit: Any, *, model: str | None = None,
+def notebook_agent(service: LackpyService, kit: Kit, *, model: str | None = None,
                    provider: str | None = None, max_turns: int | None = None,
                    allow_writes: bool = False) -> Agent:
     """The agent ``%agent`` runs: the kit's tools, read-only unless ``allow_writes``."""
@@ -55,9 +60,10 @@ def notebook_agent(service: Any, kit: Any, *, model: str | None = None,
     return Agent(engine, tools=kit, service=service, auto_run="write" if allow_writes else None)
 
 
-def notebook_replan(service: Any, kit: Any, *, key: str | None = None, resume: bool = False,
-                    max_rounds: int | None = None, model: str | None = None,
-                    provider: str | None = None, allow_writes: bool = False) -> Agent:
+def notebook_replan(service: LackpyService, kit: Kit, *, key: str | None = None,
+                    resume: bool = False, max_rounds: int | None = None,
+                    model: str | None = None, provider: str | None = None,
+                    allow_writes: bool = False) -> Agent:
     """The agent ``%replan`` runs: a planner on the model deciding each round's calls of the
     kit's tools, checkpointing under ``key`` in the workspace's plan Store."""
     planner = Agent(notebook_engine(service, model, provider), tools=[], name="planner",
@@ -70,7 +76,8 @@ def notebook_replan(service: Any, kit: Any, *, key: str | None = None, resume: b
                  auto_run="write" if allow_writes else None)
 
 
-def offer_program(service: Any, agent: Agent, intent: str, envelope: Envelope) -> str | None:
+def offer_program(service: LackpyService, agent: Agent, intent: str,
+                  envelope: Envelope) -> str | None:
     """The run's straight-line program (see ``trace_to_program``), logged for ``create`` under
     ``intent``; None when the run made no call a program can make."""
     kit_tools = _kit_names(service, agent)
@@ -194,7 +201,7 @@ def _short(text: str) -> str:
     return text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN - 3] + "..."
 
 
-def _kit_names(service: Any, agent: Agent) -> list[str]:
+def _kit_names(service: LackpyService, agent: Agent) -> list[str]:
     """The names of the kit tools among the agent's tools (a kit name resolved)."""
     tools = service.config.kit_default if agent.tools is None else agent.tools
     kit = tools
