@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.config import load_config
-from lackpy_kernel.display import output_text, table_bundle
 from lackpy_kernel.engines.library import PlanLibrary
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
-from lackpy_kernel.magic_syntax import parse_param
+from lackpy_kernel.notebook.bundles import output_text, table_bundle
+from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -22,19 +22,34 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import functools
+import getpass
 import keyword
 import logging
 import os
 import shlex
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from IPython.core.error import StdinNotImplementedError
 from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
-from lackpy_kernel.display import (
+from lackpy_kernel.engines import Approval, Envelope, Plan, Step
+from lackpy_kernel.engines.loop import LoopThread
+from lackpy_kernel.errors import (
+    GenerationError,
+    LackpyError,
+    LackpyRuntimeError,
+    LackpyValidationError,
+    UsageError,
+    error_text,
+)
+from lackpy_kernel.infer import GenerationEvent
+from lackpy_kernel.lang import free_names
+from lackpy_kernel.notebook import Bundle, ProgramCell, StreamName, no_input
+from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
     delegation_status,
     held_message,
@@ -48,20 +63,7 @@ from lackpy_kernel.display import (
     uses_comment,
     validation_error,
 )
-from lackpy_kernel.engines import Approval, Envelope, Plan, Step
-from lackpy_kernel.engines.loop import LoopThread
-from lackpy_kernel.errors import (
-    GenerationError,
-    LackpyError,
-    LackpyRuntimeError,
-    LackpyValidationError,
-    UsageError,
-    error_text,
-)
-from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.lang import free_names
-from lackpy_kernel.magic_syntax import parse_param
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.declare import (
     AGENT_OPTIONS,
     AGENT_SUMMARY,
     DELEGATE_OPTIONS,
@@ -84,6 +86,7 @@ from lackpy_kernel.magics import (
     step_line,
 )
 from lackpy_kernel.notebook.draft import PlanDraft, StepLog, step_from_cell
+from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.notebook.turns import (
     TurnLog,
     notebook_agent,
@@ -111,6 +114,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 10.0
+IPYTHON_OWN = frozenset({"who", "reset", "lsmagic"})  # IPython's magics of the same name stay
 
 
 # The extension's errors are lackpy's own (see lackpy_kernel.errors); these names stay
@@ -175,7 +179,7 @@ def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
 class LackpyMagics(Magics):
     """``%%lackpy`` and ``%delegate``, over one service for the shell's workspace.
 
-    Each magic is declared once with :func:`lackpy_kernel.magics.magic`; IPython learns
+    Each magic is declared once with :func:`lackpy_kernel.notebook.declare.magic`; IPython learns
     the names from those declarations, and ``%delegate?`` shows their help.
     """
 
@@ -507,6 +511,88 @@ class LackpyMagics(Magics):
             coro.close()
             raise LackpyError("the lackpy extension was unloaded; run %load_ext lackpy_kernel again")
         return self._loop.run(coro)
+
+
+class IPythonPort:
+    """The notebook port over IPython's display, for one magic's call.
+
+    Streams go to ``sys.stdout``/``sys.stderr``, displays through ``IPython.display``; the
+    magic's result is kept in ``value`` for the magic to return (IPython shows it as
+    ``Out[n]``). Its methods may be called from the extension's loop thread: ipykernel
+    sends what they show to the cell whose magic started the call.
+    """
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.value: Any = None
+        self._handles: dict[str, Any] = {}
+
+    def stream(self, name: StreamName, text: str) -> None:
+        out = sys.stdout if name == "stdout" else sys.stderr
+        out.write(text)
+        out.flush()
+
+    def display(self, bundle: Bundle, display_id: str | None = None) -> None:
+        if display_id is None:
+            display(bundle, raw=True)
+        else:
+            self._handles[display_id] = display(bundle, raw=True, display_id=display_id)
+
+    def update_display(self, bundle: Bundle, display_id: str) -> None:
+        handle = self._handles.get(display_id)
+        if handle is not None:
+            handle.update(bundle, raw=True)
+
+    def live(self) -> bool:
+        return getattr(self.shell, "kernel", None) is not None
+
+    def result(self, value: Any) -> None:
+        self.value = value
+
+    def next_input(self, text: str, *, replace: bool = False) -> None:
+        self.shell.set_next_input(text, replace=replace)
+
+    def ask(self, prompt: str, *, password: bool = False) -> str:
+        try:
+            return getpass.getpass(prompt) if password else input(prompt)
+        except (EOFError, StdinNotImplementedError):
+            raise no_input(prompt) from None
+
+    def program_cell(self, cell: ProgramCell) -> str:
+        """A ``%%lackpy`` cell with its options as typed, the notebook variables the
+        program reads (it reads them from the notebook when it runs), then the program."""
+        words = ["%%lackpy"]
+        if cell.kit is not None:
+            words += ["--kit", shlex.quote(cell.kit)]
+        for text in cell.param_texts:
+            words += ["--param", text]
+        if cell.sandbox is False:
+            words.append("--no-sandbox")
+        lines = [" ".join(words)]
+        if cell.uses:
+            lines.append(uses_comment(cell.uses))
+        return "\n".join([*lines, cell.program.rstrip("\n")])
+
+    async def variable(self, name: str) -> Any:
+        if name not in self.shell.user_ns:
+            raise UsageError(f"no variable {name!r} in the notebook")
+        return self.shell.user_ns[name]
+
+    def assign(self, name: str, value: Any) -> None:
+        self.shell.user_ns[name] = value
+
+    def offers(self, magic: str) -> bool:
+        return magic not in IPYTHON_OWN
+
+    def notebook_values(self, names: set[str] | frozenset[str] | None = None
+                        ) -> Mapping[str, Any]:
+        """Public names holding plain data (all, or ``names``)."""
+        namespace = self.shell.user_ns
+        hidden = set(self.shell.user_ns_hidden)
+        wanted = namespace.keys() if names is None else names & namespace.keys()
+        return {name: namespace[name] for name in wanted
+                if not name.startswith("_") and name not in hidden
+                and find_non_plain(namespace[name]) is None}
 
 
 def _log_failure(done: concurrent.futures.Future[Any]) -> None:

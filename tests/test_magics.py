@@ -7,8 +7,8 @@ import pytest
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.extension import LackpyMagics
 from lackpy_kernel.kernel.magics import KernelMagics
-from lackpy_kernel.magic_syntax import split_cell
-from lackpy_kernel.magics import DELEGATE_OPTIONS, Magic, Option, declared_magics, magic
+from lackpy_kernel.notebook.declare import DELEGATE_OPTIONS, Magic, Option, declared_magics, magic
+from lackpy_kernel.notebook.syntax import split_cell
 
 
 def segments(cell: str) -> list[tuple[str, str, str]]:

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.display import output_bundle, turns_bundle
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.bundles import output_bundle, turns_bundle
+from lackpy_kernel.notebook.declare import (
     AGENT_OPTIONS,
     AGENT_SUMMARY,
     REPLAN_OPTIONS,

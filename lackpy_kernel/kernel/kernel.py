@@ -27,7 +27,7 @@ from lackpy_kernel.config import LackpyConfig, load_config
 from lackpy_kernel.errors import ConfigError, KitError, error_text
 from lackpy_kernel.kit import ToolSpec, Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
-from lackpy_kernel.magic_syntax import split_cell
+from lackpy_kernel.notebook.syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession

@@ -8,7 +8,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.display import (
+from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
+from lackpy_kernel.infer import GenerationEvent
+from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
     delegation_status,
     held_message,
@@ -17,10 +19,7 @@ from lackpy_kernel.display import (
     uses_comment,
     validation_error,
 )
-from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
-from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.magic_syntax import parse_param, shell_words
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.declare import (
     DELEGATE_OPTIONS,
     DELEGATE_SUMMARY,
     Magic,
@@ -28,6 +27,7 @@ from lackpy_kernel.magics import (
     declared_magics,
     magic,
 )
+from lackpy_kernel.notebook.syntax import parse_param, shell_words
 from lackpy_kernel.session import Delegation, LackpySession
 
 from .agents import AgentMagics
@@ -75,6 +75,8 @@ class KernelMagics(PlanMagics, AgentMagics):
             result = handler(parsed) if body is None else handler(parsed, body)
             if inspect.isawaitable(result):
                 await result
+        except CellError:
+            raise
         except LackpyError as exc:
             raise CellError(type(exc).__name__, error_text(exc)) from None
 

@@ -15,7 +15,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.display import (
+from lackpy_kernel.errors import LackpyError, UsageError, error_text
+from lackpy_kernel.notebook.bundles import (
     output_bundle,
     plan_bundle,
     progress_bundle,
@@ -23,9 +24,7 @@ from lackpy_kernel.display import (
     runs_bundle,
     table_bundle,
 )
-from lackpy_kernel.errors import LackpyError, UsageError, error_text
-from lackpy_kernel.magic_syntax import parse_param
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.declare import (
     PLAN_OPTIONS,
     PLAN_REST,
     PLAN_SUMMARY,
@@ -37,6 +36,7 @@ from lackpy_kernel.magics import (
     plan_command,
     step_line,
 )
+from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.session import LackpySession
 
 from .output import CellError, CellOutput
