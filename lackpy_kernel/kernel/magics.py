@@ -10,6 +10,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError, LackpyError, UsageError, error_text
 from lackpy_kernel.infer import GenerationEvent
+from lackpy_kernel.notebook.agents import AgentMagics
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
     delegation_status,
@@ -27,12 +28,11 @@ from lackpy_kernel.notebook.declare import (
     declared_magics,
     magic,
 )
+from lackpy_kernel.notebook.plans import PlanMagics
 from lackpy_kernel.notebook.syntax import parse_param, shell_words
 from lackpy_kernel.session import Delegation, LackpySession
 
-from .agents import AgentMagics
-from .output import CellError, CellOutput, show_result
-from .plans import PlanMagics
+from .output import CellError, CellOutput, KernelPort, show_result
 
 REPLACE = Option("--replace", "flag", "put the program in this cell instead of the next one")
 CLEAR = Option("--clear", "flag", "forget every parameter first")
@@ -47,6 +47,7 @@ class KernelMagics(PlanMagics, AgentMagics):
 
     def __init__(self, output: CellOutput, session: LackpySession, workspace: Path) -> None:
         self.output = output
+        self.port = KernelPort(output, session)
         self.session = session
         self.service = session.service
         self.workspace = workspace

@@ -111,8 +111,8 @@ class KernelPort:
     def live(self) -> bool:
         return True
 
-    def result(self, value: Any) -> None:
-        if value is not None:
+    def result(self, value: Any, *, shown: bool = False) -> None:
+        if value is not None and not shown:
             self.output.result(output_bundle(value))
 
     def next_input(self, text: str, *, replace: bool = False) -> None:

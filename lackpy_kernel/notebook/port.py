@@ -90,8 +90,9 @@ class NotebookPort(Protocol):
     def live(self) -> bool:
         """Whether displays are updated in place (a notebook); a terminal shows them once."""
 
-    def result(self, value: Any) -> None:
-        """The magic's result: the kernel shows it as ``Out[n]``, IPython returns it."""
+    def result(self, value: Any, *, shown: bool = False) -> None:
+        """The magic's result: the kernel shows it as ``Out[n]``, IPython returns it.
+        ``shown``: the cell's displays show it already, so the kernel sends nothing."""
 
     def next_input(self, text: str, *, replace: bool = False) -> None:
         """Put ``text`` in the next cell (or in this one, with ``replace``)."""

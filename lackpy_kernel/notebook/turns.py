@@ -28,7 +28,7 @@ from lackpy_kernel.engines import (
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.service import Kit, LackpyService
 
-__all__ = ["TurnLog", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
+__all__ = ["TurnLog", "kit_words", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
            "run_summary"]
 
 TEXT_SHOWN = 70  # characters of a model's text in a row
@@ -201,13 +201,19 @@ def _short(text: str) -> str:
     return text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN - 3] + "..."
 
 
+def kit_words(tools: Any) -> list[str] | None:
+    """The kit and tool names an agent's ``tools`` gives (a kit name, ``"a,b"``, or a list,
+    whose agents are left out), less the ``lackpy`` tool; None for a kit given otherwise."""
+    if not isinstance(tools, str | list):
+        return None
+    words = tools.split(",") if isinstance(tools, str) else tools
+    return [name.strip() for name in words
+            if isinstance(name, str) and name.strip() not in ("", LACKPY_TOOL)]
+
+
 def _kit_names(service: LackpyService, agent: Agent) -> list[str]:
     """The names of the kit tools among the agent's tools (a kit name resolved)."""
     tools = service.config.kit_default if agent.tools is None else agent.tools
-    kit = tools
-    if isinstance(tools, str | list):
-        words = tools.split(",") if isinstance(tools, str) else tools
-        names = [name.strip() for name in words
-                 if isinstance(name, str) and name.strip() not in ("", LACKPY_TOOL)]
-        kit = names[0] if len(names) == 1 else names
+    names = kit_words(tools)
+    kit = tools if names is None else names[0] if len(names) == 1 else names
     return list(service.resolve_kit(kit).tools) if kit else []

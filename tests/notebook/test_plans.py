@@ -1,5 +1,7 @@
-"""The kernel's plan magics through jupyter_client: %%step, %plan and its actions, live
-progress, approval gates, the stop button pausing a run, and %plan resume."""
+"""%%step and %plan in both hosts (the lackpy kernel, a Python kernel with the extension),
+through jupyter_client: %plan and its actions, live progress, approval gates, the stop
+button pausing a run, %plan resume, and the drifts the two hosts once had (drop, clear,
+save, --concurrency)."""
 
 from __future__ import annotations
 
@@ -9,33 +11,35 @@ import time
 import pytest
 
 from lackpy_kernel.engines import Store
-from tests.support.kernel import Kernel, make_workspace
+from tests.support.hosts import HOSTS, Host, start_host
+from tests.support.kernel import make_workspace
 
 PLAN_STORE = ".lackpy/plans.sqlite"
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp("plans"), "[sandbox]\ntimeout = 60\n")
-    running = Kernel(workspace)
+@pytest.fixture(scope="module", params=HOSTS)
+def host(request, tmp_path_factory):
+    workspace = make_workspace(tmp_path_factory.mktemp(f"plans-{request.param}"),
+                               "[sandbox]\ntimeout = 60\n")
+    running = start_host(request.param, workspace)
     yield running
     running.close()
 
 
 @pytest.fixture
-def fresh(kernel):
-    """The kernel with an empty plan."""
-    kernel.execute("%plan clear")
-    return kernel
+def fresh(host):
+    """The host with an empty plan."""
+    host.execute("%plan clear")
+    return host
 
 
-def declare_counting_plan(kernel: Kernel) -> None:
+def declare_counting_plan(host: Host) -> None:
     for cell in ("%%step fetch --writes text\nread_file(task)",
                  "%%step lines --parallel\nlen(task.splitlines())",
                  "%%step chars --parallel\nlen(task)",
                  "%%step report --task from_parallel_all(lines) --context from_start\n"
                  "{'file': context, 'counts': task}"):
-        assert kernel.execute(cell).status == "ok"
+        assert host.execute(cell).status == "ok"
 
 
 def status_rows(table: str) -> list[list[str]]:
@@ -64,6 +68,12 @@ def test_a_step_that_does_not_validate_is_refused_and_the_plan_keeps_its_steps(f
     assert "fetch" in table and "count" not in table
 
 
+def test_a_step_cell_that_is_not_valid_lackpy_is_refused(fresh):
+    outcome = fresh.execute("%%step bad\nimport os")
+    assert outcome.error["ename"] == "PlanCompileError"
+    assert "step 'bad': line 1, col 1: Import is not allowed" in outcome.error["evalue"]
+
+
 def test_running_a_step_cell_again_replaces_the_step(fresh):
     fresh.execute("%%step n\nlen(task)")
     fresh.execute("%%step n\nlen(task) * 2")
@@ -83,6 +93,7 @@ def test_plan_run_shows_progress_live_then_the_result(fresh):
     statuses = [line.split()[:2] for u in updates for line in u["data"]["text/plain"].splitlines()
                 if line.startswith("fetch")]
     assert ["fetch", "running"] in statuses and ["fetch", "done"] in statuses
+    assert len(updates) >= 4  # the updates reach the cell that ran the plan
     assert updates[-1]["data"] == live["data"]  # the live display ends as it began
     assert [line.split()[:3] for line in final["data"]["text/plain"].splitlines()[1:]] == [
         ["fetch", "done", "1"], ["lines", "done", "1"], ["chars", "done", "1"],
@@ -93,18 +104,20 @@ def test_plan_run_shows_progress_live_then_the_result(fresh):
 def test_a_failing_step_is_the_cells_error(fresh):
     fresh.execute("%%step fetch\nread_file(task)")
     outcome = fresh.execute("%plan run missing.txt")
-    assert outcome.error["ename"] == "LackpyRuntimeError"
+    assert outcome.error["ename"] == fresh.failed_run("LackpyRuntimeError")
     assert "no file 'missing.txt'" in outcome.error["evalue"]
 
 
 def test_a_gate_pauses_the_run_and_plan_resume_continues(fresh):
     fresh.execute("%%step fetch --writes text\nread_file(task)")
-    fresh.execute("%plan gate review publish the text?")
+    fresh.execute("%plan gate review publish the text")  # IPython reads a last ? as help
     fresh.execute("%%step size\nlen(task)")
     paused = fresh.execute("%plan run notes.txt --key gated")
     assert paused.status == "ok"
-    assert paused.stream("stdout") == ("paused at step 'review': publish the text?; "
+    assert paused.stream("stdout") == ("paused at step 'review': publish the text; "
                                        "%plan resume gated continues\n")
+    assert not paused.of("execute_result")
+    assert Store(fresh.workspace / PLAN_STORE).read("gated")["status"] == "paused"
     (status,) = texts(fresh.execute("%plan status gated"))
     assert "gated" in status and "paused" in status and "review" in status
     resumed = fresh.execute("%plan resume gated")
@@ -120,13 +133,13 @@ def test_the_stop_button_pauses_the_run_and_plan_resume_continues(fresh):
     fresh.execute("%%step spin --kit read_file,write_file\n"
                   "rounds = int(read_file('spin.txt'))\nwrite_file('inside.txt', 'x')\n"
                   "sum(range(rounds)) + task")
-    msg_id = fresh.client.execute("%plan run abc --key stop", stop_on_error=False)
+    msg_id = fresh.kernel.client.execute("%plan run abc --key stop", stop_on_error=False)
     deadline = time.monotonic() + 60
     while not (workspace / "inside.txt").exists():
         assert time.monotonic() < deadline, "the step never started"
         time.sleep(0.02)
-    fresh.manager.interrupt_kernel()
-    stopped = fresh.wait(msg_id)
+    fresh.kernel.manager.interrupt_kernel()
+    stopped = fresh.kernel.wait(msg_id)
     assert stopped.error["ename"] == "KeyboardInterrupt"
     assert "paused with a checkpoint: %plan resume stop continues" in stopped.error["evalue"]
     assert ["spin", "interrupted"] in status_rows(texts(stopped)[-1])
@@ -138,7 +151,7 @@ def test_the_stop_button_pauses_the_run_and_plan_resume_continues(fresh):
     resumed = fresh.execute("%plan resume stop")
     assert resumed.result() == "3"
     assert ["first", "done", "earlier"] in [row[:3] for row in status_rows(texts(resumed)[-1])]
-    assert fresh.execute("1 + 1").result() == "2"  # the kernel is fine
+    assert fresh.execute("1 + 1").result() == "2"  # the host is fine
 
 
 def test_run_many_fans_out_over_a_list_variable(fresh):
@@ -163,14 +176,13 @@ def test_run_many_needs_a_list(fresh):
 
 def test_save_load_restart_and_the_shell_sees_the_saved_plan(fresh):
     fresh.execute("%%step size\nlen(read_file(task))")
-    saved = fresh.execute("%plan save sizes")
-    assert texts(saved) == ["saved .lackpy/plans/sizes.json; `lackpy plan run sizes TASK` runs "
-                            "it from a shell"]
+    fresh.execute("%plan save sizes")
     data = json.loads((fresh.workspace / ".lackpy" / "plans" / "sizes.json").read_text())
     assert data["name"] == "sizes" and data["steps"][0]["target"]["kind"] == "program"
     fresh.execute("%plan clear")
     (shown,) = texts(fresh.execute("%plan load sizes"))
     assert shown.startswith("plan sizes") and "size" in shown
+    assert fresh.execute("%plan run notes.txt").result() == "17"
     fresh.execute("%plan run notes.txt --key again")
     assert fresh.execute("%plan restart again").result() == "17"
 
@@ -185,6 +197,43 @@ def test_drop_removes_a_step_unless_another_needs_it(fresh):
     (table,) = texts(fresh.execute("%plan drop size"))
     assert "fetch" in table and "size" not in table
     assert "no step 'nope' in the plan" in fresh.execute("%plan drop nope").error["evalue"]
+
+
+# -- the drifts: each host once answered these differently ----------------------------
+
+
+def test_drop_shows_the_plan_that_is_left(fresh):
+    fresh.execute("%%step fetch\nread_file(task)")
+    fresh.execute("%%step size\nlen(task)")
+    outcome = fresh.execute("%plan drop size")
+    assert outcome.status == "ok" and not outcome.of("execute_result")
+    (table,) = texts(outcome)
+    assert table.startswith("plan\n") and "fetch" in table and "size" not in table
+
+
+def test_clear_says_the_plan_is_empty(fresh):
+    fresh.execute("%%step fetch\nread_file(task)")
+    outcome = fresh.execute("%plan clear")
+    assert texts(outcome) == ["the plan has no steps now"]
+    assert not outcome.of("execute_result") and not outcome.of("stream")
+
+
+def test_save_says_where_the_plan_went_and_how_to_run_it_from_a_shell(fresh):
+    fresh.execute("%%step size\nlen(read_file(task))")
+    saved = fresh.execute("%plan save sizes")
+    assert texts(saved) == ["saved .lackpy/plans/sizes.json; `lackpy plan run sizes TASK` runs "
+                            "it from a shell"]
+    assert not saved.of("stream") and not saved.of("execute_result")
+
+
+@pytest.mark.parametrize("text", ["0", "x", "-1"])
+def test_concurrency_takes_a_whole_number(fresh, text):
+    fresh.execute("%%step n\nlen(task)")
+    fresh.execute("files = ['a']")
+    outcome = fresh.execute(f"%plan run-many files --concurrency {text}")
+    assert outcome.error["ename"] == "UsageError"
+    assert f"--concurrency takes a whole number of at least 1, not '{text}'" in \
+        outcome.error["evalue"]
 
 
 @pytest.mark.parametrize(("line", "said"), [
