@@ -146,6 +146,7 @@ class PlanMagics:
             self.remote.remember(key, runner)
             self._follow(runner, key, f"plan on {task!r}, key {key}, on Temporal at "
                                       f"{runner.address}")
+            self.port.result(key, shown=True)
             return
         await self._live(plan, key, f"plan on {task!r}" + (f", key {key}" if key else ""),
                          lambda on_step: plan.arun(task, on_step=on_step))
