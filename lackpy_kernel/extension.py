@@ -515,11 +515,18 @@ def _whole(options: dict[str, Any], flag: str) -> int | None:
 
 def _raised(error: NotebookError) -> LackpyError:
     """What IPython raises for ``error``: the lackpy exception behind it (a validation
-    error showing each line with a caret under the column), else the error itself."""
-    shown = error.cause or error
-    if error.cause is None or isinstance(error.cause, LackpyValidationError):
-        shown._render_traceback_ = lambda: error.traceback  # type: ignore[attr-defined]
+    error showing each line with a caret under the column), else a NotebookError whose
+    class bears the error's name."""
+    if error.cause is not None and not isinstance(error.cause, LackpyValidationError):
+        return error.cause
+    shown = error.cause or _named(error.ename)(error.ename, error.evalue, error.traceback)
+    shown._render_traceback_ = lambda: error.traceback  # type: ignore[attr-defined]
     return shown
+
+
+@functools.cache
+def _named(ename: str) -> type[NotebookError]:
+    return type(ename, (NotebookError,), {"__module__": __name__})
 
 
 def _display(bundle: dict[str, str]) -> None:

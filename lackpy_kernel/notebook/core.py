@@ -25,7 +25,6 @@ from lackpy_kernel.notebook.bundles import (
     held_message,
     table_bundle,
     trace_bundle,
-    validation_error,
 )
 from lackpy_kernel.notebook.declare import (
     DELEGATE_OPTIONS,
@@ -39,7 +38,7 @@ from lackpy_kernel.notebook.declare import (
 from lackpy_kernel.notebook.family import MagicFamily
 from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell, program_failure
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param, shell_words
-from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.run import ExecutionResult, validation_failure
 
 __all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run"]
 
@@ -200,7 +199,7 @@ class CoreMagics(MagicFamily):
     def validate(self, line: MagicLine, body: str) -> None:
         check = self.session.validate(body, params=self._params_for(body))
         if not check.valid:
-            raise NotebookError.of(validation_error(check.issues, body))
+            raise program_failure(validation_failure(check.issues), body)
         self.port.display({"text/plain": f"valid: calls {', '.join(check.calls) or 'nothing'}"})
 
     @magic("who", "the session's variables and parameters, with their types")
