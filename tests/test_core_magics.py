@@ -3,18 +3,43 @@ and a Python kernel with the extension (tests/support/hosts.py), so the two cann
 
 from __future__ import annotations
 
+import json
+import sys
+
 import pytest
 
 from tests.support.hosts import HOSTS, Host, running_host
 from tests.support.kernel import make_workspace
+from tests.support.mcp_servers import TOOL_SERVER
 
 NOTES = "alpha\nbeta\ngamma\n"
+CONFIG = f"""
+[sandbox]
+timeout = 5
+
+[tools.providers.words]
+plugin = "python"
+path = "tools/words.py"
+grade = "read"
+
+[tools.providers.calc]
+plugin = "mcp"
+command = [{json.dumps(sys.executable)}, {json.dumps(str(TOOL_SERVER))}]
+tools = ["add"]
+startup_timeout = 60
+"""
+WORDS = '''
+def count_words(text: str) -> int:
+    """Count the words of a text."""
+    return len(text.split())
+'''
 
 
 @pytest.fixture(scope="module", params=HOSTS)
 def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"),
-                               "[sandbox]\ntimeout = 5\n")
+    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), CONFIG)
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "words.py").write_text(WORDS)
     with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
         yield running
 
@@ -60,6 +85,17 @@ def test_kit_show_and_set(host: Host):
     unknown = host.run("%kit nosuch")
     assert unknown.ename == "UnknownKitError" and "nosuch" in unknown.evalue
     assert host.run("%kit debug").ok
+
+
+def test_kit_shows_where_each_tool_comes_from(host: Host):
+    shown = host.run("%kit read_file,count_words,add,find_files")
+    assert shown.ok, shown
+    assert shown.text.splitlines()[-3:] == [
+        "from builtin: read_file, find_files",
+        "from words (python: tools/words.py): count_words",
+        f"from calc (mcp: {sys.executable} {TOOL_SERVER}): add"]
+    assert host.run("%kit debug").text.endswith(
+        "\nfrom builtin: read_file, find_files, find_definitions, find_callers")
 
 
 def test_params(host: Host):

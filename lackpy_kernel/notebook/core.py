@@ -18,6 +18,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError, UsageError
 from lackpy_kernel.infer import GenerationEvent
+from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
@@ -40,7 +41,7 @@ from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param, shell_words
 from lackpy_kernel.run import ExecutionResult, validation_failure
 
-__all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run"]
+__all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run", "tool_sources"]
 
 REPLACE = Option("--replace", "flag", "put the program in this cell instead of the next one")
 NO_SANDBOX = Option("--no-sandbox", "flag", "run in this process, without time or memory limits")
@@ -99,6 +100,15 @@ def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
     return _options(declared.parse(line), declared.usage)
 
 
+def tool_sources(resolved: ResolvedKit) -> list[str]:
+    """One line per tool source the kit draws on: ``from SOURCE: tool, tool`` (SOURCE as
+    ``ToolSpec.source`` reads: ``builtin``, ``words (python: words.py)``, an MCP server)."""
+    by_source: dict[str, list[str]] = {}
+    for alias, spec in resolved.tools.items():
+        by_source.setdefault(spec.source, []).append(alias)
+    return [f"from {source}: {', '.join(names)}" for source, names in by_source.items()]
+
+
 def show_run(port: NotebookPort, result: ExecutionResult, program: str) -> None:
     """Show what a program printed, its notes, its trace and its output (the magic's
     result); raises the NotebookError of a failed program."""
@@ -151,8 +161,9 @@ class CoreMagics(MagicFamily):
             self.session.set_kit(line.rest)
         resolved = self.session.resolved_kit()
         grade = resolved.grade
-        text = f"kit: {self.session.kit}  (grade w={grade.w} d={grade.d})\n{resolved.description}"
-        self.port.display({"text/plain": text})
+        lines = [f"kit: {self.session.kit}  (grade w={grade.w} d={grade.d})",
+                 resolved.description, *tool_sources(resolved)]
+        self.port.display({"text/plain": "\n".join(lines)})
 
     @magic("params", "show or set the parameters programs see", options=(CLEAR,),
            rest="[name=value ...]")
