@@ -20,15 +20,13 @@ see them, and IPython shows them without the extension's frames.
 from __future__ import annotations
 
 import atexit
+import functools
 import getpass
-import inspect
-import keyword
 import logging
 import os
 import shlex
 import sys
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from IPython.core.error import StdinNotImplementedError
@@ -43,39 +41,24 @@ from lackpy_kernel.errors import (
     LackpyValidationError,
     UsageError,
 )
-from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
-from lackpy_kernel.notebook.agents import AgentMagics
 from lackpy_kernel.notebook.bundles import (
-    GenerationProgress,
-    delegation_status,
-    held_message,
-    trace_bundle,
     uses_comment,
-    validation_error,
 )
+from lackpy_kernel.notebook.core import MagicOptions, parse_magic_options
 from lackpy_kernel.notebook.declare import (
-    DELEGATE_OPTIONS,
-    DELEGATE_SUMMARY,
-    KIT,
-    PARAM,
     Magic,
-    Option,
-    declared_magics,
-    magic,
 )
-from lackpy_kernel.notebook.plans import PlanMagics
-from lackpy_kernel.notebook.syntax import parse_param
-from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.notebook.magics import NotebookMagics
 from lackpy_kernel.run.plain import find_non_plain
-from lackpy_kernel.service import Delegation, LackpyService
+from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
 __all__ = [
     "LackpyDelegateError",
     "LackpyError",
     "LackpyMagics",
+    "MagicOptions",
     "LackpyRuntimeError",
     "LackpyUsageError",
     "LackpyValidationError",
@@ -88,7 +71,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 10.0
-IPYTHON_OWN = frozenset({"who", "reset", "lsmagic"})  # IPython's magics of the same name stay
+# IPython's own magics of the same name stay; %delegate inserts the next cell only
+IPYTHON_LACKS = frozenset({"who", "reset", "lsmagic", "delegate --replace"})
 
 
 # The extension's errors are lackpy's own (see lackpy_kernel.errors); these names stay
@@ -97,78 +81,29 @@ LackpyUsageError = UsageError
 LackpyDelegateError = GenerationError
 
 
-# -- options -------------------------------------------------------------------
-
-OUT = Option("--out", "value", "also assign the program's output to this Python variable", "NAME")
-NO_SANDBOX = Option("--no-sandbox", "flag", "run in this process, without time or memory limits")
-LACKPY_SUMMARY = ("validate the cell as a lackpy program and run it (in the sandbox, unless "
-                  "--no-sandbox); its last expression is the cell's result")
-
-
-@dataclass
-class MagicOptions:
-    """What a magic's line said. ``*_text`` keep the words as typed, to write them back."""
-
-    kit: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    out: str | None = None
-    sandbox: bool | None = None
-    run: bool = False
-    yes: bool = False
-    rest: str = ""
-    kit_text: str | None = None
-    param_texts: list[str] = field(default_factory=list)
-
-
-def parse_magic_options(line: str, magic: str = "delegate") -> MagicOptions:
-    """Read ``line``'s leading options; the text after them is ``rest``, verbatim.
-
-    ``magic`` (``"lackpy"`` or ``"delegate"``) picks the options allowed; raises
-    UsageError (also known as LackpyUsageError) for options that cannot be read.
-    """
-    declared = _declared(magic)
-    parsed = declared.parse(line)
-    given = parsed.options
-    options = MagicOptions(
-        kit=given.get("--kit"),
-        params=dict(parse_param(raw) for raw in given.get("--param", [])),
-        out=given.get("--out"),
-        sandbox=False if given.get("--no-sandbox") else None, run=bool(given.get("--run")),
-        yes=bool(given.get("--yes")), rest=parsed.rest, param_texts=list(given.get("--param", [])),
-    )
-    if options.yes and not options.run:
-        raise LackpyUsageError("--yes approves running the program; use it with --run")
-    if options.kit is not None:
-        options.kit_text = shlex.quote(options.kit)
-    if options.out is not None and (not options.out.isidentifier() or keyword.iskeyword(options.out)):
-        raise LackpyUsageError(f"--out needs a variable name, not {options.out!r}; "
-                               f"usage: {declared.usage}")
-    return options
-
-
 # -- the magics -------------------------------------------------------------------
 
 
 @magics_class
 class LackpyMagics(Magics):
-    """``%%lackpy`` and ``%delegate``, over one service for the shell's workspace.
+    """The notebook's magics in an IPython shell, over one service for the shell's workspace.
 
-    Each magic is declared once with :func:`lackpy_kernel.notebook.declare.magic`; IPython learns
-    the names from those declarations, and ``%delegate?`` shows their help.
+    The notebook's magics (``%%lackpy``, ``%delegate``, ``%kit``, ``%%step``, ``%plan``,
+    ``%agent``, ...; see :mod:`lackpy_kernel.notebook.magics`) run on the extension's loop
+    thread against an :class:`IPythonPort`; IPython keeps its own ``%who``, ``%reset`` and
+    ``%lsmagic``.
     """
 
     def __init__(self, shell: Any, workspace: str | os.PathLike[str] | None = None) -> None:
         super().__init__(shell)
-        for name, (declared, handler) in declared_magics(self).items():
-            self.magics["cell" if declared.cell else "line"][name] = handler
         self.workspace = os.fspath(workspace) if workspace is not None else os.getcwd()
         self.service = LackpyService(self.workspace)
+        self.port = IPythonPort(shell)
+        self.core = NotebookMagics(self.port, LackpySession(self.service))
+        for name, (declared, _) in self.core.declared.items():
+            self.magics["cell" if declared.cell else "line"][name] = self._host(declared)
         self._loop = LoopThread("lackpy-extension-loop", grace=CANCEL_GRACE_S)
         self._closed = False
-        self.port = IPythonPort(shell)
-        self.families = _Families(self.port, LackpySession(self.service))
-        for name, (declared, handler) in self.families.declared.items():
-            self.magics["cell" if declared.cell else "line"][name] = self._host(declared, handler)
 
     def close(self) -> None:
         """Stop the sandbox worker and the loop thread. Safe to call twice."""
@@ -176,82 +111,20 @@ class LackpyMagics(Magics):
             return
         self._closed = True
         try:
+            self.core.session.close()
             self.service.close()
         finally:
             self._loop.close()
 
-    @magic("lackpy", LACKPY_SUMMARY, options=(KIT, PARAM, OUT, NO_SANDBOX), cell=True)
-    @no_var_expand
-    def lackpy(self, line: str, cell: str) -> Any:
-        __tracebackhide__ = True
-        options = parse_magic_options(line, "lackpy")
-        if options.rest:
-            raise LackpyUsageError(f"%%lackpy takes only options, not {options.rest!r}; the "
-                                   f"program goes in the cell; usage: {_declared('lackpy').usage}")
-        resolved = self.service.resolve_kit(options.kit)
-        unbound = free_names(cell) - set(resolved.callables) - set(options.params)
-        params = {**self._notebook_values(unbound), **options.params}
-        result = self._call(self.service.run_program(cell, resolved, params,
-                                                     sandbox=options.sandbox))
-        _show_run(result, cell)
-        if options.out is not None:
-            self.shell.user_ns[options.out] = result.output
-        return result.output
-
-    @magic("delegate", f"{DELEGATE_SUMMARY}; with --run it also runs here and its output is "
-           "the result", options=(*DELEGATE_OPTIONS, NO_SANDBOX), rest="INTENT")
-    @no_var_expand
-    def delegate(self, line: str) -> Any:
-        __tracebackhide__ = True
-        options = parse_magic_options(line, "delegate")
-        if not options.rest:
-            raise LackpyUsageError(f"%delegate needs an intent, after its options; "
-                                   f"usage: {_declared('delegate').usage}")
-        progress = self._live_progress(f"delegating: {options.rest} ...")
-        try:
-            delegation = self._call(self.service.delegation(
-                options.rest, options.kit, options.params, run=options.run, ask=not options.yes,
-                sandbox=options.sandbox, variables=self._notebook_values(), on_event=progress))
-        except GenerationError:
-            _status("no provider could write a program\n")
-            raise
-        finally:
-            progress.close()
-        _status(delegation_status(delegation) + "\n")
-        self.shell.set_next_input(_lackpy_cell(delegation, options), replace=False)
-        if delegation.held:
-            print(f"lackpy: {held_message(delegation)}", file=sys.stderr)
-        if delegation.result is None:
-            return None
-        return _show_run(delegation.result, delegation.program).output
-
-    def _live_progress(self, title: str) -> _LiveProgress:
-        """A display of the generation's progress, updated in place where a front end
-        replaces displays (a notebook); a terminal gets the title as a status line."""
-        return _LiveProgress(title, live=getattr(self.shell, "kernel", None) is not None)
-
-    def _notebook_values(self, names: set[str] | frozenset[str] | None = None) -> dict[str, Any]:
-        """The Python notebook's variables a lackpy program may use (all, or ``names``):
-        public names holding plain data, which programs then see as parameters."""
-        namespace = self.shell.user_ns
-        hidden = set(self.shell.user_ns_hidden)
-        wanted = namespace.keys() if names is None else names & namespace.keys()
-        return {name: namespace[name] for name in wanted
-                if not name.startswith("_") and name not in hidden
-                and find_non_plain(namespace[name]) is None}
-
-    # -- %%step, %plan, %agent, %replan: the shared families, on the loop thread ---------
-
-    def _host(self, declared: Magic, handler: Callable[..., Any]) -> Callable[..., Any]:
-        """The IPython magic that runs ``handler`` on the loop thread and returns its result."""
+    def _host(self, declared: Magic) -> Callable[..., Any]:
+        """The IPython magic that runs ``declared`` on the loop thread and returns its result."""
         def run(line: str, cell: str | None = None) -> Any:
             __tracebackhide__ = True
             self.port.value = None
-            parsed = declared.parse(line)
             try:
-                self._call(_awaited(handler(parsed) if cell is None else handler(parsed, cell)))
+                self._call(self.core.run(declared.name, line, cell))
             except NotebookError as error:
-                raise (error.cause or error) from None
+                raise _raised(error) from None
             return self.port.value
 
         run.__doc__ = declared.help()  # what %name? shows
@@ -333,7 +206,7 @@ class IPythonPort:
         self.shell.user_ns[name] = value
 
     def offers(self, magic: str) -> bool:
-        return magic not in IPYTHON_OWN
+        return magic not in IPYTHON_LACKS
 
     def notebook_values(self, names: set[str] | frozenset[str] | None = None
                         ) -> Mapping[str, Any]:
@@ -346,87 +219,20 @@ class IPythonPort:
                 and find_non_plain(namespace[name]) is None}
 
 
-class _Families(PlanMagics, AgentMagics):
-    """The plan and agent magics over the extension's port and session."""
-
-    def __init__(self, port: IPythonPort, session: LackpySession) -> None:
-        self.port, self.session, self.service = port, session, session.service
-        self.declared = declared_magics(self)
-
-    def _magic(self, name: str) -> Magic:
-        return self.declared[name][0]
-
-
-async def _awaited(result: Any) -> Any:
-    return await result if inspect.isawaitable(result) else result
+def _raised(error: NotebookError) -> LackpyError:
+    """What IPython raises for ``error``: the lackpy exception behind it (a validation
+    error showing each line with a caret under the column), else a NotebookError whose
+    class bears the error's name."""
+    if error.cause is not None and not isinstance(error.cause, LackpyValidationError):
+        return error.cause
+    shown = error.cause or _named(error.ename)(error.ename, error.evalue, error.traceback)
+    shown._render_traceback_ = lambda: error.traceback  # type: ignore[attr-defined]
+    return shown
 
 
-def _declared(name: str) -> Magic:
-    return declared_magics(LackpyMagics)[name][0]
-
-
-def _lackpy_cell(delegation: Delegation, options: MagicOptions) -> str:
-    """The %%lackpy cell %delegate inserts: its options, the notebook variables the program
-    uses (it reads them from the notebook when it runs), then the program."""
-    words = ["%%lackpy"]
-    if options.kit_text is not None:
-        words += ["--kit", options.kit_text]
-    for text in options.param_texts:
-        words += ["--param", text]
-    if options.sandbox is False:
-        words.append("--no-sandbox")
-    lines = [" ".join(words)]
-    if delegation.uses:
-        lines.append(uses_comment(delegation.uses))
-    return "\n".join([*lines, delegation.program.rstrip("\n")])
-
-
-class _LiveProgress:
-    """The kernel's live ``%delegate`` display, for a Python notebook (see
-    ``GenerationProgress``); called from the extension's event loop thread."""
-
-    def __init__(self, title: str, *, live: bool) -> None:
-        self.progress = GenerationProgress(title)
-        self.handle = display({"text/plain": title}, raw=True, display_id=True) if live else None
-        if self.handle is None:
-            _status(f"{title} ")
-
-    def __call__(self, event: GenerationEvent) -> None:
-        text = self.progress.add(event)
-        if self.handle is not None:
-            self.handle.update({"text/plain": text}, raw=True)
-
-    def close(self) -> None:
-        """Show the title alone again (the status line follows it)."""
-        if self.handle is not None and self.progress.events:
-            self.handle.update({"text/plain": self.progress.title}, raw=True)
-
-
-def _status(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def _show_run(result: ExecutionResult, program: str) -> ExecutionResult:
-    """Show what a program printed, its notes and its trace; raise its error, a validation
-    error showing each line with a caret under the column."""
-    __tracebackhide__ = True
-    if result.stdout:
-        _status(result.stdout)
-    for note in result.notes:
-        print(f"lackpy: {note}", file=sys.stderr)
-    if result.trace.entries:
-        _display(trace_bundle(result.trace, compact=True))
-    try:
-        return result.raise_for_error()
-    except LackpyValidationError as error:
-        report = validation_error(error.issues, program)
-        error._render_traceback_ = lambda: report.traceback  # what IPython shows for it
-        raise
-
-
-def _display(bundle: dict[str, str]) -> None:
-    display(bundle, raw=True)
+@functools.cache
+def _named(ename: str) -> type[NotebookError]:
+    return type(ename, (NotebookError,), {"__module__": __name__})
 
 
 # -- loading ------------------------------------------------------------------------
@@ -453,8 +259,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     for kind, names in magics.magics.items():
         table = ipython.magics_manager.magics[kind]
-        for name in names:
-            if getattr(table.get(name), "__self__", None) is magics:
+        for name, handler in names.items():
+            if table.get(name) is handler or getattr(table.get(name), "__self__", None) is magics:
                 del table[name]
     atexit.unregister(magics.close)
     magics.close()

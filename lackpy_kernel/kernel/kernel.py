@@ -24,9 +24,10 @@ from traitlets import Float
 
 from lackpy_kernel import __version__
 from lackpy_kernel.config import LackpyConfig, load_config
-from lackpy_kernel.errors import ConfigError, KitError, error_text
+from lackpy_kernel.errors import ConfigError, KitError, LackpyError, error_text
 from lackpy_kernel.kit import ToolSpec, Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
+from lackpy_kernel.notebook.core import show_run
 from lackpy_kernel.notebook.syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
@@ -35,7 +36,7 @@ from lackpy_kernel.session import LackpySession
 from .history import History
 from .introspect import PATH_ARGUMENTS, Call, enclosing_calls, workspace_paths
 from .magics import KernelMagics
-from .output import CellError, CellOutput, show_result
+from .output import CellError, CellOutput
 
 _IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
@@ -76,7 +77,7 @@ class LackpyKernel(Kernel):
         discard_early()  # one the session did not adopt: programs run in this process
         self._stop_after_control: list[Callable[[], Any]] = []
         self.output = CellOutput(self)
-        self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
+        self.magics = KernelMagics(self.output, self.lackpy)
         self.files = Workspace(self.service.workspace)  # what path completion may list
         self.history = History(self.service.config_dir)
         self._history_failing = False
@@ -155,10 +156,18 @@ class LackpyKernel(Kernel):
         for segment in split_cell(code):
             if segment.kind == "code":
                 await self._run_program(segment.text)
-            elif segment.kind == "cell_magic":
-                await self.magics.run(segment.name, segment.line, segment.body)
             else:
-                await self.magics.run(segment.name, segment.line)
+                await self._run_magic(segment.name, segment.line,
+                                      segment.body if segment.kind == "cell_magic" else None)
+
+    async def _run_magic(self, name: str, line: str, body: str | None) -> None:
+        """Run a magic; its LackpyError ends the cell with the error's class name."""
+        try:
+            await self.magics.run(name, line, body)
+        except CellError:
+            raise
+        except LackpyError as exc:
+            raise CellError(type(exc).__name__, error_text(exc)) from None
 
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
         """Await ``work``; SIGINT (the stop button) cancels it instead of ending the kernel."""
@@ -190,7 +199,7 @@ class LackpyKernel(Kernel):
         except KitError as exc:
             raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
                             f"{error_text(exc)}; choose another with %kit") from None
-        show_result(self.output, result, program)
+        show_run(self.magics.port, result, program)
 
     # -- completion, inspection, history ---------------------------------------
 

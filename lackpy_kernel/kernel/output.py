@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
-from lackpy_kernel.notebook.bundles import output_bundle, trace_bundle, uses_comment
-from lackpy_kernel.notebook.port import program_failure
-from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.notebook.bundles import output_bundle, uses_comment
 
 if TYPE_CHECKING:
     from ipykernel.kernelbase import Kernel
@@ -18,6 +16,8 @@ if TYPE_CHECKING:
     from lackpy_kernel.session import LackpySession
 
 CellError = NotebookError  # the kernel's name for the error that ends a cell
+# its cells are lackpy already; its session's programs run where the first one ran
+KERNEL_LACKS = frozenset({"lackpy", "delegate --no-sandbox"})
 
 
 class CellOutput:
@@ -78,20 +78,6 @@ class CellOutput:
         self.kernel.send_response(self.kernel.iopub_socket, msg_type, content)
 
 
-def show_result(output: CellOutput, result: ExecutionResult, program: str) -> None:
-    """Show what a program printed, its notes, its trace and its result; raises CellError
-    when it failed."""
-    output.stream("stdout", result.stdout)
-    for note in result.notes:
-        output.stream("stderr", f"lackpy: {note}\n")
-    if result.trace.entries:
-        output.display(trace_bundle(result.trace, compact=True))
-    if not result.success:
-        raise program_failure(result, program)
-    if result.output is not None:
-        output.result(output_bundle(result.output))
-
-
 class KernelPort:
     """The notebook port over the kernel's cell output; the notebook's variables are the
     session's."""
@@ -148,8 +134,8 @@ class KernelPort:
         raise UsageError(f"the lackpy kernel has no Python namespace to bind {name!r} in")
 
     def offers(self, magic: str) -> bool:
-        return magic != "lackpy"
+        return magic not in KERNEL_LACKS
 
     def notebook_values(self, names: set[str] | frozenset[str] | None = None
-                        ) -> Mapping[str, Any]:
-        return {}
+                        ) -> Mapping[str, Any] | None:
+        return None

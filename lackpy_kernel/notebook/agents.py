@@ -10,9 +10,8 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.engines import Agent, AgentEvent, Envelope, PlanLibrary
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.notebook.bundles import turns_bundle
 from lackpy_kernel.notebook.declare import (
@@ -20,37 +19,26 @@ from lackpy_kernel.notebook.declare import (
     AGENT_SUMMARY,
     REPLAN_OPTIONS,
     REPLAN_SUMMARY,
-    Magic,
     magic,
 )
+from lackpy_kernel.notebook.family import MagicFamily
 from lackpy_kernel.notebook.plans import envelope_failure, whole_number
-from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell
+from lackpy_kernel.notebook.port import NotebookError, ProgramCell
 from lackpy_kernel.notebook.syntax import MagicLine
-from lackpy_kernel.notebook.turns import (
-    TurnLog,
-    kit_words,
-    notebook_agent,
-    notebook_replan,
-    offer_program,
-    run_summary,
-)
-from lackpy_kernel.service import LackpyService
-from lackpy_kernel.session import LackpySession
+
+if TYPE_CHECKING:  # the engines load with the first %agent or %replan: start-up stays short
+    from lackpy_kernel.engines import Agent, AgentEvent, Envelope
+    from lackpy_kernel.notebook.turns import TurnLog
 
 __all__ = ["AgentMagics"]
 
 UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
 Update = Callable[..., None]
-Run = Callable[[TurnLog, Update], Awaitable[Envelope]]
+Run = Callable[["TurnLog", Update], Awaitable["Envelope"]]
 
 
-class AgentMagics:
+class AgentMagics(MagicFamily):
     """``%agent`` and ``%replan`` over the notebook's session and service."""
-
-    port: NotebookPort
-    session: LackpySession
-    service: LackpyService
-    _magic: Callable[[str], Magic]
 
     @magic("agent", AGENT_SUMMARY, options=AGENT_OPTIONS, rest="INTENT")
     async def agent(self, line: MagicLine) -> None:
@@ -58,6 +46,8 @@ class AgentMagics:
         if not intent:
             raise UsageError(f"what should the agent do? usage: {self._magic('agent').usage}")
         options = line.options
+        from lackpy_kernel.notebook.turns import notebook_agent
+
         agent = notebook_agent(
             self.service, options.get("--kit") or self.session.kit,
             model=options.get("--model"), provider=options.get("--provider"),
@@ -75,6 +65,8 @@ class AgentMagics:
         intent = line.rest or (self._checkpointed_task(key) if resume else "")
         if not intent:
             raise UsageError(f"what should the plan do? usage: {self._magic('replan').usage}")
+        from lackpy_kernel.notebook.turns import notebook_replan
+
         agent = notebook_replan(
             self.service, options.get("--kit") or self.session.kit, key=key, resume=resume,
             max_rounds=whole_number(options, "--max-rounds"), model=options.get("--model"),
@@ -90,6 +82,8 @@ class AgentMagics:
     async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
         """Run with a display updated as the run goes (streamed text at most every
         UPDATE_EVERY_S); the final table follows it."""
+        from lackpy_kernel.notebook.turns import TurnLog
+
         log = TurnLog(label)
         display_id = uuid.uuid4().hex
         self.port.display({"text/plain": title}, display_id)
@@ -124,6 +118,8 @@ class AgentMagics:
                      kit: str | None) -> None:
         if envelope.error is not None:
             raise envelope_failure(envelope)
+        from lackpy_kernel.notebook.turns import offer_program, run_summary
+
         self.port.stream("stdout", f"done: {run_summary(envelope, label)}\n")
         program = offer_program(self.service, agent, intent, envelope)
         if program is not None:
@@ -136,6 +132,8 @@ class AgentMagics:
     def _checkpointed_task(self, key: str | None) -> str:
         if key is None:
             raise UsageError("--resume needs --key K: the key the run was checkpointed under")
+        from lackpy_kernel.engines import PlanLibrary
+
         run = PlanLibrary(self.service.workspace).run(key)
         if run is None:
             raise UsageError(f"no run under the key {key!r}; %plan status lists them")
@@ -161,6 +159,8 @@ def _streaming(log: TurnLog, update: Update) -> Callable[[str], None]:
 def _cell_kit(kit: str | None) -> str | None:
     """The kit a cell runs the offered program with: the ``--kit`` given, less the
     ``lackpy`` tool (the program inlines the programs its calls ran)."""
+    from lackpy_kernel.notebook.turns import kit_words
+
     return ",".join(kit_words(kit) or []) or None
 
 

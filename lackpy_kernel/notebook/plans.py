@@ -15,8 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.engines import Approval, Envelope, Plan, PlanStepError, Step
-from lackpy_kernel.errors import LackpyError, UsageError, error_text
+from lackpy_kernel.errors import LackpyError, PlanStepError, UsageError, error_text
 from lackpy_kernel.notebook.bundles import (
     plan_bundle,
     progress_bundle,
@@ -30,39 +29,35 @@ from lackpy_kernel.notebook.declare import (
     PLAN_SUMMARY,
     STEP_OPTIONS,
     STEP_SUMMARY,
-    Magic,
     PlanCommand,
     magic,
     plan_command,
     step_line,
 )
-from lackpy_kernel.notebook.draft import PlanDraft, StepLog, step_from_cell
-from lackpy_kernel.notebook.port import NotebookError, NotebookPort
+from lackpy_kernel.notebook.family import MagicFamily
+from lackpy_kernel.notebook.port import NotebookError
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param
-from lackpy_kernel.service import LackpyService
-from lackpy_kernel.session import LackpySession
 
-if TYPE_CHECKING:  # an optional extra, loaded with the first --temporal
+if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
+    from lackpy_kernel.engines import Envelope, Plan, Step
     from lackpy_kernel.engines.temporal import RemoteRuns, TemporalRun, TemporalRunner
+    from lackpy_kernel.notebook.draft import PlanDraft, StepLog
 
 __all__ = ["PlanMagics", "envelope_failure", "whole_number"]
 
 OnStep = Callable[[str, str, float | None], None]
-Runner = Callable[[OnStep], Awaitable[Envelope]]
+Runner = Callable[[OnStep], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
 
 
-class PlanMagics:
+class PlanMagics(MagicFamily):
     """``%%step`` and ``%plan`` over a PlanDraft of the notebook's session and service."""
-
-    port: NotebookPort
-    session: LackpySession
-    service: LackpyService
-    _magic: Callable[[str], Magic]
 
     @functools.cached_property
     def plans(self) -> PlanDraft:
         """The plan the notebook's %%step cells declared."""
+        from lackpy_kernel.notebook.draft import PlanDraft
+
         return PlanDraft(self.service)
 
     @functools.cached_property
@@ -80,6 +75,8 @@ class PlanMagics:
 
     @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
     def step(self, line: MagicLine, body: str) -> None:
+        from lackpy_kernel.notebook.draft import step_from_cell
+
         name, options = step_line(self._magic("step"), line)
         self._declare(step_from_cell(
             name, body, kit=options.get("--kit") or self.session.kit,
@@ -102,6 +99,8 @@ class PlanMagics:
         name, *prompt = command.words
         if not name.isidentifier():
             raise UsageError(f"name the gate with one name such as review, not {name!r}")
+        from lackpy_kernel.engines import Approval, Step
+
         self._declare(Step(Approval(" ".join(prompt) or "waiting for approval"), name=name))
 
     async def _plan_drop(self, command: PlanCommand) -> None:
@@ -241,6 +240,8 @@ class PlanMagics:
     async def _live(self, plan: Plan, key: str | None, title: str, run: Runner,
                     done_before: list[str] | None = None) -> None:
         """Run with a display updated as each step starts and ends; show the outcome."""
+        from lackpy_kernel.notebook.draft import StepLog
+
         steps = StepLog([step.name for step in plan.steps], done_before)
         display_id = uuid.uuid4().hex
         self.port.display({"text/plain": title}, display_id)

@@ -117,10 +117,11 @@ class NotebookPort(Protocol):
         """Whether this host offers lackpy's magic ``magic`` (the kernel has no ``%%lackpy``:
         its cells are lackpy; IPython keeps its own ``%who``, ``%reset``, ``%lsmagic``)."""
 
-    def notebook_values(self, names: set[str] | frozenset[str] | None = None) -> Mapping[str, Any]:
+    def notebook_values(self, names: set[str] | frozenset[str] | None = None
+                        ) -> Mapping[str, Any] | None:
         """The host's own notebook values a program may read as parameters (all, or those
-        in ``names``): a Python notebook's plain-data variables; none in the kernel, whose
-        variables live in the session."""
+        in ``names``): a Python notebook's plain-data variables; None in the kernel, whose
+        variables are the session's."""
 
 
 def no_input(prompt: str) -> UsageError:

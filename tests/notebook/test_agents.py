@@ -7,7 +7,6 @@ stops, a planner's rounds with a checkpoint, and the drifts the two hosts once h
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from lackpy_kernel.engines import Store
 from tests.support import agents
 from tests.support import loopback as lb
-from tests.support.hosts import HOSTS, Host, start_host
+from tests.support.hosts import HOSTS, Host, run_error, running_host
 from tests.support.kernel import make_workspace
 
 INTENT = "how many lines does notes.txt have"  # no last ?: IPython reads it as help
@@ -28,15 +27,17 @@ def server():
 
 
 @pytest.fixture(scope="module", params=HOSTS)
-def host(request, tmp_path_factory, server):
+def host(request, installed_kernelspec, tmp_path_factory, server):
     workspace = make_workspace(tmp_path_factory.mktemp(f"agents-{request.param}"))
     agents.write_config(workspace, "anthropic", server, retry_delay=0.001,
                         extra='[agent]\nprovider = "loop"\nmodel = "claude-loop"\n'
                               "[sandbox]\ntimeout = 30\nmemory_mb = 256\n")
-    clean = {k: v for k, v in os.environ.items() if k not in agents.CLEARED_ENV}
-    running = start_host(request.param, workspace, {**clean, "ANTHROPIC_API_KEY": agents.KEY})
-    yield running
-    running.close()
+    with pytest.MonkeyPatch.context() as env:  # what the host's process starts with
+        for name in agents.CLEARED_ENV:
+            env.delenv(name, raising=False)
+        env.setenv("ANTHROPIC_API_KEY", agents.KEY)
+        with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
+            yield running
 
 
 @pytest.fixture
@@ -57,16 +58,24 @@ def next_cell(outcome) -> str | None:
     return found[0] if found else None
 
 
+def program_cell(host: Host, program: str, kit: str | None = None) -> str:
+    """The cell a host offers for ``program`` (run with ``kit``): the kernel's sets the kit
+    with %kit, a Python notebook's is a %%lackpy cell."""
+    if host.name == "kernel":
+        return f"%kit {kit}\n{program}" if kit else program
+    return "%%lackpy" + (f" --kit {kit}" if kit else "") + "\n" + program
+
+
 def program_of(host: Host, cell: str) -> str:
     """The program in an offered cell (a Python notebook's starts with its %%lackpy line)."""
-    return cell if host.kind == "lackpy" else cell.split("\n", 1)[1]
+    return cell if host.name == "kernel" else cell.split("\n", 1)[1]
 
 
 def test_agent_shows_each_turn_live_and_offers_its_calls_as_the_next_cell(host, model):
     model.script(lb.tool_turn("anthropic", "Let me read it.", [("read_file", {"path": "notes.txt"}),
                                                               ("find_files", {"pattern": "*.txt"})]),
                  lb.tool_turn("anthropic", "notes.txt has 3 lines."))
-    outcome = host.execute(f"%agent {INTENT}")
+    outcome = host.kernel.execute(f"%agent {INTENT}")
     assert outcome.status == "ok", outcome.messages
     live, final = outcome.of("display_data")
     display_id = live["transient"]["display_id"]
@@ -78,36 +87,34 @@ def test_agent_shows_each_turn_live_and_offers_its_calls_as_the_next_cell(host, 
     assert "model: Let me read it." in table and "tools" in table
     assert "read_file(path='notes.txt')" in table and "model: notes.txt has 3 lines." in table
     assert [row.split()[2] for row in table.splitlines()[1:] if "(" in row] == ["ok", "ok"]
-    assert host.text(outcome) == "notes.txt has 3 lines."
+    assert outcome.result() == host.shown_text("notes.txt has 3 lines.")
     assert "done: 2 turns, 2 tool calls" in outcome.stream("stdout")
     assert "are in the next cell; %%create NAME saves it as a template" in outcome.stream("stdout")
     cell = next_cell(outcome)
-    assert cell == host.lackpy("step_1 = read_file(path='notes.txt')\n"
-                               "step_2 = find_files(pattern='*.txt')\n[step_1, step_2]")
+    assert cell == program_cell(host, "step_1 = read_file(path='notes.txt')\n"
+                                      "step_2 = find_files(pattern='*.txt')\n[step_1, step_2]")
 
-    ran = host.execute(cell)
+    ran = host.kernel.execute(cell)
     assert ran.status == "ok" and "notes.txt" in ran.result()
 
 
 def test_the_offered_cell_runs_with_the_agents_kit(host, model):
     model.script(lb.tool_turn("anthropic", "", [("read_file", {"path": "notes.txt"})]),
                  lb.tool_turn("anthropic", "Three."))
-    outcome = host.execute(f"%agent --kit read_file,find_files {INTENT}")
-    assert next_cell(outcome) == host.lackpy("step_1 = read_file(path='notes.txt')\nstep_1",
-                                             kit="read_file,find_files")
+    outcome = host.kernel.execute(f"%agent --kit read_file,find_files {INTENT}")
+    assert next_cell(outcome) == program_cell(host, "step_1 = read_file(path='notes.txt')\nstep_1",
+                                              kit="read_file,find_files")
 
 
 def test_the_offered_program_saved_as_a_template_answers_the_intent_without_the_model(host, model):
     model.script(lb.tool_turn("anthropic", "", [("read_file", {"path": "app.py"})]),
                  lb.tool_turn("anthropic", "It defines main and helper."))
-    if host.kind == "python":
-        pytest.skip("the extension gains %%create with the core family (helper nb1)")
     intent = "what does app.py define"
-    program = program_of(host, next_cell(host.execute(f"%agent {intent}")))
-    saved = host.execute(f"%%create app-defs\n{program}")
+    program = program_of(host, next_cell(host.kernel.execute(f"%agent {intent}")))
+    saved = host.kernel.execute(f"%%create app-defs\n{program}")
     assert saved.status == "ok" and f"pattern: {intent}" in texts(saved)[0]
     asked = len(model.requests)
-    again = host.execute(f"%delegate --run {intent}")
+    again = host.kernel.execute(f"%delegate --run {intent}")
     assert "written by templates" in again.stream("stdout")
     assert "def main" in again.result()
     assert len(model.requests) == asked
@@ -126,35 +133,35 @@ def test_the_stop_button_ends_a_run_cleanly(host, model):
     assert "the run stopped in turn 2" in stopped.error["evalue"]
     last_row = texts(stopped)[-1].splitlines()[-1].split()
     assert last_row[:3] == ["2", "model", "interrupted"]
-    assert host.execute("1 + 1").result() == "2"
+    assert host.kernel.execute("1 + 1").result() == "2"
 
 
 def test_a_tool_call_that_eats_memory_is_stopped_and_the_host_survives(host, model):
     model.script(lb.tool_turn("anthropic", "", [("lackpy", {"program": "[list(range(1000000)) "
                                                                        "for i in range(1000)]"})]),
                  lb.tool_turn("anthropic", "That was too big."))
-    outcome = host.execute(f"%agent --kit debug,lackpy {INTENT}")
+    outcome = host.kernel.execute(f"%agent --kit debug,lackpy {INTENT}")
     assert outcome.status == "ok"
     assert "failed: ProgramMemoryError" in texts(outcome)[-1]
     sent = json.loads(model.requests[1].body)["messages"][-1]["content"][0]
     assert sent["is_error"] and sent["content"].startswith("ProgramMemoryError")
     assert next_cell(outcome) is None  # no successful call: nothing to offer
-    read = host.execute(host.lackpy("len(read_file('notes.txt'))"))
+    read = host.kernel.execute(program_cell(host, "len(read_file('notes.txt'))"))
     assert read.result() == "17"
 
 
 def test_a_run_that_ends_in_an_error_shows_it(host, model):
     model.script(*[lb.tool_turn("anthropic", "", [("read_file", {"path": "notes.txt"})])] * 2)
-    outcome = host.execute(f"%agent --max-turns 2 {INTENT}")
-    assert outcome.error["ename"] == host.failed_run("MaxTurnsExceeded")
+    outcome = host.kernel.execute(f"%agent --max-turns 2 {INTENT}")
+    assert outcome.error["ename"] == run_error(host, "MaxTurnsExceeded")
     assert "max_turns=2" in outcome.error["evalue"]
 
 
 def test_bad_agent_lines_are_usage_errors(host, model):
-    assert host.execute("%agent").error["ename"] == "UsageError"
-    assert "--max-turns takes a whole number" in host.execute(
+    assert host.kernel.execute("%agent").error["ename"] == "UsageError"
+    assert "--max-turns takes a whole number" in host.kernel.execute(
         "%agent --max-turns x hi").error["evalue"]
-    unknown = host.execute("%agent --provider nowhere hi").error
+    unknown = host.kernel.execute("%agent --provider nowhere hi").error
     assert unknown["ename"] == "UsageError" and "no provider 'nowhere'" in unknown["evalue"]
     assert model.requests == []
 
@@ -164,16 +171,16 @@ def test_replan_runs_a_planners_rounds_and_checkpoints_them(host, model):
                        {"tool": "find_files", "kwargs": {"pattern": "*.py"}, "parallel": True}]}
     model.script(lb.tool_turn("anthropic", json.dumps(first)),
                  lb.tool_turn("anthropic", json.dumps({"done": True, "answer": "3 lines, 1 file"})))
-    outcome = host.execute("%replan --key survey survey the workspace")
+    outcome = host.kernel.execute("%replan --key survey survey the workspace")
     assert outcome.status == "ok", outcome.messages
     table = texts(outcome)[-1]
     assert "planner: read_file (parallel), find_files (parallel)" in table
     assert "planner: done" in table
-    assert host.text(outcome) == "3 lines, 1 file"
+    assert outcome.result() == host.shown_text("3 lines, 1 file")
     assert "done: 2 rounds, 2 tool calls" in outcome.stream("stdout")
-    saved = Store(host.workspace / ".lackpy" / "plans.sqlite").read("survey")
+    saved = Store(host.kernel.workspace / ".lackpy" / "plans.sqlite").read("survey")
     assert saved["status"] == "done" and saved["iterations"] == 2
-    status = host.execute("%plan status survey")
+    status = host.kernel.execute("%plan status survey")
     assert "replan" in texts(status)[0] and "done" in texts(status)[0]
 
 
@@ -183,7 +190,7 @@ def test_replan_runs_a_planners_rounds_and_checkpoints_them(host, model):
 def test_streamed_text_updates_the_live_display_at_most_every_tenth_of_a_second(host, model):
     words = " ".join(f"word{number}" for number in range(300))
     model.script(lb.tool_turn("anthropic", words))
-    outcome = host.execute(f"%agent {INTENT}")
+    outcome = host.kernel.execute(f"%agent {INTENT}")
     assert outcome.status == "ok", outcome.messages
     updates = outcome.of("update_display_data")
     assert 2 <= len(updates) < 30  # not one per streamed piece (300)
@@ -193,7 +200,7 @@ def test_streamed_text_updates_the_live_display_at_most_every_tenth_of_a_second(
 @pytest.mark.parametrize("text", ["0", "x", "-2"])
 def test_max_turns_and_max_rounds_take_a_whole_number(host, model, text):
     for magic, flag in (("agent", "--max-turns"), ("replan", "--max-rounds")):
-        error = host.execute(f"%{magic} {flag} {text} hi").error
+        error = host.kernel.execute(f"%{magic} {flag} {text} hi").error
         assert error["ename"] == "UsageError"
         assert f"{flag} takes a whole number of at least 1, not '{text}'" in error["evalue"]
     assert model.requests == []
