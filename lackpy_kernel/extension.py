@@ -223,11 +223,11 @@ def _raised(error: NotebookError) -> LackpyError:
     """What IPython raises for ``error``: the lackpy exception behind it (a validation
     error showing each line with a caret under the column), else a NotebookError whose
     class bears the error's name."""
-    if error.cause is not None and not isinstance(error.cause, LackpyValidationError):
-        return error.cause
-    shown = error.cause or _named(error.ename)(error.ename, error.evalue, error.traceback)
-    shown._render_traceback_ = lambda: error.traceback  # type: ignore[attr-defined]
-    return shown
+    if error.cause is None:
+        return _named(error.ename)(error.ename, error.evalue, error.traceback)
+    if isinstance(error.cause, LackpyValidationError):
+        error.cause._render_traceback_ = lambda: error.traceback  # type: ignore[method-assign]
+    return error.cause
 
 
 @functools.cache

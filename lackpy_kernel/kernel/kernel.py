@@ -68,7 +68,7 @@ class LackpyKernel(Kernel):
     )
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         self.workspace = Path.cwd()
         self.problems: list[str] = []
         self.service = LackpyService(self.workspace, self._read_lackpy_config())
@@ -115,7 +115,7 @@ class LackpyKernel(Kernel):
     # -- execute --------------------------------------------------------------
 
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
-                         user_expressions: dict | None = None, allow_stdin: bool = False,
+                         user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
         self._announce_problems()
@@ -176,7 +176,7 @@ class LackpyKernel(Kernel):
             return await task
 
     @contextlib.contextmanager
-    def _cancel_on_sigint(self, task: asyncio.Future) -> Iterator[None]:
+    def _cancel_on_sigint(self, task: asyncio.Future[Any]) -> Iterator[None]:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -218,8 +218,8 @@ class LackpyKernel(Kernel):
                            if name.lstrip("%").startswith(prefix)]
         elif call is not None and call[0].string_start is not None:
             site, spec = call
-            typed = code[site.string_start:cursor_pos]
-            start = site.string_start
+            start = call[0].string_start
+            typed = code[start:cursor_pos]
             in_path = site.argument([arg.name for arg in spec.args]) in PATH_ARGUMENTS
             matches = workspace_paths(self.files, typed) if in_path else []
         elif before[:start].endswith("."):
@@ -341,17 +341,17 @@ class LackpyKernel(Kernel):
         # flushes stdout here; if the main thread has meanwhile closed IOPub, that flush
         # waits 10 s for a thread that is gone. So the stop waits until that flush is done.
         if threading.current_thread() is threading.main_thread():  # on the shell channel
-            await super().shutdown_request(stream, ident, parent)
+            await super().shutdown_request(stream, ident, parent)  # type: ignore[no-untyped-call]
             return
         main_loop = self.io_loop
-        self.io_loop = _HeldStop(main_loop, self._stop_after_control)
+        self.io_loop = _HeldStop(main_loop, self._stop_after_control)  # type: ignore[assignment]
         try:
-            await super().shutdown_request(stream, ident, parent)
+            await super().shutdown_request(stream, ident, parent)  # type: ignore[no-untyped-call]
         finally:
             self.io_loop = main_loop
 
     async def process_control(self, msg: Any) -> None:
-        await super().process_control(msg)
+        await super().process_control(msg)  # type: ignore[no-untyped-call]
         while self._stop_after_control:
             self.io_loop.add_callback(self._stop_after_control.pop(0))
 

@@ -43,6 +43,9 @@ class NotebookError(LackpyError):
         self.traceback = traceback or [f"{ename}: {evalue}"]
         self.cause = cause
 
+    def _render_traceback_(self) -> list[str]:
+        return self.traceback  # what IPython shows for it
+
     @classmethod
     def of(cls, report: ErrorReport, *, cause: LackpyError | None = None) -> NotebookError:
         """The NotebookError that shows ``report``."""
