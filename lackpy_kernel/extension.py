@@ -1,5 +1,7 @@
-"""The IPython extension: ``%%lackpy``, ``%delegate``, ``%%step``, ``%plan``, ``%agent`` and
-``%replan`` in an ordinary Python kernel.
+"""The IPython extension: lackpy's notebook magics (``%%lackpy``, ``%delegate``, ``%kit``,
+``%params``, ``%%create``, ``%providers``, ``%trace``, ``%%validate``, ``%%step``, ``%plan``,
+``%agent``, ``%replan``) in an ordinary Python kernel. The magics are written once in
+``lackpy_kernel.notebook``; this module parses IPython's calls and implements the port.
 
 Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``);
 ``%%lackpy?`` and ``%delegate?`` show each magic's options. Options come first;
