@@ -33,6 +33,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from IPython.core.error import StdinNotImplementedError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
@@ -126,7 +127,8 @@ class LackpyMagics(Magics):
     :class:`IPythonPort`; IPython keeps its own ``%who``, ``%reset`` and ``%lsmagic``.
     """
 
-    def __init__(self, shell: Any, workspace: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, shell: InteractiveShell,
+                 workspace: str | os.PathLike[str] | None = None) -> None:
         super().__init__(shell)
         for name, (declared, handler) in declared_magics(self).items():
             self.magics["cell" if declared.cell else "line"][name] = handler
@@ -424,7 +426,7 @@ class IPythonPort:
     sends what they show to the cell whose magic started the call.
     """
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.value: Any = None
         self._handles: dict[str, Any] = {}
@@ -538,12 +540,12 @@ def _display(bundle: dict[str, str]) -> None:
 # -- loading ------------------------------------------------------------------------
 
 
-def _loaded(ipython: Any) -> LackpyMagics | None:
+def _loaded(ipython: InteractiveShell) -> LackpyMagics | None:
     found = ipython.magics_manager.registry.get(LackpyMagics.__name__)
     return found if isinstance(found, LackpyMagics) else None
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register ``%%lackpy`` and ``%delegate`` on ``ipython`` (``%load_ext`` calls this)."""
     if _loaded(ipython) is not None:
         return
@@ -552,7 +554,7 @@ def load_ipython_extension(ipython: Any) -> None:
     atexit.register(magics.close)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Remove the magics and stop the service's sandbox worker and loop thread."""
     magics = ipython.magics_manager.registry.pop(LackpyMagics.__name__, None)
     if not isinstance(magics, LackpyMagics):
