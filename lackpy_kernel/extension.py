@@ -1,5 +1,7 @@
-"""The IPython extension: ``%%lackpy``, ``%delegate``, ``%%step``, ``%plan``, ``%agent`` and
-``%replan`` in an ordinary Python kernel.
+"""The IPython extension: lackpy's notebook magics (``%%lackpy``, ``%delegate``, ``%kit``,
+``%params``, ``%%create``, ``%providers``, ``%trace``, ``%%validate``, ``%%step``, ``%plan``,
+``%agent``, ``%replan``) in an ordinary Python kernel. The magics are written once in
+``lackpy_kernel.notebook``; this module parses IPython's calls and implements the port.
 
 Load it with ``%load_ext lackpy_kernel`` (or ``%load_ext lackpy_kernel.extension``);
 ``%%lackpy?`` and ``%delegate?`` show each magic's options. Options come first;
@@ -30,6 +32,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from IPython.core.error import StdinNotImplementedError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
@@ -94,7 +97,8 @@ class LackpyMagics(Magics):
     ``%lsmagic``.
     """
 
-    def __init__(self, shell: Any, workspace: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, shell: InteractiveShell,
+                 workspace: str | os.PathLike[str] | None = None) -> None:
         super().__init__(shell)
         self.workspace = os.fspath(workspace) if workspace is not None else os.getcwd()
         self.service = LackpyService(self.workspace)
@@ -146,7 +150,7 @@ class IPythonPort:
     sends what they show to the cell whose magic started the call.
     """
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.value: Any = None
         self._handles: dict[str, Any] = {}
@@ -238,12 +242,12 @@ def _named(ename: str) -> type[NotebookError]:
 # -- loading ------------------------------------------------------------------------
 
 
-def _loaded(ipython: Any) -> LackpyMagics | None:
+def _loaded(ipython: InteractiveShell) -> LackpyMagics | None:
     found = ipython.magics_manager.registry.get(LackpyMagics.__name__)
     return found if isinstance(found, LackpyMagics) else None
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: InteractiveShell) -> None:
     """Register ``%%lackpy`` and ``%delegate`` on ``ipython`` (``%load_ext`` calls this)."""
     if _loaded(ipython) is not None:
         return
@@ -252,7 +256,7 @@ def load_ipython_extension(ipython: Any) -> None:
     atexit.register(magics.close)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: InteractiveShell) -> None:
     """Remove the magics and stop the service's sandbox worker and loop thread."""
     magics = ipython.magics_manager.registry.pop(LackpyMagics.__name__, None)
     if not isinstance(magics, LackpyMagics):
