@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.config import load_config
-from lackpy_kernel.display import output_text, table_bundle
 from lackpy_kernel.engines import Envelope, Plan
 from lackpy_kernel.engines.plans import PlanLibrary, RunStatus
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
-from lackpy_kernel.magic_syntax import parse_param
+from lackpy_kernel.notebook.bundles import output_text, table_bundle
+from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,12 +66,11 @@ from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
 
-__all__ = ["Delegation", "Kit", "LackpyService", "NotebookContext", "RunCheck", "error_text",
+__all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text",
            "jsonable", "validate_for"]
 
 KitOrResolved = Kit | ResolvedKit
 # Runs a generated program somewhere else than a one-shot run (a session passes its own).
-ProgramRunner = Callable[[GenerationResult], Awaitable[ExecutionResult]]
 MODES = ("1-shot",)
 # The most time validating one program may take in the caller (a 1 MB program takes ~3 s).
 VALIDATION_SECONDS = 30.0
@@ -132,6 +131,7 @@ class Delegation:
     total_time_ms: float = 0.0
     held: RunCheck | None = None
     uses: tuple[str, ...] = ()  # the notebook's variables the program reads
+    runs: bool = False  # whether the program is to run (asked for, and not held)
 
     @property
     def program(self) -> str:
@@ -384,58 +384,75 @@ class LackpyService:
 
     async def delegation(self, intent: str, kit: KitOrResolved = None,
                          params: dict[str, Any] | None = None, *, run: bool = True,
-                         ask: bool = False,
-                         runner: ProgramRunner | None = None, program: str | None = None,
+                         ask: bool = False, program: str | None = None,
                          sandbox: bool | None = None, rules: list[Rule] | None = None,
                          interpreter: Any = None, extra_tools: list[str] | None = None,
                          on_event: Callable[[GenerationEvent], None] | None = None,
-                         variables: Mapping[str, Any] | None = None,
-                         context: NotebookContext | None = None) -> Delegation:
-        """Write a program for ``intent`` and, with ``run``, run it: the whole delegate
+                         variables: Mapping[str, Any] | None = None) -> Delegation:
+        """Write a program for ``intent`` and, with ``run``, run it once: the whole delegate
         sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
 
         ``variables`` (plain data) are the notebook's values the program may use: described
-        in the prompt and given to a one-shot run; a session passes its ``context`` instead.
-        ``uses`` says which of them the program reads.
-
-        With ``ask``, a program beyond ``[delegate] auto_run`` is written, not run, and
-        ``held`` says why: what a surface passes when nobody has looked at the program yet.
-        ``on_event`` receives the generation's progress events.
-        ``runner`` runs the program in place of a one-shot run (a session passes its own);
-        ``program`` skips generation and uses that text (the seed's ``_program_override``).
+        in the prompt and given to the run as parameters; ``uses`` says which it reads.
+        ``sandbox`` False runs it in this process. The other options are ``write``'s.
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
         """
-        started = time.perf_counter()
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         variables = dict(variables or {})
         _check_plain("variables", variables)
-        if context is None:
-            context = NotebookContext.of_values(variables, self.config.delegate_context)
         params = dict(params or {})
+        delegation = await self.write(
+            intent, resolved, params, run=run, ask=ask, program=program, rules=rules,
+            interpreter=interpreter, on_event=on_event,
+            context=NotebookContext.of_values(variables, self.config.delegate_context))
+        if delegation.runs:
+            started = time.perf_counter()
+            # a one-shot run gets the variables it reads, as parameters
+            given = {**{name: variables[name] for name in delegation.uses}, **params}
+            self.ran(delegation, await self._run_once(delegation.program, resolved, given,
+                                                      sandbox, rules), started)
+        return delegation
+
+    async def write(self, intent: str, kit: KitOrResolved = None,
+                    params: dict[str, Any] | None = None, *, run: bool = False,
+                    ask: bool = False, program: str | None = None,
+                    rules: list[Rule] | None = None, interpreter: Any = None,
+                    on_event: Callable[[GenerationEvent], None] | None = None,
+                    context: NotebookContext | None = None) -> Delegation:
+        """Write a program for ``intent``, not run: the caller runs it when ``runs`` says so
+        and hands the result to ``ran``.
+
+        ``context`` is the notebook's variables the program may use (``uses`` lists those it
+        reads). With ``run`` and ``ask``, a program beyond ``[delegate] auto_run`` is held
+        (``held`` says why): what a surface passes when nobody has looked at the program
+        yet. ``on_event`` receives the generation's progress events; ``program`` skips
+        generation and uses that text (the seed's ``_program_override``).
+        Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
+        """
+        started = time.perf_counter()
+        resolved = self.resolve_kit(kit)
+        context = context or NotebookContext()
         if program is not None:
             generated = GenerationResult(program, "override", 0.0)
         else:
-            generated = await self.generate(intent, resolved, params, rules,
+            generated = await self.generate(intent, resolved, dict(params or {}), rules,
                                             interpreter=interpreter, on_event=on_event,
                                             context=context)
         uses = sorted(free_names(generated.program) & context.names)
-        delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses))
-        # a one-shot run gets the variables it reads, as parameters
-        params = {**{name: variables[name] for name in uses if name in variables}, **params}
+        delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses), runs=run)
         if run and ask:
             check = self.run_check(generated.program, resolved)
-            run, delegation.held = check.allowed, None if check.allowed else check
-        if run:
-            run_started = time.perf_counter()
-            if runner is not None:
-                delegation.result = await runner(generated)
-            else:
-                delegation.result = await self._run_once(generated.program, resolved, params,
-                                                         sandbox, rules)
-            delegation.execution_time_ms = _ms_since(run_started)
-            self.ratchet.ran(generated, delegation.result.success)
+            delegation.runs, delegation.held = check.allowed, None if check.allowed else check
         delegation.total_time_ms = _ms_since(started)
         return delegation
+
+    def ran(self, delegation: Delegation, result: ExecutionResult, started: float) -> None:
+        """Keep ``result``, the run of ``delegation``'s program begun at ``started`` (a
+        ``time.perf_counter()``), in the delegation and the ratchet."""
+        delegation.result = result
+        delegation.execution_time_ms = _ms_since(started)
+        delegation.total_time_ms += delegation.execution_time_ms
+        self.ratchet.ran(delegation.generated, result.success)
 
     async def delegate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, sandbox: bool | None = None,

@@ -9,10 +9,12 @@ public API, so a second surface (the IPython extension, a plan) can do the same.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from lackpy_kernel.infer import GenerationEvent, GenerationResult
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.infer import GenerationEvent
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
 from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
@@ -76,9 +78,11 @@ class LackpySession:
         return {*self.resolved_kit().callables, *self.params, *self.variable_types}
 
     def validate(self, program: str, rules: list[Rule] | None = None,
-                 kit: KitOrResolved = None) -> ValidationResult:
-        """Validate against the kit, the parameters and the session's variables; raises KitError."""
-        return self._validate(program, self.resolved_kit(kit), rules)
+                 kit: KitOrResolved = None, *,
+                 params: dict[str, Any] | None = None) -> ValidationResult:
+        """Validate against the kit, the parameters (``params`` in place of the session's)
+        and the session's variables; raises KitError."""
+        return self._validate(program, self.resolved_kit(kit), rules, params)
 
     async def run(self, program: str, rules: list[Rule] | None = None,
                   kit: KitOrResolved = None) -> ExecutionResult:
@@ -90,17 +94,14 @@ class LackpySession:
         the caller stops it by raising KeyboardInterrupt there while ``running_here`` is
         true (the kernel does); validation, which always runs here, stops the same way.
         """
-        resolved = self.resolved_kit(kit)
-        try:
-            check = self._validate(program, resolved, rules)
-        except KeyboardInterrupt:
-            return self._finish(_interrupted())
-        return await self._run_resolved(program, resolved, check)
+        return await self._run_checked(program, self.resolved_kit(kit), rules)
 
     async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
                        approved: bool = False, params: dict[str, Any] | None = None,
                        rules: list[Rule] | None = None,
-                       on_event: Callable[[GenerationEvent], None] | None = None) -> Delegation:
+                       on_event: Callable[[GenerationEvent], None] | None = None,
+                       variables: Mapping[str, Any] | None = None,
+                       sandbox: bool | None = None) -> Delegation:
         """Have the inference tiers write a program for ``intent``; with ``run``, run it in
         this session (its variables kept as for a cell) when it is within ``[delegate]
         auto_run`` or the user ``approved`` it, else hold it (``Delegation.held`` says why).
@@ -108,21 +109,46 @@ class LackpySession:
         generation's progress events. The program may use the session's variables (see
         ``context``); ``Delegation.uses`` lists those it reads.
 
-        Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
+        ``variables``, a Python notebook's values, take the session's place: the program
+        may read them, and runs once with those it reads as parameters (``sandbox`` False:
+        in this process), leaving the session's variables alone.
+
+        Raises GenerationError when no provider writes a valid program, KitError for a bad
+        kit, UsageError for ``sandbox`` without ``variables`` (a session's programs run where
+        its first ran).
         """
         resolved = self.resolved_kit(kit)
         given = {**self.params, **(params or {})}
+        if variables is not None:
+            delegation = await self.service.delegation(
+                intent, resolved, given, run=run, ask=not approved, sandbox=sandbox,
+                rules=rules, on_event=on_event, variables=variables)
+            if delegation.result is not None:
+                self.last_result = delegation.result
+            return delegation
+        if sandbox is not None:
+            raise UsageError("this session's programs run where its first program ran; "
+                             "--no-sandbox is for a Python notebook's %delegate")
+        delegation = await self.service.write(intent, resolved, given, run=run,
+                                              ask=not approved, rules=rules,
+                                              on_event=on_event, context=self.context())
+        if delegation.runs:
+            started = time.perf_counter()
+            self.service.ran(delegation, await self._run_checked(delegation.program, resolved,
+                                                                 rules, given), started)
+        return delegation
 
-        async def in_session(generated: GenerationResult) -> ExecutionResult:
-            try:
-                check = self._validate(generated.program, resolved, rules, given)
-            except KeyboardInterrupt:
-                return self._finish(_interrupted())
-            return await self._run_resolved(generated.program, resolved, check, given)
-
-        return await self.service.delegation(intent, resolved, given, run=run,
-                                             ask=not approved, runner=in_session, rules=rules,
-                                             on_event=on_event, context=self.context())
+    async def run_once(self, program: str, *, kit: KitOrResolved = None,
+                       params: dict[str, Any] | None = None,
+                       sandbox: bool | None = None) -> ExecutionResult:
+        """Run ``program`` once, apart from the session's variables, with ``params`` in
+        place of the session's parameters (``sandbox`` False: in this process); the result
+        is the session's ``last_result``. Returns a failed result as ``run`` does; raises
+        KitError."""
+        result = await self.service.run_program(program, self.resolved_kit(kit),
+                                                self.params if params is None else params,
+                                                sandbox=sandbox)
+        return self._finish(result)
 
     def context(self) -> NotebookContext:
         """The session's variables as a generated program may use them: their names, and
@@ -156,6 +182,14 @@ class LackpySession:
             self._sandbox = None
 
     # -- internals ------------------------------------------------------------
+
+    async def _run_checked(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
+                           params: dict[str, Any] | None = None) -> ExecutionResult:
+        try:
+            check = self._validate(program, resolved, rules, params)
+        except KeyboardInterrupt:
+            return self._finish(_interrupted())
+        return await self._run_resolved(program, resolved, check, params)
 
     def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
                   params: dict[str, Any] | None = None) -> ValidationResult:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.extension import LackpyMagics
+from lackpy_kernel.extension import IPythonPort
 from lackpy_kernel.kernel.magics import KernelMagics
-from lackpy_kernel.magic_syntax import split_cell
-from lackpy_kernel.magics import DELEGATE_OPTIONS, Magic, Option, declared_magics, magic
+from lackpy_kernel.kernel.output import CellOutput, KernelPort
+from lackpy_kernel.notebook.core import CoreMagics
+from lackpy_kernel.notebook.declare import DELEGATE_OPTIONS, Magic, Option, declared_magics, magic
+from lackpy_kernel.notebook.syntax import split_cell
 
 
 def segments(cell: str) -> list[tuple[str, str, str]]:
@@ -37,8 +39,8 @@ def test_a_percent_inside_open_brackets_is_code_not_a_magic():
 
 
 def test_delegate_shares_its_options_between_the_kernel_and_the_extension():
-    kernel = declared_magics(KernelMagics)["delegate"][0]
-    extension = declared_magics(LackpyMagics)["delegate"][0]
+    kernel = CoreMagics.offered(KernelPort(CellOutput(None), None).offers)["delegate"]
+    extension = CoreMagics.offered(IPythonPort(None).offers)["delegate"]
     for declared in (kernel, extension):
         assert declared.options[:len(DELEGATE_OPTIONS)] == DELEGATE_OPTIONS
         assert declared.rest == "INTENT" and not declared.cell

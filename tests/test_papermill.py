@@ -48,3 +48,16 @@ def test_papermill_describes_a_lackpy_notebooks_parameters(installed_kernelspec,
     described = papermill("--help-notebook", source, cwd=tmp_path)
     assert described.returncode == 0, described.stderr
     assert "name: Unknown type (default 'notes.txt')" in described.stdout
+
+
+def test_the_papermill_module_imports_on_its_own():
+    """Imported first, before papermill, it must not meet itself half-imported (papermill
+    loads its engine while papermill.engines is being imported)."""
+    check = ("import lackpy_kernel.papermill_support as support\n"
+             "from papermill.engines import papermill_engines\n"
+             "from papermill.translators import papermill_translators\n"
+             "assert papermill_engines.get_engine('lackpy') is support.LackpyEngine\n"
+             "assert papermill_translators.find_translator('k', 'lackpy') is support.LackpyTranslator\n")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr

@@ -63,6 +63,8 @@ from .plans import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "LACKPY_TOOL",
     "Agent",
     "AgentEvent",
     "AgentOutputError",
@@ -77,6 +79,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "Plan",
     "PlanCompileError",
+    "PlanLibrary",
     "PlanPaused",
     "PlanRegistryError",
     "PlanRound",
@@ -86,6 +89,7 @@ __all__ = [
     "PlanStepError",
     "Program",
     "ReplanEngine",
+    "RunStatus",
     "RunContext",
     "Sentinel",
     "ServiceExecutor",
@@ -101,5 +105,7 @@ __all__ = [
     "from_prev",
     "from_start",
     "from_step",
+    "remember_program",
+    "target_label",
     "trace_to_program",
 ]

@@ -48,8 +48,9 @@ class LoopThread:
         """Run ``coro`` on the thread's loop and wait for its result.
 
         A KeyboardInterrupt while waiting, or ``timeout`` passing (TimeoutError), cancels
-        the coroutine, waits up to ``grace`` for it to wind down, and raises. Raises
-        RuntimeError when the loop's thread has stopped.
+        the coroutine, waits up to ``grace`` for it to wind down, and raises (a
+        KeyboardInterrupt carries the message of the error the coroutine wound down with).
+        Raises RuntimeError when the loop's thread has stopped.
         """
         if not self.alive:
             coro.close()
@@ -69,6 +70,9 @@ class LoopThread:
                 raise TimeoutError(f"lackpy gave up waiting after {timeout} s")
         except KeyboardInterrupt:
             self._cancel(holder, finished)
+            stopped = holder["task"]
+            if stopped.done() and not stopped.cancelled() and stopped.exception() is not None:
+                raise KeyboardInterrupt(str(stopped.exception())) from None
             raise
         task = holder["task"]
         if task.cancelled():

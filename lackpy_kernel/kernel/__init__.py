@@ -2,7 +2,7 @@
 
 Run as ``python -m lackpy_kernel -f CONNECTION_FILE`` (the kernelspec does this).
 ``kernel`` holds the Jupyter protocol handlers, ``magics`` the magics, ``output`` what a
-cell sends; how things look is ``lackpy_kernel.display``, shared with the other surfaces.
+cell sends; how things look is ``lackpy_kernel.notebook.bundles``, shared with the other surfaces.
 """
 
 from .app import LackpyKernelApp

@@ -14,5 +14,5 @@ class LackpyKernelApp(IPKernelApp):
     """
 
     def init_sockets(self) -> None:
-        super().init_sockets()
+        super().init_sockets()  # type: ignore[no-untyped-call]
         self.shell_channel_thread = None

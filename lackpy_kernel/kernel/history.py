@@ -61,7 +61,8 @@ class History:
     def _start_session(self) -> int:
         with self._lock:
             started = datetime.now(UTC).isoformat(timespec="seconds")
-            return self._db.execute("INSERT INTO sessions (start) VALUES (?)", (started,)).lastrowid
+            added = self._db.execute("INSERT INTO sessions (start) VALUES (?)", (started,))
+            return added.lastrowid or 0
 
     def store(self, line: int, source: str, output: str) -> None:
         """Keep cell ``line`` of this session; it is written to the file at the next
@@ -114,7 +115,7 @@ class History:
         params = (pattern, pattern) if unique else (pattern,)
         return self._select(condition, params, output, newest_first_limit=n or -1)
 
-    def _select(self, condition: str, params: tuple, output: bool, *,
+    def _select(self, condition: str, params: tuple[Any, ...], output: bool, *,
                 newest_first_limit: int | None = None) -> list[Entry]:
         query = f"SELECT session, line, source, output FROM history WHERE {condition}"
         if newest_first_limit is not None:

@@ -80,10 +80,10 @@ def _scan(text: str) -> tuple[list[_Open], int | None]:
         elif char in "'\"":
             quote = text[i:i + 3] if text.startswith(char * 3, i) else char
             start = i + len(quote)
-            end = _string_end(text, start, quote)
-            if end is None:
+            closed = _string_end(text, start, quote)
+            if closed is None:
                 return stack, start
-            i = end
+            i = closed
             continue
         elif char in "([{":
             stack.append(_Open(char, i))

@@ -24,10 +24,11 @@ from traitlets import Float
 
 from lackpy_kernel import __version__
 from lackpy_kernel.config import LackpyConfig, load_config
-from lackpy_kernel.errors import ConfigError, KitError, error_text
+from lackpy_kernel.errors import ConfigError, KitError, LackpyError, error_text
 from lackpy_kernel.kit import ToolSpec, Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
-from lackpy_kernel.magic_syntax import split_cell
+from lackpy_kernel.notebook.core import show_run
+from lackpy_kernel.notebook.syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
@@ -35,7 +36,7 @@ from lackpy_kernel.session import LackpySession
 from .history import History
 from .introspect import PATH_ARGUMENTS, Call, enclosing_calls, workspace_paths
 from .magics import KernelMagics
-from .output import CellError, CellOutput, show_result
+from .output import CellError, CellOutput
 
 _IDENTIFIER_BEFORE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_AFTER = re.compile(r"^[A-Za-z0-9_]*")
@@ -67,7 +68,7 @@ class LackpyKernel(Kernel):
     )
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]
         self.workspace = Path.cwd()
         self.problems: list[str] = []
         self.service = LackpyService(self.workspace, self._read_lackpy_config())
@@ -76,7 +77,7 @@ class LackpyKernel(Kernel):
         discard_early()  # one the session did not adopt: programs run in this process
         self._stop_after_control: list[Callable[[], Any]] = []
         self.output = CellOutput(self)
-        self.magics = KernelMagics(self.output, self.lackpy, self.workspace)
+        self.magics = KernelMagics(self.output, self.lackpy)
         self.files = Workspace(self.service.workspace)  # what path completion may list
         self.history = History(self.service.config_dir)
         self._history_failing = False
@@ -114,7 +115,7 @@ class LackpyKernel(Kernel):
     # -- execute --------------------------------------------------------------
 
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
-                         user_expressions: dict | None = None, allow_stdin: bool = False,
+                         user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
         self._announce_problems()
@@ -155,10 +156,18 @@ class LackpyKernel(Kernel):
         for segment in split_cell(code):
             if segment.kind == "code":
                 await self._run_program(segment.text)
-            elif segment.kind == "cell_magic":
-                await self.magics.run(segment.name, segment.line, segment.body)
             else:
-                await self.magics.run(segment.name, segment.line)
+                await self._run_magic(segment.name, segment.line,
+                                      segment.body if segment.kind == "cell_magic" else None)
+
+    async def _run_magic(self, name: str, line: str, body: str | None) -> None:
+        """Run a magic; its LackpyError ends the cell with the error's class name."""
+        try:
+            await self.magics.run(name, line, body)
+        except CellError:
+            raise
+        except LackpyError as exc:
+            raise CellError(type(exc).__name__, error_text(exc)) from None
 
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
         """Await ``work``; SIGINT (the stop button) cancels it instead of ending the kernel."""
@@ -167,7 +176,7 @@ class LackpyKernel(Kernel):
             return await task
 
     @contextlib.contextmanager
-    def _cancel_on_sigint(self, task: asyncio.Future) -> Iterator[None]:
+    def _cancel_on_sigint(self, task: asyncio.Future[Any]) -> Iterator[None]:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -190,7 +199,7 @@ class LackpyKernel(Kernel):
         except KitError as exc:
             raise CellError("KitError", f"the session's kit {self.lackpy.kit!r} cannot be used: "
                             f"{error_text(exc)}; choose another with %kit") from None
-        show_result(self.output, result, program)
+        show_run(self.magics.port, result, program)
 
     # -- completion, inspection, history ---------------------------------------
 
@@ -209,8 +218,8 @@ class LackpyKernel(Kernel):
                            if name.lstrip("%").startswith(prefix)]
         elif call is not None and call[0].string_start is not None:
             site, spec = call
-            typed = code[site.string_start:cursor_pos]
-            start = site.string_start
+            start = call[0].string_start
+            typed = code[start:cursor_pos]
             in_path = site.argument([arg.name for arg in spec.args]) in PATH_ARGUMENTS
             matches = workspace_paths(self.files, typed) if in_path else []
         elif before[:start].endswith("."):
@@ -332,17 +341,17 @@ class LackpyKernel(Kernel):
         # flushes stdout here; if the main thread has meanwhile closed IOPub, that flush
         # waits 10 s for a thread that is gone. So the stop waits until that flush is done.
         if threading.current_thread() is threading.main_thread():  # on the shell channel
-            await super().shutdown_request(stream, ident, parent)
+            await super().shutdown_request(stream, ident, parent)  # type: ignore[no-untyped-call]
             return
         main_loop = self.io_loop
-        self.io_loop = _HeldStop(main_loop, self._stop_after_control)
+        self.io_loop = _HeldStop(main_loop, self._stop_after_control)  # type: ignore[assignment]
         try:
-            await super().shutdown_request(stream, ident, parent)
+            await super().shutdown_request(stream, ident, parent)  # type: ignore[no-untyped-call]
         finally:
             self.io_loop = main_loop
 
     async def process_control(self, msg: Any) -> None:
-        await super().process_control(msg)
+        await super().process_control(msg)  # type: ignore[no-untyped-call]
         while self._stop_after_control:
             self.io_loop.add_callback(self._stop_after_control.pop(0))
 

@@ -1,25 +1,23 @@
-"""What a cell sends to the front end, and the error that ends a cell."""
+"""What a cell sends to the front end: the notebook port over IOPub."""
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.display import ErrorReport, output_bundle, program_error, trace_bundle
-from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
+from lackpy_kernel.notebook.bundles import output_bundle, uses_comment
 
+if TYPE_CHECKING:
+    from ipykernel.kernelbase import Kernel
 
-class CellError(Exception):
-    """Ends a cell with an error reply: ``ename``, ``evalue`` and the traceback lines."""
+    from lackpy_kernel.session import LackpySession
 
-    def __init__(self, ename: str, evalue: str, traceback: list[str] | None = None) -> None:
-        super().__init__(evalue)
-        self.ename, self.evalue = ename, evalue
-        self.traceback = traceback or [f"{ename}: {evalue}"]
-
-    @classmethod
-    def of(cls, report: ErrorReport) -> CellError:
-        """The CellError that shows ``report``."""
-        return cls(report.ename, report.evalue, report.traceback)
+CellError = NotebookError  # the kernel's name for the error that ends a cell
+# its cells are lackpy already; its session's programs run where the first one ran
+KERNEL_LACKS = frozenset({"lackpy", "delegate --no-sandbox"})
 
 
 class CellOutput:
@@ -29,8 +27,8 @@ class CellOutput:
     sent for a silent cell.
     """
 
-    def __init__(self, kernel: Any) -> None:
-        self._kernel = kernel
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
         self.silent = False
         self.payload: list[dict[str, Any]] = []
         self.last_output = ""  # the text of the cell's result, kept in the history
@@ -41,7 +39,7 @@ class CellOutput:
         self.payload = []
         self.last_output = ""
 
-    def stream(self, name: str, text: str) -> None:
+    def stream(self, name: StreamName, text: str) -> None:
         """Write ``text`` to the cell's stdout or stderr."""
         if text and not self.silent:
             self._send("stream", {"name": name, "text": text})
@@ -62,7 +60,7 @@ class CellOutput:
         """Show the cell's result (``Out[n]``)."""
         self.last_output = data.get("text/plain", "")
         if not self.silent:
-            self._send("execute_result", {"execution_count": self._kernel.execution_count,
+            self._send("execute_result", {"execution_count": self.kernel.execution_count,
                                           "data": data, "metadata": {}})
 
     def error(self, error: CellError) -> dict[str, Any]:
@@ -77,18 +75,67 @@ class CellOutput:
         self.payload.append({"source": "set_next_input", "text": text, "replace": replace})
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
-        self._kernel.send_response(self._kernel.iopub_socket, msg_type, content)
+        self.kernel.send_response(self.kernel.iopub_socket, msg_type, content)
 
 
-def show_result(output: CellOutput, result: ExecutionResult, program: str) -> None:
-    """Show what a program printed, its notes, its trace and its result; raises CellError
-    when it failed."""
-    output.stream("stdout", result.stdout)
-    for note in result.notes:
-        output.stream("stderr", f"lackpy: {note}\n")
-    if result.trace.entries:
-        output.display(trace_bundle(result.trace, compact=True))
-    if not result.success:
-        raise CellError.of(program_error(result, program))
-    if result.output is not None:
-        output.result(output_bundle(result.output))
+class KernelPort:
+    """The notebook port over the kernel's cell output; the notebook's variables are the
+    session's."""
+
+    def __init__(self, output: CellOutput, session: LackpySession) -> None:
+        self.output, self.session = output, session
+
+    def stream(self, name: StreamName, text: str) -> None:
+        self.output.stream(name, text)
+
+    def display(self, bundle: Bundle, display_id: str | None = None) -> None:
+        self.output.display(bundle, display_id)
+
+    def update_display(self, bundle: Bundle, display_id: str) -> None:
+        self.output.update_display(bundle, display_id)
+
+    def live(self) -> bool:
+        return True
+
+    def result(self, value: Any, *, shown: bool = False) -> None:
+        if value is not None and not shown:
+            self.output.result(output_bundle(value))
+
+    def next_input(self, text: str, *, replace: bool = False) -> None:
+        self.output.next_input(text, replace=replace)
+
+    def ask(self, prompt: str, *, password: bool = False) -> str:
+        kernel = self.output.kernel
+        if not getattr(kernel, "_allow_stdin", False):
+            raise no_input(prompt)
+        return kernel.getpass(prompt) if password else kernel.raw_input(prompt)
+
+    def program_cell(self, cell: ProgramCell) -> str:
+        """The cell's variables in a comment, then ``%kit`` (when one was chosen) and
+        ``%params`` lines, so the cell runs as written, then the program."""
+        lines = [uses_comment(cell.uses)] if cell.uses else []
+        if cell.kit:
+            lines.append(f"%kit {cell.kit}")
+        if cell.params:
+            words = [f"{name}={value!r}" for name, value in cell.params.items()]
+            quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word
+                      for word in words]
+            lines.append(f"%params {' '.join(quoted)}")
+        return "\n".join([*lines, cell.program])
+
+    async def variable(self, name: str) -> Any:
+        if name not in self.session.variable_types and name not in self.session.params:
+            raise UsageError(f"no variable {name!r}: make a list first, e.g. {name} = "
+                             f"['a.txt', 'b.txt']")
+        result = await self.session.run(name)
+        return result.raise_for_error().output
+
+    def assign(self, name: str, value: Any) -> None:
+        raise UsageError(f"the lackpy kernel has no Python namespace to bind {name!r} in")
+
+    def offers(self, magic: str) -> bool:
+        return magic not in KERNEL_LACKS
+
+    def notebook_values(self, names: set[str] | frozenset[str] | None = None
+                        ) -> Mapping[str, Any] | None:
+        return None

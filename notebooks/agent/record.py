@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from lackpy_kernel.engines.turns import notebook_agent, notebook_replan
+from lackpy_kernel.notebook.turns import notebook_agent, notebook_replan
 from lackpy_kernel.service import LackpyService
 from tests.support.loopback import LoopbackServer, tool_turn
 

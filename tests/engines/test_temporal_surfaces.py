@@ -15,6 +15,7 @@ import pytest
 
 from lackpy_kernel.engines import Approval, Plan, Program, Step
 from lackpy_kernel.engines.plans import PlanLibrary
+from lackpy_kernel.engines.temporal import TemporalRunner
 from lackpy_kernel.install import install_kernelspec
 from tests.support.kernel import KERNEL_NAME, Kernel, make_workspace
 from tests.support.shell import extension_shell, magics_of
@@ -174,7 +175,7 @@ def test_the_extension_starts_a_remote_run_and_reaches_it_by_its_key(
             "plan", f"run notes.txt --temporal {temporal_server.address} --task-queue {queue} "
                     f"--key ext1")
         assert key == "ext1"
-        runner = magics_of(shell).remote.runner_for("ext1")
+        runner = TemporalRunner(temporal_server.address, task_queue=queue)
         wait_until(lambda: run_status(shell, runner, "ext1") == "paused")
         capsys.readouterr()
         shell.run_line_magic("plan", "status ext1")

@@ -245,12 +245,6 @@ def test_delegate_takes_the_intent_literally(kernel):
     assert "read_file('{notes}.txt')" in outcome.reply["content"]["payload"][0]["text"]
 
 
-def test_delegate_failure_lists_the_tiers(kernel):
-    outcome = kernel.execute("%delegate write me a sonnet")
-    assert outcome.error["ename"] == "GenerationError"
-    assert "rules: no program for this intent" in outcome.error["evalue"]
-
-
 def test_the_ratchet_in_the_kernel(kernel):
     first = kernel.execute("%delegate read the file app.py")
     program = first.reply["content"]["payload"][0]["text"]
@@ -269,57 +263,6 @@ def test_create_with_a_pattern_after_the_name_and_a_bare_placeholder(kernel):
     outcome = kernel.execute("%delegate --run where is helper defined")
     assert "written by templates" in outcome.stream("stdout")
     assert outcome.value() == [5]
-
-
-def test_create_needs_a_name_and_a_valid_program(kernel):
-    assert kernel.execute("%%create\nx = 1").error["ename"] == "UsageError"
-    bad = kernel.execute("%%create bad --pattern p\nimport os")
-    assert bad.error["ename"] == "LackpyCreateError"
-
-
-def test_kit_show_and_set(kernel):
-    shown = kernel.execute("%kit").of("display_data")[0]["data"]["text/plain"]
-    assert shown.startswith("kit: debug  (grade w=1 d=1)")
-    assert kernel.execute("write_file('out.txt', 'x')").status == "error"
-    assert kernel.execute("%kit read_file,write_file").status == "ok"
-    assert kernel.execute("write_file('out.txt', 'x')").status == "ok"
-    assert (kernel.workspace / "out.txt").read_text() == "x"
-    unknown = kernel.execute("%kit nosuch")
-    assert unknown.status == "error" and "nosuch" in unknown.error["evalue"]
-    assert kernel.execute("%kit debug").status == "ok"
-
-
-def test_params(kernel):
-    assert kernel.execute('%params limit=2 "label=first lines" xs=[1,2]').status == "ok"
-    assert kernel.execute("[limit, label, xs]").value() == [
-        2, "first lines", [1, 2]]
-    bad = kernel.execute("%params other=1 broken")
-    assert bad.error["ename"] == "UsageError"
-    assert kernel.execute("other").status == "error"  # nothing was set by the bad line
-    assert kernel.execute("%params --clear").status == "ok"
-    assert kernel.execute("limit").status == "error"
-
-
-def test_validate_magic(kernel):
-    assert kernel.execute("%%validate\nn = len(read_file('notes.txt'))").status == "ok"
-    outcome = kernel.execute("%%validate\nwhile True:\n    pass")
-    assert outcome.error["ename"] == "LackpyValidationError"
-
-
-def test_trace_who_reset_providers_lsmagic(kernel):
-    kernel.execute("found = find_files('*.py')")
-    trace = kernel.execute("%trace").of("display_data")[0]["data"]
-    assert "<details open>" in trace["text/html"] and "['app.py']" in trace["text/plain"]
-    who = kernel.execute("%who").of("display_data")[0]["data"]["text/plain"]
-    assert "found" in who and "list" in who
-    kernel.execute("%reset")
-    assert kernel.execute("found").status == "error"
-    providers = kernel.execute("%providers").of("display_data")[0]["data"]["text/plain"]
-    assert "rules" in providers and "yes" in providers
-    listing = kernel.execute("%lsmagic").of("display_data")[0]["data"]["text/plain"]
-    for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
-                 "%%validate", "%who", "%reset", "%lsmagic"):
-        assert name in listing
 
 
 def test_magics_and_code_in_one_cell(kernel):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from lackpy_kernel.display import EXCERPT_CHARS, output_bundle, output_text, validation_error
 from lackpy_kernel.lang import Issue
 from lackpy_kernel.mcp_server import build_server
+from lackpy_kernel.notebook.bundles import EXCERPT_CHARS, output_bundle, output_text, validation_error
 from lackpy_kernel.run import RestrictedRunner
 from lackpy_kernel.run.plain import MAX_DISPLAY_BYTES, display_problem, jsonable
 from lackpy_kernel.service import LackpyService

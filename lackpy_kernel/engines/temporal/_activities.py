@@ -24,8 +24,9 @@ from temporalio.exceptions import ApplicationError
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.errors import LackpyError, PlanPaused, PlanRuntimeError, UsageError
+from lackpy_kernel.kit import Kit
 from lackpy_kernel.run.plain import jsonable
-from lackpy_kernel.service import Kit, LackpyService
+from lackpy_kernel.service import LackpyService
 
 from ..plans import ServiceExecutor, Step, StepResult, Store, choose_route, step_from_dict, target_label
 

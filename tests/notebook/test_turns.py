@@ -7,8 +7,8 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Agent
-from lackpy_kernel.engines.turns import TurnLog, notebook_agent, notebook_engine
 from lackpy_kernel.errors import UsageError
+from lackpy_kernel.notebook.turns import TurnLog, notebook_agent, notebook_engine
 from lackpy_kernel.service import LackpyService
 from tests.support import agents
 from tests.support import loopback as lb

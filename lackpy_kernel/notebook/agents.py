@@ -1,7 +1,7 @@
-"""The kernel's agent magics: ``%agent`` lets a model call the kit's tools turn by turn, with
-each turn shown as it happens, and offers the run's calls as the next cell; ``%replan`` has a
-planner model decide each round. The stop button ends a run cleanly (a ``%replan --key`` run
-is then paused with a checkpoint)."""
+"""The agent magics, for both hosts: ``%agent`` lets a model call the kit's tools turn by
+turn, with each turn shown as it happens, and offers the run's calls as the next cell;
+``%replan`` has a planner model decide each round. The stop button ends a run cleanly (a
+``%replan --key`` run is then paused with a checkpoint)."""
 
 from __future__ import annotations
 
@@ -12,90 +12,88 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.display import output_bundle, turns_bundle
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.bundles import turns_bundle
+from lackpy_kernel.notebook.declare import (
     AGENT_OPTIONS,
     AGENT_SUMMARY,
     REPLAN_OPTIONS,
     REPLAN_SUMMARY,
-    Magic,
     magic,
 )
-from lackpy_kernel.session import LackpySession
-
-from .output import CellError, CellOutput
+from lackpy_kernel.notebook.family import MagicFamily
+from lackpy_kernel.notebook.plans import envelope_failure, whole_number
+from lackpy_kernel.notebook.port import NotebookError, ProgramCell
+from lackpy_kernel.notebook.syntax import MagicLine
 
 if TYPE_CHECKING:  # the engines load with the first %agent or %replan: start-up stays short
-    from lackpy_kernel.engines import Agent, Envelope
-    from lackpy_kernel.engines.turns import TurnLog
+    from lackpy_kernel.engines import Agent, AgentEvent, Envelope
+    from lackpy_kernel.notebook.turns import TurnLog
+
+__all__ = ["AgentMagics"]
 
 UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
-Run = Callable[["TurnLog", Callable[[], None]], Awaitable["Envelope"]]
+Update = Callable[..., None]
+Run = Callable[["TurnLog", Update], Awaitable["Envelope"]]
 
 
-class AgentMagics:
-    """``%agent`` and ``%replan`` over the kernel's session and service."""
-
-    output: CellOutput
-    session: LackpySession
-    service: Any
-    plans: Any  # the PlanDraft of PlanMagics: its library holds the plan Store
-    _magic: Callable[[str], Magic]
+class AgentMagics(MagicFamily):
+    """``%agent`` and ``%replan`` over the notebook's session and service."""
 
     @magic("agent", AGENT_SUMMARY, options=AGENT_OPTIONS, rest="INTENT")
-    async def agent(self, line: Any) -> None:
+    async def agent(self, line: MagicLine) -> None:
         intent = line.rest
         if not intent:
             raise UsageError(f"what should the agent do? usage: {self._magic('agent').usage}")
         options = line.options
-        from lackpy_kernel.engines.turns import notebook_agent
+        from lackpy_kernel.notebook.turns import notebook_agent
 
         agent = notebook_agent(
             self.service, options.get("--kit") or self.session.kit,
             model=options.get("--model"), provider=options.get("--provider"),
-            max_turns=_whole(options, "--max-turns"),
+            max_turns=whole_number(options, "--max-turns"),
             allow_writes=bool(options.get("--allow-writes")))
         with agent:
             envelope = await self._live_run(f"agent: {intent}", "turn", lambda log, update: agent.arun(
                 intent, on_event=_listening(log, update), on_text=_streaming(log, update)))
-        self._run_outcome(agent, intent, envelope, "turn")
+        self._run_outcome(agent, intent, envelope, "turn", options.get("--kit"))
 
     @magic("replan", REPLAN_SUMMARY, options=REPLAN_OPTIONS, rest="INTENT")
-    async def replan(self, line: Any) -> None:
+    async def replan(self, line: MagicLine) -> None:
         options = line.options
         key, resume = options.get("--key"), bool(options.get("--resume"))
         intent = line.rest or (self._checkpointed_task(key) if resume else "")
         if not intent:
             raise UsageError(f"what should the plan do? usage: {self._magic('replan').usage}")
-        from lackpy_kernel.engines.turns import notebook_replan
+        from lackpy_kernel.notebook.turns import notebook_replan
 
         agent = notebook_replan(
             self.service, options.get("--kit") or self.session.kit, key=key, resume=resume,
-            max_rounds=_whole(options, "--max-rounds"), model=options.get("--model"),
+            max_rounds=whole_number(options, "--max-rounds"), model=options.get("--model"),
             provider=options.get("--provider"), allow_writes=bool(options.get("--allow-writes")))
         title = f"replan: {intent}" + (f" (key {key})" if key else "")
         with agent:
             envelope = await self._live_run(title, "round", lambda log, update: agent.arun(
                 intent, on_event=_listening(log, update)), key)
-        self._run_outcome(agent, intent, envelope, "round")
+        self._run_outcome(agent, intent, envelope, "round", options.get("--kit"))
 
     # -- helpers ----------------------------------------------------------------
 
     async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
-        """Run with a display updated as the run goes; the final table follows it."""
-        from lackpy_kernel.engines.turns import TurnLog
+        """Run with a display updated as the run goes (streamed text at most every
+        UPDATE_EVERY_S); the final table follows it."""
+        from lackpy_kernel.notebook.turns import TurnLog
 
         log = TurnLog(label)
         display_id = uuid.uuid4().hex
-        self.output.display({"text/plain": title}, display_id)
+        self.port.display({"text/plain": title}, display_id)
         shown = [0.0]
 
         def update(force: bool = True) -> None:
             now = time.monotonic()
             if force or now - shown[0] >= UPDATE_EVERY_S:
                 shown[0] = now
-                self.output.update_display(turns_bundle(title, log.rows(), label), display_id)
+                self.port.update_display(turns_bundle(title, log.rows(), label), display_id)
 
         try:
             envelope = await run(log, update)
@@ -105,49 +103,52 @@ class AgentMagics:
             where = f"in {label} {log.turns}" if log.turns else "before its first turn"
             after = (f"; it is paused with a checkpoint: %replan --resume --key {key} goes on"
                      if key else "")
-            raise CellError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the tool "
-                                                 f"calls in flight were stopped{after}") from None
+            raise NotebookError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the "
+                                f"tool calls in flight were stopped{after}") from None
         self._finish_run(title, display_id, log, label)
         return envelope
 
     def _finish_run(self, title: str, display_id: str, log: TurnLog, label: str) -> None:
         # As the plan magics do: the live display goes back to its first text and the final
         # table follows, so a notebook shows the same whether or not updates were applied.
-        self.output.update_display({"text/plain": title}, display_id)
-        self.output.display(turns_bundle("", log.rows(), label))
+        self.port.update_display({"text/plain": title}, display_id)
+        self.port.display(turns_bundle("", log.rows(), label))
 
-    def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str) -> None:
+    def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str,
+                     kit: str | None) -> None:
         if envelope.error is not None:
-            raise CellError(envelope.error.type, envelope.error.message)
-        from lackpy_kernel.engines.turns import offer_program, run_summary
+            raise envelope_failure(envelope)
+        from lackpy_kernel.notebook.turns import offer_program, run_summary
 
-        self.output.stream("stdout", f"done: {run_summary(envelope, label)}\n")
+        self.port.stream("stdout", f"done: {run_summary(envelope, label)}\n")
         program = offer_program(self.service, agent, intent, envelope)
         if program is not None:
-            self.output.stream("stdout", "the run's tool calls, as one program, are in the "
-                                         "next cell; %%create NAME saves it as a template\n")
-            self.output.next_input(program.rstrip("\n"))
-        if envelope.payload is not None:
-            self.output.result(output_bundle(_plain(envelope.payload)))
+            self.port.stream("stdout", "the run's tool calls, as one program, are in the "
+                                       "next cell; %%create NAME saves it as a template\n")
+            cell = ProgramCell(program.rstrip("\n"), kit=_cell_kit(kit))
+            self.port.next_input(self.port.program_cell(cell))
+        self.port.result(_plain(envelope.payload))
 
     def _checkpointed_task(self, key: str | None) -> str:
         if key is None:
             raise UsageError("--resume needs --key K: the key the run was checkpointed under")
-        run = self.plans.library.run(key)
+        from lackpy_kernel.engines.plans import PlanLibrary
+
+        run = PlanLibrary(self.service.workspace).run(key)
         if run is None:
             raise UsageError(f"no run under the key {key!r}; %plan status lists them")
         return str(run.task)
 
 
-def _listening(log: TurnLog, update: Callable[..., None]) -> Callable[[Any], None]:
-    def on_event(event: Any) -> None:
+def _listening(log: TurnLog, update: Update) -> Callable[[AgentEvent], None]:
+    def on_event(event: AgentEvent) -> None:
         log(event)
         update()
 
     return on_event
 
 
-def _streaming(log: TurnLog, update: Callable[..., None]) -> Callable[[str], None]:
+def _streaming(log: TurnLog, update: Update) -> Callable[[str], None]:
     def on_text(piece: str) -> None:
         log.text(piece)
         update(force=False)
@@ -155,14 +156,15 @@ def _streaming(log: TurnLog, update: Callable[..., None]) -> Callable[[str], Non
     return on_text
 
 
-def _whole(options: dict[str, Any], flag: str) -> int | None:
-    text = options.get(flag)
-    if text is None:
-        return None
-    if not str(text).isdigit() or int(text) < 1:
-        raise UsageError(f"{flag} takes a whole number of at least 1, not {text!r}")
-    return int(text)
+def _cell_kit(kit: str | None) -> str | None:
+    """The kit a cell runs the offered program with: the ``--kit`` given, less the
+    ``lackpy`` tool (the program inlines the programs its calls ran)."""
+    from lackpy_kernel.notebook.turns import kit_words
+
+    return ",".join(kit_words(kit) or []) or None
 
 
 def _plain(payload: Any) -> Any:
-    return dataclasses.asdict(payload) if dataclasses.is_dataclass(payload) else payload
+    if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+        return dataclasses.asdict(payload)
+    return payload

@@ -1,6 +1,6 @@
 """Agents in a notebook: what ``%agent`` and ``%replan`` build, and how a run looks as it goes.
 
-The kernel's and the IPython extension's magics share this: :func:`notebook_agent` and
+``%agent`` and ``%replan`` (``notebook.agents``) build on this: :func:`notebook_agent` and
 :func:`notebook_replan` make the agent a magic's options ask for (the model from the options,
 else ``[agent]`` in the workspace's config); a :class:`TurnLog` follows a run event by event
 (model text as it streams, each tool call with its arguments, outcome and time), for a
@@ -12,29 +12,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from lackpy_kernel.errors import UsageError
-
-from .agents import (
-    DEFAULT_MAX_ROUNDS,
-    LACKPY_TOOL,
+from lackpy_kernel.engines import (
     Agent,
     AgentEvent,
+    Envelope,
     LLMEngine,
     PlanRound,
     ReplanEngine,
-    remember_program,
     trace_to_program,
 )
-from .plans import Envelope, PlanLibrary
+from lackpy_kernel.engines.agents import DEFAULT_MAX_ROUNDS, LACKPY_TOOL, remember_program
+from lackpy_kernel.engines.plans import PlanLibrary
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.kit import Kit
+from lackpy_kernel.service import LackpyService
 
-__all__ = ["TurnLog", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
+__all__ = ["TurnLog", "kit_words", "notebook_agent", "notebook_engine", "notebook_replan", "offer_program",
            "run_summary"]
 
 TEXT_SHOWN = 70  # characters of a model's text in a row
 
 
-def notebook_engine(service: Any, model: str | None = None, provider: str | None = None,
-                    **knobs: Any) -> LLMEngine:
+def notebook_engine(service: LackpyService, model: str | None = None,
+                    provider: str | None = None, **knobs: Any) -> LLMEngine:
     """The LLMEngine for a magic: ``model`` and ``provider`` as given, else the config's
     ``[agent]`` ones (a provider alone uses its own configured model). UsageError when
     neither names a model."""
@@ -50,7 +50,7 @@ def notebook_engine(service: Any, model: str | None = None, provider: str | None
     return LLMEngine(model, provider=provider, workspace=service.workspace, **knobs)
 
 
-def notebook_agent(service: Any, kit: Any, *, model: str | None = None,
+def notebook_agent(service: LackpyService, kit: Kit, *, model: str | None = None,
                    provider: str | None = None, max_turns: int | None = None,
                    allow_writes: bool = False) -> Agent:
     """The agent ``%agent`` runs: the kit's tools, read-only unless ``allow_writes``."""
@@ -59,9 +59,10 @@ def notebook_agent(service: Any, kit: Any, *, model: str | None = None,
     return Agent(engine, tools=kit, service=service, auto_run="write" if allow_writes else None)
 
 
-def notebook_replan(service: Any, kit: Any, *, key: str | None = None, resume: bool = False,
-                    max_rounds: int | None = None, model: str | None = None,
-                    provider: str | None = None, allow_writes: bool = False) -> Agent:
+def notebook_replan(service: LackpyService, kit: Kit, *, key: str | None = None,
+                    resume: bool = False, max_rounds: int | None = None,
+                    model: str | None = None, provider: str | None = None,
+                    allow_writes: bool = False) -> Agent:
     """The agent ``%replan`` runs: a planner on the model deciding each round's calls of the
     kit's tools, checkpointing under ``key`` in the workspace's plan Store."""
     planner = Agent(notebook_engine(service, model, provider), tools=[], name="planner",
@@ -74,7 +75,8 @@ def notebook_replan(service: Any, kit: Any, *, key: str | None = None, resume: b
                  auto_run="write" if allow_writes else None)
 
 
-def offer_program(service: Any, agent: Agent, intent: str, envelope: Envelope) -> str | None:
+def offer_program(service: LackpyService, agent: Agent, intent: str,
+                  envelope: Envelope) -> str | None:
     """The run's straight-line program (see ``trace_to_program``), logged for ``create`` under
     ``intent``; None when the run made no call a program can make."""
     kit_tools = _kit_names(service, agent)
@@ -198,13 +200,19 @@ def _short(text: str) -> str:
     return text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN - 3] + "..."
 
 
-def _kit_names(service: Any, agent: Agent) -> list[str]:
+def kit_words(tools: Any) -> list[str] | None:
+    """The kit and tool names an agent's ``tools`` gives (a kit name, ``"a,b"``, or a list,
+    whose agents are left out), less the ``lackpy`` tool; None for a kit given otherwise."""
+    if not isinstance(tools, str | list):
+        return None
+    words = tools.split(",") if isinstance(tools, str) else tools
+    return [name.strip() for name in words
+            if isinstance(name, str) and name.strip() not in ("", LACKPY_TOOL)]
+
+
+def _kit_names(service: LackpyService, agent: Agent) -> list[str]:
     """The names of the kit tools among the agent's tools (a kit name resolved)."""
     tools = service.config.kit_default if agent.tools is None else agent.tools
-    kit = tools
-    if isinstance(tools, str | list):
-        words = tools.split(",") if isinstance(tools, str) else tools
-        names = [name.strip() for name in words
-                 if isinstance(name, str) and name.strip() not in ("", LACKPY_TOOL)]
-        kit = names[0] if len(names) == 1 else names
+    names = kit_words(tools)
+    kit = tools if names is None else names[0] if len(names) == 1 else names
     return list(service.resolve_kit(kit).tools) if kit else []

@@ -1,6 +1,6 @@
 """A plan built in a notebook, cell by cell, and what its runs look like as they go.
 
-The kernel's and the IPython extension's ``%%step`` and ``%plan`` share this: a
+``%%step`` and ``%plan`` (``notebook.plans``) build on this: a
 :class:`PlanDraft` holds the steps the notebook declared (declaring a step of the same name
 again replaces it, so a cell can be edited and re-run), builds the Plan to run, and saves
 and loads it in the workspace. A :class:`StepLog` follows a run step by step, for a display
@@ -14,21 +14,20 @@ import re
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.errors import UsageError
-
-from .plans import (
+from lackpy_kernel.engines import (
     Plan,
-    PlanLibrary,
     Program,
-    RunStatus,
     Sentinel,
     Step,
     from_parallel_all,
     from_prev,
     from_start,
     from_step,
-    target_label,
 )
+from lackpy_kernel.engines.plans import PlanLibrary, RunStatus, target_label
+from lackpy_kernel.errors import UsageError
+from lackpy_kernel.kit import Kit
+from lackpy_kernel.service import LackpyService
 
 __all__ = ["PlanDraft", "StepLog", "parse_reference", "reference_text", "step_from_cell"]
 
@@ -53,7 +52,7 @@ def parse_reference(text: str) -> Any:
         return text
 
 
-def step_from_cell(name: str, source: str, *, kit: Any, writes: str | None = None,
+def step_from_cell(name: str, source: str, *, kit: Kit, writes: str | None = None,
                    parallel: bool = False, task: str | None = None,
                    context: list[str] | None = None) -> Step:
     """The Program step a ``%%step NAME`` cell declares: ``source`` with ``kit``, its task and
@@ -81,7 +80,7 @@ class PlanDraft:
     is declared, with the steps before it.
     """
 
-    def __init__(self, service: Any, workspace: str | Path | None = None) -> None:
+    def __init__(self, service: LackpyService, workspace: str | Path | None = None) -> None:
         self.service = service
         self.library = PlanLibrary(workspace if workspace is not None else service.workspace)
         self.steps: list[Step] = []

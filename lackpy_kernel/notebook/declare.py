@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.magic_syntax import Kind, MagicLine, parse_magic_line, shell_words, unquote
+from lackpy_kernel.notebook.syntax import Kind, MagicLine, parse_magic_line, shell_words, unquote
 
 F = TypeVar("F", bound=Callable[..., Any])
 

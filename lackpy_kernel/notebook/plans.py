@@ -1,6 +1,6 @@
-"""The kernel's plan magics: ``%%step`` declares a step from a cell, ``%plan`` shows, runs,
-fans out, resumes, restarts, saves and loads the plan. Runs checkpoint in the workspace's
-``.lackpy/plans.sqlite``; the stop button pauses a run with a checkpoint.
+"""The plan magics, for both hosts: ``%%step`` declares a step from a cell, ``%plan`` shows,
+runs, fans out, resumes, restarts, saves and loads the plan. Runs checkpoint in the
+workspace's ``.lackpy/plans.sqlite``; the stop button pauses a run with a checkpoint.
 
 With ``--temporal ADDRESS``, ``%plan run`` starts the plan on Temporal and the cell ends at
 once: a background task polls the run and updates its display as steps end, so the notebook
@@ -15,53 +15,50 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from lackpy_kernel.display import (
-    output_bundle,
+from lackpy_kernel.errors import LackpyError, PlanStepError, UsageError, error_text
+from lackpy_kernel.notebook.bundles import (
     plan_bundle,
     progress_bundle,
     remote_run_bundle,
     runs_bundle,
     table_bundle,
 )
-from lackpy_kernel.errors import LackpyError, UsageError, error_text
-from lackpy_kernel.magic_syntax import parse_param
-from lackpy_kernel.magics import (
+from lackpy_kernel.notebook.declare import (
     PLAN_OPTIONS,
     PLAN_REST,
     PLAN_SUMMARY,
     STEP_OPTIONS,
     STEP_SUMMARY,
-    Magic,
     PlanCommand,
     magic,
     plan_command,
     step_line,
 )
-from lackpy_kernel.session import LackpySession
-
-from .output import CellError, CellOutput
+from lackpy_kernel.notebook.family import MagicFamily
+from lackpy_kernel.notebook.port import NotebookError
+from lackpy_kernel.notebook.syntax import MagicLine, parse_param
 
 if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
     from lackpy_kernel.engines import Envelope, Plan, Step
-    from lackpy_kernel.engines.notebook import PlanDraft, StepLog
+    from lackpy_kernel.engines.temporal import RemoteRuns, TemporalRun, TemporalRunner
+    from lackpy_kernel.notebook.draft import PlanDraft, StepLog
 
-Runner = Callable[[Callable[[str, str, float | None], None]], Awaitable["Envelope"]]
+__all__ = ["PlanMagics", "envelope_failure", "whole_number"]
+
+OnStep = Callable[[str, str, float | None], None]
+Runner = Callable[[OnStep], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
 
 
-class PlanMagics:
-    """``%%step`` and ``%plan`` over a PlanDraft of the kernel's session and service."""
-
-    output: CellOutput
-    session: LackpySession
-    _magic: Callable[[str], Magic]
+class PlanMagics(MagicFamily):
+    """``%%step`` and ``%plan`` over a PlanDraft of the notebook's session and service."""
 
     @functools.cached_property
     def plans(self) -> PlanDraft:
         """The plan the notebook's %%step cells declared."""
-        from lackpy_kernel.engines.notebook import PlanDraft
+        from lackpy_kernel.notebook.draft import PlanDraft
 
-        return PlanDraft(self.session.service)
+        return PlanDraft(self.service)
 
     @functools.cached_property
     def _following(self) -> set[asyncio.Task[None]]:
@@ -69,26 +66,25 @@ class PlanMagics:
         return set()
 
     @functools.cached_property
-    def remote(self) -> Any:
-        """The runs this notebook started on Temporal (a RemoteRuns); MissingExtraError
-        without the temporal extra."""
+    def remote(self) -> RemoteRuns:
+        """The runs this notebook started on Temporal; MissingExtraError without the
+        temporal extra."""
         from lackpy_kernel.engines.temporal import RemoteRuns  # noqa: PLC0415 - optional extra
 
         return RemoteRuns()
 
     @magic("step", STEP_SUMMARY, options=STEP_OPTIONS, rest="NAME", cell=True)
-    def step(self, line: Any, body: str) -> None:
-        from lackpy_kernel.engines.notebook import step_from_cell
+    def step(self, line: MagicLine, body: str) -> None:
+        from lackpy_kernel.notebook.draft import step_from_cell
 
         name, options = step_line(self._magic("step"), line)
-        step = step_from_cell(name, body, kit=options.get("--kit") or self.session.kit,
-                              writes=options.get("--writes"),
-                              parallel=bool(options.get("--parallel")),
-                              task=options.get("--task"), context=options.get("--context"))
-        self._declare(step)
+        self._declare(step_from_cell(
+            name, body, kit=options.get("--kit") or self.session.kit,
+            writes=options.get("--writes"), parallel=bool(options.get("--parallel")),
+            task=options.get("--task"), context=options.get("--context")))
 
     @magic("plan", PLAN_SUMMARY, options=PLAN_OPTIONS, rest=PLAN_REST)
-    async def plan(self, line: Any) -> None:
+    async def plan(self, line: MagicLine) -> None:
         command = plan_command(self._magic("plan"), line)
         action = command.action.replace("-", "_")
         await getattr(self, f"_plan_{action}")(command)
@@ -97,7 +93,7 @@ class PlanMagics:
 
     async def _plan_show(self, command: PlanCommand) -> None:
         title = f"plan {self.plans.name}" if self.plans.name else "plan"
-        self.output.display(plan_bundle(self.plans.rows(), title))
+        self.port.display(plan_bundle(self.plans.rows(), title))
 
     async def _plan_gate(self, command: PlanCommand) -> None:
         name, *prompt = command.words
@@ -109,45 +105,47 @@ class PlanMagics:
 
     async def _plan_drop(self, command: PlanCommand) -> None:
         self.plans.drop(command.word)
-        self.output.display(plan_bundle(self.plans.rows(), "plan"))
+        self.port.display(plan_bundle(self.plans.rows(), "plan"))
 
     async def _plan_clear(self, command: PlanCommand) -> None:
         self.plans.clear()
-        self.output.display({"text/plain": "the plan has no steps now"})
+        self.port.display({"text/plain": "the plan has no steps now"})
 
     async def _plan_save(self, command: PlanCommand) -> None:
         path = self.plans.save(command.word)
         shown = path.relative_to(self.plans.library.workspace)
-        self.output.display({"text/plain": f"saved {shown}; `lackpy plan run {command.word} "
-                                           f"TASK` runs it from a shell"})
+        self.port.display({"text/plain": f"saved {shown}; `lackpy plan run {command.word} "
+                                         f"TASK` runs it from a shell"})
 
     async def _plan_load(self, command: PlanCommand) -> None:
         self.plans.load(command.word)
-        self.output.display(plan_bundle(self.plans.rows(), f"plan {command.word}"))
+        self.port.display(plan_bundle(self.plans.rows(), f"plan {command.word}"))
 
     async def _plan_status(self, command: PlanCommand) -> None:
         key = command.word or None
         runner = self._remote_runner(key, command)
         if runner is not None and key is not None:
             run = await runner.status(key)
-            self.output.display(remote_run_bundle(f"{key} on Temporal at {runner.address}", run,
-                                                  trace=True))
+            self.port.display(remote_run_bundle(f"{key} on Temporal at {runner.address}", run,
+                                                trace=True))
         elif runner is not None:
             rows = [[name, status] for name, status in await runner.runs()]
-            self.output.display(table_bundle(["key", "status on Temporal"], rows))
+            self.port.display(table_bundle(["key", "status on Temporal"], rows))
         else:
-            self.output.display(runs_bundle([*self.plans.status(key), *await self._remote_runs()]))
+            remote = await self._remote_runs() if key is None else []
+            self.port.display(runs_bundle([*self.plans.status(key), *remote]))
 
     async def _plan_run(self, command: PlanCommand) -> None:
         key = command.options.get("--key")
         task = parse_param(f"task={command.word}")[1]
         plan = self.plans.plan(key=key)
-        if command.options.get("--temporal"):
-            runner = self._remote_runner(None, command)
+        runner = self._remote_runner(None, command)
+        if runner is not None:
             key = await runner.start(plan, task)
             self.remote.remember(key, runner)
             self._follow(runner, key, f"plan on {task!r}, key {key}, on Temporal at "
                                       f"{runner.address}")
+            self.port.result(key, shown=True)
             return
         await self._live(plan, key, f"plan on {task!r}" + (f", key {key}" if key else ""),
                          lambda on_step: plan.arun(task, on_step=on_step))
@@ -170,18 +168,24 @@ class PlanMagics:
                          lambda on_step: plan.arestart(on_step=on_step))
 
     async def _plan_run_many(self, command: PlanCommand) -> None:
-        inputs = await self._list_variable(command.word)
+        inputs = await self.port.variable(command.word)
+        if not isinstance(inputs, list | tuple):
+            raise UsageError(f"%plan run-many takes a list; {command.word} is a "
+                             f"{type(inputs).__name__}")
         key = command.options.get("--key")
         plan = self.plans.plan(key=key, fork=key is not None)
-        envelopes = await plan.arun_many(inputs, concurrency=_concurrency(command))
-        rows = [[repr(task), "done" if envelope.ok else envelope.error.type,
-                 envelope.payload if envelope.ok else envelope.error.message]
+        envelopes = await plan.arun_many(list(inputs),
+                                         concurrency=whole_number(command.options,
+                                                                  "--concurrency"))
+        rows = [[repr(task), "done" if envelope.error is None else envelope.error.type,
+                 envelope.payload if envelope.error is None else envelope.error.message]
                 for task, envelope in zip(inputs, envelopes, strict=True)]
-        self.output.display(table_bundle(["task", "status", "output / error"], rows))
+        self.port.display(table_bundle(["task", "status", "output / error"], rows))
+        self.port.result(envelopes, shown=True)
 
     # -- remote runs ------------------------------------------------------------
 
-    def _remote_runner(self, key: str | None, command: PlanCommand) -> Any:
+    def _remote_runner(self, key: str | None, command: PlanCommand) -> TemporalRunner | None:
         """The runner for ``--temporal``, else the one that started the run ``key`` here,
         else None (a local run)."""
         address = command.options.get("--temporal")
@@ -189,25 +193,30 @@ class PlanMagics:
             return None
         return self.remote.runner_for(key or "", address, command.options.get("--task-queue"))
 
-    async def _remote_runs(self) -> list[Any]:
+    async def _remote_runs(self) -> list[TemporalRun]:
         if "remote" not in self.__dict__:
             return []
-        return [await self.remote.runner_for(key).status(key) for key in self.remote.keys()]
+        runs = []
+        for key in self.remote.keys():
+            runner = self.remote.runner_for(key)
+            if runner is not None:
+                runs.append(await runner.status(key))
+        return runs
 
-    def _follow(self, runner: Any, key: str, title: str) -> None:
+    def _follow(self, runner: TemporalRunner, key: str, title: str) -> None:
         """Show the run ``key`` in a display kept up to date by a background task, so the
         cell ends now and the notebook stays free."""
         display_id = uuid.uuid4().hex
-        self.output.display({"text/plain": f"{title}: started"}, display_id)
+        self.port.display({"text/plain": f"{title}: started"}, display_id)
 
-        def show(run: Any) -> None:
-            self.output.update_display(remote_run_bundle(title, run), display_id)
+        def show(run: TemporalRun) -> None:
+            self.port.update_display(remote_run_bundle(title, run), display_id)
 
         async def follow() -> None:
             try:
                 await runner.watch(key, show)
             except LackpyError as exc:  # the server went away, no worker answers
-                self.output.update_display(
+                self.port.update_display(
                     {"text/plain": f"{title}\n{type(exc).__name__}: {error_text(exc)}"},
                     display_id)
 
@@ -226,65 +235,67 @@ class PlanMagics:
         self.plans.declare(step)
         number = [s.name for s in self.plans.steps].index(step.name) + 1
         row = self.plans.rows()[number - 1]
-        self.output.display(plan_bundle([row], f"step {number} of {len(self.plans.steps)}"))
+        self.port.display(plan_bundle([row], f"step {number} of {len(self.plans.steps)}"))
 
     async def _live(self, plan: Plan, key: str | None, title: str, run: Runner,
                     done_before: list[str] | None = None) -> None:
         """Run with a display updated as each step starts and ends; show the outcome."""
-        from lackpy_kernel.engines.notebook import StepLog
+        from lackpy_kernel.notebook.draft import StepLog
 
-        log = StepLog([step.name for step in plan.steps], done_before)
+        steps = StepLog([step.name for step in plan.steps], done_before)
         display_id = uuid.uuid4().hex
-        self.output.display({"text/plain": title}, display_id)
+        self.port.display({"text/plain": title}, display_id)
 
         def on_step(name: str, status: str, ms: float | None) -> None:
-            log(name, status, ms)
-            self.output.update_display(progress_bundle(title, log.rows()), display_id)
+            steps(name, status, ms)
+            self.port.update_display(progress_bundle(title, steps.rows()), display_id)
 
         try:
             envelope = await run(on_step)
         except asyncio.CancelledError:
-            log.interrupted()
-            self._finish(title, display_id, log)
+            steps.interrupted()
+            self._finish(title, display_id, steps)
             resume = (f"paused with a checkpoint: %plan resume {key} continues" if key else
                       "stopped; it had no --key, so there is no checkpoint to resume")
-            raise CellError("KeyboardInterrupt", f"interrupted: the plan is {resume}") from None
-        self._finish(title, display_id, log)
+            raise NotebookError("KeyboardInterrupt",
+                                f"interrupted: the plan is {resume}") from None
+        self._finish(title, display_id, steps)
         self._outcome(envelope, key)
 
-    def _finish(self, title: str, display_id: str, log: StepLog) -> None:
+    def _finish(self, title: str, display_id: str, steps: StepLog) -> None:
         # The live display goes back to its first text and the final table follows, so a
         # notebook shows the same outputs whether or not its front end applied the updates.
-        self.output.update_display({"text/plain": title}, display_id)
-        self.output.display(progress_bundle("", log.rows()))
+        self.port.update_display({"text/plain": title}, display_id)
+        self.port.display(progress_bundle("", steps.rows()))
 
     def _outcome(self, envelope: Envelope, key: str | None) -> None:
         error = envelope.error
         if error is None:
-            if envelope.payload is not None:
-                self.output.result(output_bundle(envelope.payload))
+            self.port.result(envelope.payload)
             return
         hint = f"; %plan resume {key} continues" if key else "; run it with --key K to resume it"
         if error.type == "PlanPaused":
-            self.output.stream("stdout", f"{error.message}{hint}\n")
+            self.port.stream("stdout", f"{error.message}{hint}\n")
             return
-        raise CellError(error.type, error.message + (hint if key else ""))
-
-    async def _list_variable(self, name: str) -> list[Any]:
-        if name not in self.session.variable_types and name not in self.session.params:
-            raise UsageError(f"no variable {name!r}: make a list first, e.g. {name} = "
-                             f"['a.txt', 'b.txt']")
-        result = await self.session.run(name)
-        value = result.raise_for_error().output
-        if not isinstance(value, list | tuple):
-            raise UsageError(f"%plan run-many takes a list; {name} is a {type(value).__name__}")
-        return list(value)
+        raise envelope_failure(envelope, hint if key else "")
 
 
-def _concurrency(command: PlanCommand) -> int | None:
-    text = command.options.get("--concurrency")
+def envelope_failure(envelope: Envelope, hint: str = "") -> NotebookError:
+    """The error a failed run ends its cell with: the run's own error name and message
+    (then ``hint``); IPython raises the PlanStepError behind it."""
+    try:
+        envelope.raise_for_error()
+    except PlanStepError as exc:
+        error = exc.error
+        return NotebookError(error.type, error.message + hint, cause=exc)
+    raise ValueError("envelope_failure takes the envelope of a failed run")
+
+
+def whole_number(options: dict[str, Any], flag: str) -> int | None:
+    """The whole number (at least 1) option ``flag`` gave, or None; UsageError otherwise."""
+    text = options.get(flag)
     if text is None:
         return None
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"--concurrency takes a whole number of at least 1, not {text!r}")
+    if not str(text).isdigit() or int(text) < 1:
+        raise UsageError(f"{flag} takes a whole number of at least 1, not {text!r}")
     return int(text)

@@ -1,0 +1,186 @@
+"""The core magics (lackpy_kernel.notebook.core), each run on both hosts: the lackpy kernel
+and a Python kernel with the extension (tests/support/hosts.py), so the two cannot drift."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.kernel import make_workspace
+from tests.support.mcp_servers import TOOL_SERVER
+
+NOTES = "alpha\nbeta\ngamma\n"
+CONFIG = f"""
+[sandbox]
+timeout = 5
+
+[tools.providers.words]
+plugin = "python"
+path = "tools/words.py"
+grade = "read"
+
+[tools.providers.calc]
+plugin = "mcp"
+command = [{json.dumps(sys.executable)}, {json.dumps(str(TOOL_SERVER))}]
+tools = ["add"]
+startup_timeout = 60
+"""
+WORDS = '''
+def count_words(text: str) -> int:
+    """Count the words of a text."""
+    return len(text.split())
+'''
+
+
+@pytest.fixture(scope="module", params=HOSTS)
+def host(request, installed_kernelspec, tmp_path_factory):
+    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), CONFIG)
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "words.py").write_text(WORDS)
+    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
+        yield running
+
+
+def test_delegate_inserts_the_program_as_the_hosts_cell(host: Host):
+    shown = host.run("%delegate --kit read_file read the file notes.txt")
+    assert shown.ok, shown
+    assert "written by rules" in shown.stdout and shown.stdout.endswith("it is in the next cell\n")
+    head = "%kit read_file\n" if host.name == "kernel" else "%%lackpy --kit read_file\n"
+    assert shown.next_input["text"].startswith(head)
+    assert "read_file('notes.txt')" in shown.next_input["text"]
+    assert shown.next_input["replace"] is False and shown.result is None
+
+
+def test_delegate_run_shows_the_output_as_the_result(host: Host):
+    shown = host.run("%delegate --run --kit read_file read the file notes.txt")
+    assert shown.ok, shown
+    assert shown.stdout.endswith("and it ran here: its output is below\n")
+    assert shown.result == host.shown_text(NOTES)
+
+
+def test_delegate_says_what_is_wrong_with_its_line(host: Host):
+    missing = host.run("%delegate --kit read_file")
+    assert missing.ename == "UsageError" and "what should the program do?" in missing.evalue
+    unapproved = host.run("%delegate --yes read the file notes.txt")
+    assert unapproved.ename == "UsageError" and "use it with --run" in unapproved.evalue
+
+
+def test_delegate_failure_lists_the_tiers(host: Host):
+    shown = host.run("%delegate write me a sonnet")
+    assert shown.ename == "GenerationError"
+    assert "rules: no program for this intent" in shown.evalue
+    assert "no provider could write a program\n" in shown.stdout
+
+
+def test_kit_show_and_set(host: Host):
+    assert host.run("%kit").text.startswith("kit: debug  (grade w=1 d=1)")
+    assert host.program("write_file('out.txt', 'x')").ename is not None
+    changed = host.run("%kit read_file,write_file")
+    assert changed.ok and changed.text.startswith("kit: read_file,write_file")
+    assert host.program("write_file('out.txt', 'x')").ok
+    assert (host.kernel.workspace / "out.txt").read_text() == "x"
+    unknown = host.run("%kit nosuch")
+    assert unknown.ename == "UnknownKitError" and "nosuch" in unknown.evalue
+    assert host.run("%kit debug").ok
+
+
+def test_kit_shows_where_each_tool_comes_from(host: Host):
+    shown = host.run("%kit read_file,count_words,add,find_files")
+    assert shown.ok, shown
+    assert shown.text.splitlines()[-3:] == [
+        "from builtin: read_file, find_files",
+        "from words (python: tools/words.py): count_words",
+        f"from calc (mcp: {sys.executable} {TOOL_SERVER}): add"]
+    assert host.run("%kit debug").text.endswith(
+        "\nfrom builtin: read_file, find_files, find_definitions, find_callers")
+
+
+def test_params(host: Host):
+    assert host.run('%params limit=2 "label=first lines" xs=[1,2]').text == (
+        "limit = 2\nlabel = 'first lines'\nxs = [1, 2]")
+    assert host.program("[limit, label, xs]").result == "[2, 'first lines', [1, 2]]"
+    bad = host.run("%params other=1 broken")
+    assert bad.ename == "UsageError"
+    assert host.program("other").ename is not None  # nothing was set by the bad line
+    assert host.run("%params --clear").text == "no parameters"
+    assert host.program("limit").ename is not None
+
+
+def test_create_saves_a_template_the_next_delegate_uses(host: Host):
+    saved = host.run('%%create defs --pattern "where is {name} defined"\n'
+                     "found = find_definitions({name})\n[d['line'] for d in found]")
+    assert saved.ok, saved
+    assert saved.text == "saved .lackpy/templates/defs.tmpl\npattern: where is {name} defined"
+    shown = host.run("%delegate --run where is helper defined")
+    assert "written by templates" in shown.stdout and shown.result == "[5]"
+
+
+def test_create_needs_a_name_and_a_valid_program(host: Host):
+    assert host.run("%%create\nx = 1").ename == "UsageError"
+    bad = host.run("%%create bad --pattern p\nimport os")
+    assert bad.ename == "LackpyCreateError"
+
+
+def test_providers_lists_the_tiers(host: Host):
+    providers = host.run("%providers").text
+    assert "rules" in providers and "yes" in providers
+
+
+def test_trace_shows_the_last_programs_calls_in_full(host: Host):
+    assert host.program("found = find_files('*.py')\nfound").ok
+    trace = host.run("%trace").displays[0]
+    assert "<details open>" in trace["text/html"] and "['app.py']" in trace["text/plain"]
+
+
+def test_validate_checks_without_running(host: Host):
+    valid = host.run("%%validate\nn = len(read_file('notes.txt'))")
+    assert valid.ok and valid.text.startswith("valid: calls ")
+    invalid = host.run("%%validate\nwhile True:\n    pass")
+    assert invalid.ename == "LackpyValidationError"
+    assert invalid.traceback[0] == ("LackpyValidationError: the cell is not valid lackpy "
+                                    "(1 error); nothing ran")
+
+
+def test_who_lists_the_notebooks_variables(host: Host):
+    if host.name == "kernel":
+        host.program("found = find_files('*.py')")
+        who = host.run("%who").text
+        assert "found" in who and "list" in who
+    else:  # IPython's own %who, which sees what %%lackpy --out bound
+        assert host.run("%%lackpy --out found\nfind_files('*.py')").ok
+        assert "found" in host.run("%who").stdout
+
+
+def test_reset_forgets_the_variables(host: Host):
+    if host.name == "kernel":
+        host.program("found = find_files('*.py')")
+        assert host.run("%reset").text == "the session's variables are cleared"
+        assert host.run("found").ename is not None
+    else:  # IPython's own %reset
+        host.run("%%lackpy --out found\nfind_files('*.py')")
+        assert host.run("%reset -f").ok
+        assert host.run("found").ename == "NameError"
+
+
+def test_lsmagic_lists_the_magics(host: Host):
+    shown = host.run("%lsmagic")
+    if host.name == "kernel":
+        for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
+                     "%%validate", "%who", "%reset", "%lsmagic"):
+            assert name in shown.text
+    else:  # IPython's own, listing the extension's magics among its own
+        assert "Available line magics" in shown.result
+        for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
+                     "%%validate", "%%lackpy"):
+            assert name in shown.result
+
+
+def test_lackpy_cell_magic_is_the_python_notebooks(host: Host):
+    shown = host.run("%%lackpy --kit read_file\nread_file('notes.txt')")
+    if host.name == "kernel":  # its cells are lackpy already
+        assert shown.ename == "UsageError" and "unknown magic %lackpy" in shown.evalue
+    else:
+        assert shown.ok and shown.result == repr(NOTES)
