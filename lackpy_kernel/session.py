@@ -15,12 +15,11 @@ from typing import Any
 
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit import Kit, ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
 from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
 from lackpy_kernel.service import (
     Delegation,
-    Kit,
     KitOrResolved,
     LackpyService,
     NotebookContext,
