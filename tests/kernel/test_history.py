@@ -154,6 +154,8 @@ def test_the_kernel_says_once_that_the_history_cannot_be_written(tmp_path):
     locker = sqlite3.connect(tmp_path / ".lackpy" / HISTORY_FILE, isolation_level=None)
     try:
         kernel.execute("1 + 1")
+        # a history request flushes first: cell 1 is in the file before the lock is taken
+        assert [entry[2] for entry in history(kernel, hist_access_type="tail", n=1)] == ["1 + 1"]
         locker.execute("BEGIN EXCLUSIVE")
         assert kernel.execute("2 + 2").result() == "4"  # its write then waits, and fails
         said = kernel.execute("3 + 3")
