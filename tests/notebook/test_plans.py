@@ -195,7 +195,11 @@ def test_drop_removes_a_step_unless_another_needs_it(fresh):
     fresh.kernel.execute("%plan drop again")
     (table,) = texts(fresh.kernel.execute("%plan drop size"))
     assert "fetch" in table and "size" not in table
-    assert "no step 'nope' in the plan" in fresh.kernel.execute("%plan drop nope").error["evalue"]
+    assert fresh.kernel.execute("%plan drop nope").error["evalue"] == (
+        "no step 'nope' in the plan; its steps: fetch")
+    fresh.kernel.execute("%plan clear")
+    assert fresh.kernel.execute("%plan drop fetch").error["evalue"] == (
+        "no step 'fetch' in the plan; it has no steps")
 
 
 # -- the drifts: each host once answered these differently ----------------------------
