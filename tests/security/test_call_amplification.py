@@ -2,10 +2,10 @@
 
 ``s = 'A' * 1000000`` then ``[s] * 5000`` is about 1 MB in the program's process (one
 string, 5,000 references) and 5 GB as the text an MCP server or ``repr`` would get. The
-process that forwards a call (the kernel, the service, ``lackpy run``) counts what the
-arguments, and a kernel-side tool's error, expand to as it writes them, and fails the
-call with a ``ToolCallError`` past ``[sandbox] max_result_mb``, never allocating the
-expansion. Each test runs the forwarding process on its own and reads its peak memory
+process that forwards a call (the kernel, the service, ``lackpy run``, ``lackpy mcp``)
+counts what the arguments, and a kernel-side tool's error, expand to as it writes them,
+and fails the call with a ``ToolCallError`` past ``[sandbox] max_result_mb``, never
+allocating the expansion. Each test runs the forwarding process on its own and reads its peak memory
 (``VmHWM`` in ``/proc/<pid>/status``) at its end.
 """
 
@@ -53,6 +53,22 @@ async def main():
     with LackpyService(sys.argv[1]) as service:
         result = await service.run_program(sys.argv[2])
     return {"success": result.success, "error": result.error}
+
+report = asyncio.run(main())
+status = open("/proc/self/status").read()
+report["peak_kb"] = int(status.split("VmHWM:")[1].split()[0])
+print(json.dumps(report))
+'''
+# ``lackpy mcp``'s server, called by an MCP client in the same process, as a client would.
+MCP = '''
+import asyncio, json, sys
+from mcp import Client
+from lackpy_kernel.mcp_server import build_server
+
+async def main():
+    async with Client(build_server(sys.argv[1])) as client:
+        reply = await client.call_tool("run_program", {"program": sys.argv[2]})
+    return {"text": " ".join(getattr(block, "text", "") for block in reply.content)}
 
 report = asyncio.run(main())
 status = open("/proc/self/status").read()
@@ -142,6 +158,16 @@ def test_lackpy_run_fails_the_call_in_bounded_memory(workspace, name):
     assert "ToolCallError" in done.stderr or "ValueError" in done.stderr, done.stderr[-2000:]
     peak_kb = int(done.stderr.split("PEAK_KB")[1].split()[0])
     assert _within_limits(peak_kb), peak_kb
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS)[:2])
+def test_the_mcp_server_fails_the_call_in_bounded_memory(workspace, name):
+    done = subprocess.run([sys.executable, "-c", MCP, str(workspace), PROGRAMS[name]],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert "ToolCallError" in report["text"] and "max_result_mb" in report["text"], report
+    assert _within_limits(report["peak_kb"]), report
 
 
 def test_the_bounded_writer_writes_repr_and_stops_at_its_limit():
