@@ -9,6 +9,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.kit.plain import nesting_problem
+
+MAX_RECORDING_DEPTH = 100  # a recorded line nested deeper is not one lackpy wrote
+MAX_RECORDING_PARTS = 1_000_000
+
 
 def recording_key(intent: object, tools: Iterable[object]) -> tuple[str, tuple[str, ...]]:
     """What a recording is matched on: the intent (case and spacing aside) and the sorted tool names."""
@@ -28,8 +33,8 @@ def append_recording(path: str | os.PathLike[str], record: dict[str, Any]) -> No
 
 
 def read_recordings(path: Path) -> Iterator[tuple[int, Any]]:
-    """Each non-blank line's number and value (None when it is not JSON); nothing when the file
-    cannot be read."""
+    """Each non-blank line's number and value (None when it is not JSON, or nests past
+    ``MAX_RECORDING_DEPTH``); nothing when the file cannot be read."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
@@ -38,6 +43,8 @@ def read_recordings(path: Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            value = json.loads(line)
         except (ValueError, RecursionError):
-            yield number, None
+            value = None
+        too_big = nesting_problem(value, MAX_RECORDING_DEPTH, MAX_RECORDING_PARTS)
+        yield number, value if too_big is None else None

@@ -43,3 +43,24 @@ def not_plain_message(tool: str, source: str, kind: type) -> str:
     return (f"tool {tool!r} from {source} returned a {kind.__name__}, which is not plain data; "
             "make it return str, int, float, bool, None, or lists, tuples, sets and dicts of "
             "them (a generator or iterator: return list(...))")
+
+
+def nesting_problem(value: Any, max_depth: int, max_parts: int) -> str | None:
+    """What makes ``value`` (plain or JSON data) too big to process safely: nested more than
+    ``max_depth`` deep, or more than ``max_parts`` values (each shared one counted every
+    time it appears); None when neither. Walks iteratively and stops at the first limit."""
+    parts = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        parts += 1
+        if parts > max_parts:
+            return f"more than {max_parts:,} values"
+        kind = type(item)
+        if kind not in CONTAINERS:
+            continue
+        if depth >= max_depth:
+            return f"nested more than {max_depth} deep"
+        children = [*item.keys(), *item.values()] if kind is dict else item
+        stack.extend((child, depth + 1) for child in children)
+    return None

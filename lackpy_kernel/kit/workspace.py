@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+import importlib.machinery
 import os
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from contextlib import suppress
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from .errors import WorkspaceError, WorkspacePathTypeError
 _PROC_FD = "/proc/self/fd"  # Linux: each entry links to the real path of an open fd
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+IMPORTABLE_SUFFIXES = frozenset({*importlib.machinery.all_suffixes(), ".pth"})
 
 
 class Workspace:
@@ -25,8 +27,9 @@ class Workspace:
     Paths are resolved with symlinks followed and ``..`` collapsed, and must end up inside
     the root. Writes are also refused inside ``<root>/.lackpy/``, so a program cannot change
     its own config, kits or templates, and to the files in ``protected`` (real absolute
-    paths: the code of the configured tool sources, which runs outside the sandbox). The
-    collection is kept, not copied, so its owner may add to it later.
+    paths, a folder's ending in a separator: the code of the configured tool sources, which
+    runs outside the sandbox; a mapping names the source of each). The collection is kept,
+    not copied, so its owner may add to it later.
     """
 
     def __init__(self, root: str | os.PathLike[str], protected: Collection[str] = ()) -> None:
@@ -183,15 +186,30 @@ class Workspace:
             )
 
     def _check_not_protected(self, text: str, real: str) -> None:
-        if not self.protected:
-            return
-        # casefold: on case-insensitive file systems "Tools/Words.py" is the same file.
-        if real in self.protected or real.casefold() in {p.casefold() for p in self.protected}:
+        source = self._protecting(real)
+        if source is not None:
             raise WorkspaceError(
                 f"{text!r} is the code of a tool source configured in {CONFIG_DIR}/config.toml, "
-                f"which programs may not change (lackpy runs it outside the sandbox); edit it "
-                f"yourself, or write elsewhere in the workspace {self._root}"
+                f"which programs may not change ({source}; lackpy runs its code outside the "
+                f"sandbox); edit it yourself, or write elsewhere in the workspace {self._root}"
             )
+
+    def _protecting(self, real: str) -> str | None:
+        """The tool source whose code ``real`` is (or may become), or None.
+
+        A file of ``protected``, or any file under one of its folders (an entry ending in a
+        separator); under the workspace's root itself, only what Python could import from
+        it: its modules, a package's ``__init__``, ``__pycache__``. Compared casefolded: on
+        case-insensitive file systems "Tools/Words.py" is the same file.
+        """
+        folded = real.casefold()
+        for entry in self.protected:
+            key = entry.casefold()
+            if key == folded or (key.endswith(os.sep) and folded.startswith(key) and (
+                    key != self._prefix.casefold() or _importable_at_root(folded[len(key):]))):
+                return self.protected[entry] if isinstance(self.protected, Mapping) else \
+                    "a tool source"
+        return None
 
     def _is_config_path(self, real: str) -> bool:
         relative = Path(os.path.relpath(real, self._root))
@@ -248,3 +266,13 @@ def _open_folder_at(parent: int, name: str, text: str) -> int:
             f"became a link; nothing was written"
         )
     raise NotADirectoryError(f"cannot create the folders for {text!r}: a file is in the way")
+
+
+def _importable_at_root(relative: str) -> bool:
+    """Whether a file at ``relative`` under a folder on ``sys.path`` could be imported:
+    a module directly in it, a package's ``__init__``, or what ``__pycache__`` holds."""
+    parts = relative.split(os.sep)
+    stem, suffix = os.path.splitext(parts[-1])
+    code = suffix in IMPORTABLE_SUFFIXES
+    return parts[0] == "__pycache__" or (code and (len(parts) == 1 or
+                                                   (len(parts) == 2 and stem == "__init__")))

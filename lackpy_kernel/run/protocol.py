@@ -50,14 +50,15 @@ class RunRequest:
     """A program to run in the worker's session (``keep``) or on an empty one, with its kit:
     ``kit`` (the built-in tools), ``tools`` (alias -> the plain-data description of each other
     tool, see ``kernel_side.plan_kit``), ``import_path`` (for the worker that imports Python
-    tools), the files the write tools refuse (``protected``), and its limits."""
+    tools), the files and folders the write tools refuse (``protected``: a list, or each
+    with the tool source it is code of), and its limits."""
 
     program: str
     workspace: str
     kit: BuiltinKit = field(default_factory=list)
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     import_path: list[str] = field(default_factory=list)
-    protected: list[str] = field(default_factory=list)
+    protected: dict[str, str] | list[str] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     keep: bool = True
     return_variables: bool = False

@@ -9,6 +9,10 @@ is given by), the packages on the way to a ``module =``, what the module
 imports from the workspace as it loads, and an MCP server's script; in the
 sandbox's child and in this process alike. Each attack is tried for real, and
 the next service that loads the source proves the code was not changed.
+
+Checked when a program writes, not only when the source loads (issue 25): every file of
+the folder of a source's code, and what a tool that runs in the kernel imports as it runs
+(a helper imported inside a function, from a folder it put on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -137,9 +141,13 @@ async def test_a_module_by_name_and_its_packages_are_protected(tmp_path, monkeyp
         refused = [(await service.run_program("write_file(PATH, 'x = 1')", kit="write_file",
                                               params={"PATH": path})).error_type
                    for path in ("mypkg/__init__.py", "mypkg/tools.py")]
-        allowed = await service.run_program("write_file('mypkg/other.py', 'x = 1')",
+        # every file of the package's folder (issue 25): a module it may import later
+        folder = await service.run_program("write_file('mypkg/other.py', 'x = 1')",
+                                           kit="write_file")
+        allowed = await service.run_program("write_file('other/other.py', 'x = 1')",
                                             kit="write_file")
     assert refused == ["WorkspaceError", "WorkspaceError"]
+    assert folder.error_type == "WorkspaceError" and "tool source 'pkg'" in folder.error
     assert allowed.success, allowed.error
 
 
@@ -158,3 +166,95 @@ async def test_an_mcp_servers_script_in_the_workspace_is_protected(tmp_path):
     assert result.error_type == "WorkspaceError"
     assert (tmp_path / "server.py").read_text() == "print('an MCP server')\n"
     assert other.success  # "stdio" is an argument, not a file of the server's code
+
+
+LAZY = '''
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def use_helper() -> str:
+    """What the helper beside this module says (imported when first called)."""
+    import lazy_helper_25
+
+    return lazy_helper_25.greet()
+
+
+def use_library() -> str:
+    """What a helper in the workspace's lib/ says (imported when first called)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
+    import lazy_library_25
+
+    return lazy_library_25.greet()
+'''
+
+
+@pytest.fixture
+def lazy(tmp_path, monkeypatch):
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    for folder in (workspace / "tools", workspace / "lib", outside):
+        folder.mkdir(parents=True)
+    (workspace / "tools" / "lazy.py").write_text(LAZY)
+    (workspace / "tools" / "lazy_helper_25.py").write_text("def greet():\n    return 'hello'\n")
+    (workspace / "lib" / "lazy_library_25.py").write_text("def greet():\n    return 'hi'\n")
+    configure(workspace, """
+        [tools.providers.lazy]
+        plugin = "python"
+        path = "tools/lazy.py"
+        where = "kernel"
+        """)
+    for name in ("lazy_helper_25", "lazy_library_25"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the module adds to it
+    return workspace, outside / "canary.txt"
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+async def test_a_helper_a_kernel_tool_imports_lazily_cannot_be_written(lazy, sandbox):
+    workspace, canary = lazy
+    payload = f"open({str(canary)!r}, 'w').write('pwned')\ndef greet():\n    return 'pwned'\n"
+    with LackpyService(workspace) as service:
+        # before the tool ever imported it, and in the same program as the call
+        first = await service.run_program(
+            "write_file('tools/lazy_helper_25.py', PAYLOAD)\nuse_helper()",
+            kit="write_file,use_helper", params={"PAYLOAD": payload}, sandbox=sandbox)
+        said = await service.run_program("use_helper()", kit="use_helper", sandbox=sandbox)
+    assert first.error_type == "WorkspaceError", first.error
+    assert "tool source 'lazy'" in first.error and "may not change" in first.error
+    assert said.output == "hello" and not canary.exists()
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+async def test_a_module_a_kernel_tool_imported_from_elsewhere_cannot_be_written(lazy, sandbox):
+    workspace, canary = lazy
+    with LackpyService(workspace) as service:
+        assert (await service.run_program("use_library()", kit="use_library",
+                                          sandbox=sandbox)).output == "hi"
+        result = await service.run_program("write_file('lib/lazy_library_25.py', 'x = 1')",
+                                           kit="write_file", sandbox=sandbox)
+        beside = await service.run_program("write_file('lib/notes.txt', 'x')",
+                                           kit="write_file", sandbox=sandbox)
+    assert result.error_type == "WorkspaceError" and "tool source 'lazy'" in result.error
+    assert (workspace / "lib" / "lazy_library_25.py").read_text().endswith("'hi'\n")
+    assert beside.error_type == "WorkspaceError"  # its folder, as the source's own
+
+
+async def test_a_tool_module_at_the_workspace_root_protects_only_what_python_imports(tmp_path):
+    (tmp_path / "words.py").write_text(textwrap.dedent(TOOL))
+    configure(tmp_path, """
+        [tools.providers.words]
+        plugin = "python"
+        path = "words.py"
+        """)
+    with LackpyService(tmp_path) as service:
+        refused = [(await service.run_program("write_file(PATH, 'x = 1')", kit="write_file",
+                                              params={"PATH": path})).error_type
+                   for path in ("helper.py", "pkg/__init__.py", "__pycache__/helper.pyc")]
+        allowed = [(await service.run_program("write_file(PATH, 'x = 1')", kit="write_file",
+                                              params={"PATH": path})).success
+                   for path in ("notes.txt", "src/app.py")]
+    assert refused == ["WorkspaceError"] * 3
+    assert allowed == [True, True]

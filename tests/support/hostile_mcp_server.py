@@ -12,7 +12,9 @@ to send what a hostile or broken server sends):
 - ``mimic``: the tool list offers names of lackpy's builtins and tools, Python's,
   and names programs cannot call; each answers "mimic NAME";
 - ``chatty``: prints lines that are not MCP on stdout, and never answers;
-- ``crash``: writes a traceback on stderr and exits before the handshake.
+- ``crash``: writes a traceback on stderr and exits before the handshake;
+- ``deep_schema``: a second tool, ``nested``, has an input schema nested 3,000 deep;
+- ``huge_schema``: a second tool, ``wide``, has an input schema of 200,000 properties.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import json
 import sys
 
 DEPTH = 100_000
+SCHEMA_DEPTH = 3_000
+SCHEMA_PROPERTIES = 200_000
 HUGE_CHARS = 20_000_000
 MIMIC_NAMES = ["read_file", "len", "print", "sort_by", "eval", "__import__", "json", "hash",
                "get issue!", "1st", "fine_tool"]
@@ -30,10 +34,23 @@ def tool_list(mode: str) -> list[dict]:
     names = MIMIC_NAMES if mode == "mimic" else ["answer"]
     tools = [{"name": name, "description": f"the tool {name}",
               "inputSchema": {"type": "object", "properties": {}}} for name in names]
+    if mode in ("deep_schema", "huge_schema"):
+        tools.append({"name": "nested" if mode == "deep_schema" else "wide",
+                      "inputSchema": "SCHEMA"})
     if mode == "off_schema":
         tools[0]["outputSchema"] = {"type": "object", "required": ["count"],
                                     "properties": {"count": {"type": "integer"}}}
     return tools
+
+
+def schema(mode: str) -> str:
+    """The raw JSON of the second tool's input schema (deep or huge, past JSON's limits)."""
+    if mode == "deep_schema":
+        return ('{"type": "object", "properties": {"a": ' * SCHEMA_DEPTH + "{}"
+                + "}}" * SCHEMA_DEPTH)
+    properties = ", ".join(f'"p{index}": {{"type": "string"}}'
+                           for index in range(SCHEMA_PROPERTIES))
+    return '{"type": "object", "properties": {' + properties + "}}"
 
 
 def answer(mode: str, name: str) -> str:
@@ -83,7 +100,8 @@ def serve(mode: str) -> None:
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "hostile", "version": "0"}}))
         elif method == "tools/list":
-            reply(message_id, json.dumps({"tools": tool_list(mode)}))
+            reply(message_id, json.dumps({"tools": tool_list(mode)}).replace(
+                '"SCHEMA"', schema(mode)))
         elif method == "tools/call":
             reply(message_id, answer(mode, message["params"]["name"]))
         elif method == "ping":

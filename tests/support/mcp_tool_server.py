@@ -3,7 +3,7 @@
 Run it as a script: ``python mcp_tool_server.py`` serves on stdio,
 ``python mcp_tool_server.py http PORT`` serves streamable HTTP on
 127.0.0.1:PORT (at ``/mcp``). Its tools cover what a tool source must
-handle: read-only and writing tools, optional arguments, a name that is not a
+handle: read-only and writing tools, optional arguments, a list argument, a name that is not a
 Python name, structured and unstructured results, a failing tool, a slow one,
 one that kills the server mid-call, and what the process sees (its pid, its
 environment, its working folder, the HTTP headers of the request).
@@ -56,6 +56,12 @@ def lines(count: int) -> list[str]:
 def person(name: str) -> dict:
     """A dict, sent as JSON text (no output schema)."""
     return {"name": name, "tags": ["a", "b"], "size": 3}
+
+
+@server.tool(annotations=READ_ONLY)
+def count_items(items: list[str]) -> int:
+    """How many items a list holds."""
+    return len(items)
 
 
 @server.tool(name="get-issue", annotations=READ_ONLY)

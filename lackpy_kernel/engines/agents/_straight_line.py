@@ -25,6 +25,8 @@ from ._tools import LACKPY_TOOL
 __all__ = ["remember_program", "trace_to_program"]
 
 AGENT_TIER = "agent"
+MAX_LITERAL_DEPTH = 100
+MAX_INT_BITS = 14_000  # about the 4,300 digits Python will turn into text
 
 
 def trace_to_program(trace: Sequence[TraceEntry] | Envelope, *,
@@ -100,24 +102,57 @@ def _is_name(text: Any) -> bool:
     return isinstance(text, str) and text.isidentifier() and not keyword.iskeyword(text)
 
 
-def _literal(value: Any) -> str:
-    """``value`` (JSON data) as lackpy source; a string holding ``__`` (which lackpy forbids
-    in a literal) as a sum of literals that do not. UsageError for a number that has no
-    literal (NaN, infinity: their repr is a name)."""
-    if isinstance(value, float) and not math.isfinite(value):
+def _literal(value: Any, depth: int = 0) -> str:
+    """``value`` as lackpy source: exact plain types only (str, int, float, bool, None, and
+    lists, tuples, dicts and sets of them), written by their type, never by their own
+    ``repr``; a string holding ``__`` (which lackpy forbids in a literal) as a sum of literals
+    that do not. UsageError for anything else (a ``str`` subclass, an object), a number that
+    has no literal (NaN, infinity, an int too long to write) or nesting past
+    ``MAX_LITERAL_DEPTH``."""
+    kind = type(value)
+    if depth > MAX_LITERAL_DEPTH:
+        raise UsageError(f"the run's calls pass a value nested more than {MAX_LITERAL_DEPTH} "
+                         "deep; write the program by hand")
+    if kind is str:
+        return _string(value)
+    if value is None or kind is bool:
+        return repr(value)
+    if kind is int or kind is float:
+        return _number(value)
+    if kind is dict:
+        return "{" + ", ".join(f"{_literal(key, depth + 1)}: {_literal(item, depth + 1)}"
+                               for key, item in value.items()) + "}"
+    if kind in (list, tuple, set):
+        if kind is set and not value:
+            return "set()"
+        items = [_literal(item, depth + 1) for item in value]
+        if kind is tuple:
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return ("[{}]" if kind is list else "{{{}}}").format(", ".join(items))
+    raise UsageError(f"the run's calls pass a {kind.__name__}, which is not plain data a "
+                     "program can write (str, int, float, bool, None, and lists, tuples, "
+                     "dicts and sets of them); write the program by hand")
+
+
+def _number(value: int | float) -> str:
+    if type(value) is float and not math.isfinite(value):
         raise UsageError(f"the run's calls pass {value!r}, a number a program cannot write; "
                          f"write the program by hand")
-    if isinstance(value, str) and "__" in value:
-        parts, current = [], ""
-        for char in value:
-            if char == "_" and current.endswith("_"):
-                parts.append(current)
-                current = ""
-            current += char
-        parts.append(current)
-        return "(" + " + ".join(repr(part) for part in parts) + ")"
-    if isinstance(value, list):
-        return "[" + ", ".join(_literal(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_literal(key)}: {_literal(item)}" for key, item in value.items()) + "}"
-    return repr(value)
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        raise UsageError("the run's calls pass an int too long to write; write the program "
+                         "by hand")
+    return float.__repr__(value) if type(value) is float else int.__repr__(value)
+
+
+def _string(value: str) -> str:
+    """A str as a literal; one holding ``__`` as a sum of literals that do not."""
+    if "__" not in value:
+        return str.__repr__(value)
+    parts, current = [], ""
+    for char in value:
+        if char == "_" and current.endswith("_"):
+            parts.append(current)
+            current = ""
+        current += char
+    parts.append(current)
+    return "(" + " + ".join(str.__repr__(part) for part in parts) + ")"

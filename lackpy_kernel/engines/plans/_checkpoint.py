@@ -20,7 +20,7 @@ from lackpy_kernel.errors import ConcurrentPlanRunError, PlanResumeError
 
 from ._envelope import ErrorInfo
 from ._evaluate import CHECKPOINT_MARK, PlanState
-from ._store import Store
+from ._store import Store, UnreadableValueError
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -130,7 +130,15 @@ class Checkpointer:
         neither resume nor restart was asked), PlanResumeError when the checkpoint does not
         fit this plan.
         """
-        existing = self.store.read(self.key)
+        try:
+            existing = self.store.read(self.key)
+        except UnreadableValueError as exc:
+            if not restart:
+                raise PlanResumeError(f"{exc}; restart the run (plan.restart(), `lackpy plan "
+                                      f"restart {self.key}`) to start over") from None
+            self.last = self._snapshot(fresh, "running")
+            self.store.write(self.key, self.last)  # nothing to compare with: overwrite it
+            return fresh, "running"
         if existing is None:
             self._swap(None, self._snapshot(fresh, "running"), "claiming a fresh key")
             return fresh, "running"

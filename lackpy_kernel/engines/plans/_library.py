@@ -19,7 +19,7 @@ from lackpy_kernel.service import LackpyService
 
 from ._checkpoint import checkpoint_problem, is_checkpoint, owner_alive
 from ._plan import Plan
-from ._store import Store
+from ._store import Store, UnreadableValueError
 
 __all__ = ["PLANS_DB", "PLANS_DIR", "PlanLibrary", "RunStatus"]
 
@@ -105,7 +105,12 @@ class PlanLibrary:
 
     def run(self, key: str) -> RunStatus | None:
         """The run under ``key``, or None when the key holds no checkpoint."""
-        saved = self.store.read(key)
+        try:
+            saved = self.store.read(key)
+        except UnreadableValueError as exc:
+            return RunStatus(key, None, "unreadable", None, [], None, {
+                "type": "PlanResumeError", "message": f"{exc}; `lackpy plan restart {key}` "
+                "starts it over"})
         if not is_checkpoint(saved):
             return None
         problem = checkpoint_problem(saved)

@@ -11,9 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Store"]
+from lackpy_kernel.kit.plain import nesting_problem
+
+__all__ = ["Store", "UnreadableValueError"]
 
 BUSY_TIMEOUT_S = 30.0
+MAX_VALUE_DEPTH = 200  # what a value may nest to; deeper is refused, written or read
+MAX_VALUE_PARTS = 10_000_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS store (
@@ -24,6 +28,11 @@ CREATE TABLE IF NOT EXISTS store (
 """
 
 
+class UnreadableValueError(ValueError):
+    """A value in a Store's file that is not JSON or nests past ``MAX_VALUE_DEPTH`` (the
+    file was changed by something other than a Store)."""
+
+
 class Store:
     """Keys to plain-data values (anything JSON can hold), in SQLite.
 
@@ -32,7 +41,8 @@ class Store:
     power cut loses at most the last commits, each whole); ``Store()`` keeps them in
     memory for this process. Every method is safe to call from any thread. Values go in and
     come out as JSON: tuples come back as lists; a value JSON cannot hold
-    (a set, an object) raises ``TypeError``.
+    (a set, an object), or one nested past ``MAX_VALUE_DEPTH``, raises ``TypeError``; reading
+    one that is not JSON or nests too deep raises ``UnreadableValueError``.
     """
 
     def __init__(self, db: str | os.PathLike[str] | None = None) -> None:
@@ -58,7 +68,7 @@ class Store:
         with self._lock:
             row = self._connection.execute(
                 "SELECT value FROM store WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+        return default if row is None else self._decode(key, row[0])
 
     def write(self, key: str, value: Any) -> None:
         """Set ``key`` to ``value``; TypeError when JSON cannot hold the value."""
@@ -83,7 +93,7 @@ class Store:
         encoded = [(key, _encode(new)), *((k, _encode(v)) for k, v in (writes or {}).items())]
         with self._transaction() as cursor:
             row = cursor.execute("SELECT value FROM store WHERE key = ?", (key,)).fetchone()
-            current = _canonical(json.loads(row[0])) if row is not None else None
+            current = _canonical(self._decode(key, row[0])) if row is not None else None
             if current != wanted:
                 return False
             _put(cursor, encoded)
@@ -115,6 +125,18 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store(db={str(self.path)!r})" if self.path else "Store()"
+
+    def _decode(self, key: str, text: str) -> Any:
+        """The value stored as ``text``; UnreadableValueError naming the file and key."""
+        try:
+            value = json.loads(text)
+            problem = nesting_problem(value, MAX_VALUE_DEPTH, MAX_VALUE_PARTS)
+        except (ValueError, RecursionError):
+            problem = "not JSON, or nested too deeply to read"
+        if problem is not None:
+            raise UnreadableValueError(f"the value under {key!r} in {self.path or 'memory'} "
+                                       f"cannot be read: {problem}")
+        return value
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._connection, self._lock)
@@ -153,6 +175,9 @@ def _put(cursor: sqlite3.Cursor, encoded: list[tuple[str, str]]) -> None:
 
 def _encode(value: Any) -> str:
     try:
+        problem = nesting_problem(value, MAX_VALUE_DEPTH, MAX_VALUE_PARTS)
+        if problem is not None:
+            raise ValueError(problem)
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"a Store holds JSON data (str, numbers, bool, None, lists, dicts "

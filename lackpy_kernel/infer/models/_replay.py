@@ -62,15 +62,19 @@ class ReplayToolChat:
     def _find(self, intent: str, tools: list[str]) -> dict[str, Any]:
         wanted = recording_key(intent, tools)
         found: dict[str, Any] | None = None
-        for _, record in read_recordings(self.path):
-            if _is_recording(record) and recording_key(record.get("intent", ""),
-                                                       record.get("tools") or []) == wanted:
+        skipped: list[int] = []
+        for number, record in read_recordings(self.path):
+            if not _is_recording(record):
+                skipped.append(number)
+            elif recording_key(record.get("intent", ""), record.get("tools") or []) == wanted:
                 found = record  # the latest recording wins
         if found is None:
+            unread = (f" (line {', '.join(map(str, skipped[:5]))} of it cannot be read: not "
+                      "JSON, nested too deeply, or not a recording)") if skipped else ""
             raise ProviderError(
-                f"no recorded conversation in {self.path} for the intent {intent[:80]!r} with "
-                f"the tools {', '.join(tools) or '(none)'}; run it once on a model with "
-                f"[inference] record = true")
+                f"no recorded conversation in {self.path}{unread} for the intent "
+                f"{intent[:80]!r} with the tools {', '.join(tools) or '(none)'}; run it once "
+                "on a model with [inference] record = true")
         return found
 
 

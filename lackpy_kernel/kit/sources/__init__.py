@@ -57,16 +57,17 @@ class ToolSources:
     toolbox; ``check()`` loads them all now and reports how each fared; ``close()`` stops
     the MCP servers (a later call of one of their tools starts its server again).
 
-    ``protected`` holds the real paths of the sources' code in the workspace (a Python
-    source's module and what it imports from there as it loads, an MCP server's script):
+    ``protected`` maps the real paths of the sources' code in the workspace (a Python
+    source's module, what it imports from there as it loads or as its tools run in this
+    process, an MCP server's script), and their folders, to the source each is code of:
     lackpy runs that code outside the sandbox, so the file tools refuse to write it
-    (``builtin_toolbox(workspace, protected)``). It grows as sources load.
+    (``builtin_toolbox(workspace, protected)``). It grows as sources load and run.
     """
 
     def __init__(self, settings: Mapping[str, Mapping[str, Any]] | None,
                  workspace: str | os.PathLike[str]) -> None:
         self._loop = EventLoopThread()
-        self.protected: set[str] = set()
+        self.protected: dict[str, str] = {}
         self.sources: list[ToolSource] = [
             _make_source(name, dict(table), workspace, self._loop, self.protected)
             for name, table in (settings or {}).items()
@@ -121,7 +122,7 @@ class _UnknownPlugin(ToolSource):
 
 
 def _make_source(name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
-                 loop: EventLoopThread, protected: set[str]) -> ToolSource:
+                 loop: EventLoopThread, protected: dict[str, str]) -> ToolSource:
     plugin = settings.get("plugin")
     if plugin == PythonToolSource.plugin:
         return PythonToolSource(name, settings, workspace, protected)

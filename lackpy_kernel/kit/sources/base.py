@@ -77,13 +77,14 @@ class ToolSource:
     plugin = ""
 
     def __init__(self, name: str, settings: Mapping[str, Any],
-                 protected: set[str] | None = None) -> None:
+                 protected: dict[str, str] | None = None) -> None:
         self.name = name
         self.settings = dict(settings)
         self.status = SourceStatus(name, self.plugin, self.origin)
-        # The files of the source's code in the workspace, which programs must not rewrite
-        # (shared by the sources of a workspace; see ToolSources.protected).
-        self.protected = protected if protected is not None else set()
+        # The files and folders of the source's code in the workspace, which programs must
+        # not rewrite, each with the source it is code of (shared by the sources of a
+        # workspace; see ToolSources.protected).
+        self.protected = protected if protected is not None else {}
 
     @property
     def origin(self) -> str:
@@ -137,11 +138,13 @@ class ToolSource:
 
     def protect(self, workspace: str, paths: Iterable[str]) -> None:
         """Add those of ``paths`` that lie inside ``workspace`` (a real path), as real paths,
-        to ``protected``: whether or not the file exists yet."""
+        to ``protected``, and each one's folder (its real path and a separator: every file
+        under it, see ``Workspace``), whether or not the file exists yet."""
         for path in paths:
             real = os.path.realpath(path)
             if os.path.commonpath([workspace, real]) == workspace:
-                self.protected.add(real)
+                self.protected.setdefault(real, self.label)
+                self.protected.setdefault(os.path.join(os.path.dirname(real), ""), self.label)
 
     def unused_overrides(self, offered: set[str]) -> list[str]:
         """A problem for each override that names a tool the source does not offer."""

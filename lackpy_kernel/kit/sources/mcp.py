@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError, ToolSourceError
 
+from ..plain import nesting_problem
 from ..spec import ArgSpec, ToolSpec
 from .base import ToolSource, time_left
 from .describe import MAX_DEFAULT_CHARS
@@ -58,7 +59,9 @@ STOP_WAIT = 10.0  # the stdio shutdown takes at most about 6 s (stdin, SIGTERM, 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_LIST_PAGES = 100
 MAX_SEND_DEPTH = 100
-MAX_SCHEMA_DEPTH = 4
+MAX_SCHEMA_DEPTH = 4  # of a schema as a parameter's type
+MAX_SCHEMA_NESTING = 64  # of a schema a server sends; past it, or past MAX_SCHEMA_PARTS, the
+MAX_SCHEMA_PARTS = 20_000  # server is refused
 CLIENT_NAME = "lackpy"
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _T = TypeVar("_T")
@@ -263,7 +266,7 @@ class McpToolSource(ToolSource):
     plugin = PLUGIN
 
     def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
-                 loop: EventLoopThread, protected: set[str] | None = None) -> None:
+                 loop: EventLoopThread, protected: dict[str, str] | None = None) -> None:
         self.workspace = os.path.realpath(workspace)
         super().__init__(name, settings, protected)
         self.connection = _Connection(self, loop)
@@ -303,6 +306,7 @@ class McpToolSource(ToolSource):
         offered = {tool.name for tool in listed}
         specs = []
         for tool in listed:
+            self._check_schemas(tool)
             if wanted is not None and tool.name not in wanted:
                 continue
             spec = self._spec(tool)
@@ -314,6 +318,14 @@ class McpToolSource(ToolSource):
                                             f"offer (it offers: {', '.join(sorted(offered))})")
         self.status.problems.extend(self.unused_overrides(offered))
         return specs
+
+    def _check_schemas(self, tool: mcp_types.Tool) -> None:
+        """Raise ToolSourceError, naming the tool, for a schema too deep or too big to read."""
+        for which, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+            problem = nesting_problem(schema, MAX_SCHEMA_NESTING, MAX_SCHEMA_PARTS)
+            if problem is not None:
+                raise self.error(f"its tool {str(tool.name)[:80]!r} has an {which} schema of "
+                                 f"{problem}, too big to be a tool's; fix the server")
 
     def _list_tools(self) -> list[Any]:
         async def list_all(client: Client) -> list[mcp_types.Tool]:
@@ -335,8 +347,9 @@ class McpToolSource(ToolSource):
             raise self.error(f"the server did not list its tools within {self.startup_timeout:g} "
                              f"s{self.connection.diagnosis()}; raise startup_timeout") from None
         except Exception as exc:  # the SDK's failures: MCP errors, answers that are not MCP
+            why = self.connection.stdio.reason if self.connection.stdio else None
             self.connection.drop()
-            raise self.error(f"listing its tools failed: {_describe(exc)}"
+            raise self.error(f"listing its tools failed: {why or _describe(exc)}"
                              f"{self.connection.diagnosis()}") from None
 
     def _spec(self, tool: mcp_types.Tool) -> ToolSpec | None:
@@ -460,7 +473,8 @@ class McpToolSource(ToolSource):
             return
         connection.stdio = state = sdk.StdioState()
         transport = sdk.stdio(self._command(), env=self._environment(sdk), cwd=self._cwd(),
-                              max_message_bytes=MAX_MESSAGE_BYTES, state=state)
+                              max_message_bytes=MAX_MESSAGE_BYTES, state=state,
+                              max_nesting=MAX_SCHEMA_NESTING)
         try:
             async with sdk.Client(transport, client_info=info) as client:
                 yield client

@@ -7,12 +7,14 @@ and are defined in it (not imported into it). Each becomes a ToolSpec described
 from its signature, annotations and docstring; its results must be plain data.
 
 The module's files in the workspace (the file, the packages on its way, what it
-imports from the workspace when it loads) join ``protected``: its code runs in
-lackpy's own processes, so programs must not rewrite it.
+imports from the workspace when it loads, and what its tools import when they run in
+this process), and their folders, join ``protected``: its code runs in lackpy's own
+processes, so programs must not rewrite it.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -45,7 +47,7 @@ class PythonToolSource(ToolSource):
     plugin = PLUGIN
 
     def __init__(self, name: str, settings: dict[str, Any], workspace: str | os.PathLike[str],
-                 protected: set[str] | None = None) -> None:
+                 protected: dict[str, str] | None = None) -> None:
         self.workspace = Path(os.path.realpath(workspace))
         super().__init__(name, settings, protected)
         self._functions: dict[str, Callable[..., Any]] = {}
@@ -80,7 +82,22 @@ class PythonToolSource(ToolSource):
         fn = self._functions.get(spec.provider_config.get("function", spec.name))
         if fn is None:
             raise self.error(f"has no tool {spec.name!r}")
-        return plain_results(fn, spec.name, self.label)
+        return self._watching_imports(plain_results(fn, spec.name, self.label))
+
+    def _watching_imports(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn``, protecting what it imports from the workspace (a helper imported inside a
+        function, from a folder the module put on ``sys.path``) once it returns."""
+
+        @functools.wraps(fn)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            before = len(sys.modules)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if len(sys.modules) != before:
+                    self.protect(str(self.workspace), _files_of(list(sys.modules.values())))
+
+        return watched
 
     def module(self) -> ModuleType:
         """The module, imported the first time it is asked for (and again after a failure).

@@ -4,14 +4,17 @@ The SDK's ``stdio_client`` holds any line the server writes, however long,
 and joins a long line's pieces in quadratic time. This transport, which the
 SDK's ``Client`` accepts as any ``Transport``, reads bytes and ends the
 connection when one message passes ``max_message_bytes`` or is broken MCP
-(a line that starts like JSON but does not parse, e.g. nested too deeply); it
+(a line that starts like JSON but does not parse, e.g. nested too deeply: then it names
+the listed tool whose schema nests past ``max_nesting``, if one does); it
 skips lines that are not JSON at all (a server printing on stdout) and keeps a
 few of them, and the tail of the server's stderr, for error messages.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 from collections import deque
@@ -29,6 +32,8 @@ STDERR_TAIL = 2000
 STRAY_LINES_KEPT = 3
 STRAY_LINE_CHARS = 200
 EXIT_WAIT = 2.0  # seconds to exit after stdin closes, then again after SIGTERM
+TOOL_DEPTH = 4  # {"result": {"tools": [{ a listed tool
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 @dataclass
@@ -58,7 +63,7 @@ class StdioState:
 
 @asynccontextmanager
 async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
-                        max_message_bytes: int, state: StdioState
+                        max_message_bytes: int, state: StdioState, max_nesting: int
                         ) -> AsyncIterator[tuple[ObjectReceiveStream[SessionMessage | Exception],
                                                  ObjectSendStream[SessionMessage]]]:
     """Start ``command`` and exchange newline-delimited JSON-RPC with it.
@@ -75,7 +80,7 @@ async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
     async def read_messages() -> None:
         async with to_session:
             with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await _read_lines(process, to_session, max_message_bytes, state)
+                await _read_lines(process, to_session, max_message_bytes, state, max_nesting)
         state.closed = True
 
     async def write_messages() -> None:
@@ -99,7 +104,7 @@ async def bounded_stdio(command: list[str], *, env: dict[str, str], cwd: str,
 
 async def _read_lines(process: Process,
                       to_session: ObjectSendStream[SessionMessage | Exception],
-                      max_message_bytes: int, state: StdioState) -> None:
+                      max_message_bytes: int, state: StdioState, max_nesting: int) -> None:
     buffer = bytearray()
     async for chunk in process.stdout:  # type: ignore[union-attr]
         searched = len(buffer)
@@ -108,7 +113,7 @@ async def _read_lines(process: Process,
             line = bytes(buffer[:end])
             del buffer[:end + 1]
             searched = 0
-            message = _parse(line, state)
+            message = _parse(line, state, max_nesting)
             if isinstance(message, SessionMessage):
                 await to_session.send(message)
             elif message is not None:
@@ -123,7 +128,7 @@ async def _read_lines(process: Process,
         state.reason = f"the process exited with status {process.returncode}"
 
 
-def _parse(line: bytes, state: StdioState) -> SessionMessage | str | None:
+def _parse(line: bytes, state: StdioState, max_nesting: int) -> SessionMessage | str | None:
     """A message; None for a line to skip; a reason to stop for broken MCP."""
     text = line.strip()
     if not text:
@@ -132,10 +137,33 @@ def _parse(line: bytes, state: StdioState) -> SessionMessage | str | None:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
     except ValueError as exc:
         if text.startswith(b"{"):
+            tool = _tool_nested_past(text, max_nesting)
+            if tool is not None:
+                return (f"its tool {tool[:80]!r} has a schema nested more than {max_nesting} "
+                        "deep, too deep to be a tool's; fix the server")
             first = str(exc).splitlines()[1:2] or [str(exc)]
             return f"it sent a message that is not valid MCP ({first[0].strip()[:200]})"
         state.stray_lines.append(text[:STRAY_LINE_CHARS].decode("utf-8", errors="replace"))
         return None
+
+
+def _tool_nested_past(text: bytes, max_nesting: int) -> str | None:
+    """The name of the tool of a ``tools/list`` answer (raw JSON) whose part nests more
+    than ``max_nesting`` deep, else None; read token by token, never parsed."""
+    depth, name, naming = 0, None, False
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            if depth > TOOL_DEPTH + max_nesting:
+                return name
+        elif token in (b"}", b"]"):
+            depth -= 1
+        else:
+            if naming:
+                name = json.loads(token) if len(token) < 1000 else "?"
+            naming = depth == TOOL_DEPTH and token == b'"name"'
+    return None
 
 
 async def _keep_stderr_tail(process: Process, state: StdioState) -> None:

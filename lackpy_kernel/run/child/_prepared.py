@@ -114,7 +114,7 @@ named_kits = NamedKits()  # the worker's, which every child it forks inherits
 def resolve(request: RunRequest) -> ResolvedKit:
     """The request's kit resolved against the built-in tools (the write tools refusing its
     protected files). Raises KitError."""
-    toolbox = builtin_toolbox(Path(request.workspace), frozenset(request.protected))
+    toolbox = builtin_toolbox(Path(request.workspace), request.protected)
     return resolve_kit(request.kit, toolbox, kits_dir=request.kits_dir)
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -227,7 +227,7 @@ class Sandbox:
             return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
         limits = self.limits
         return RunRequest(program, str(self.workspace), plan.builtins, plan.tools,
-                          plan.import_path, sorted(self.protected), dict(params or {}), keep,
+                          plan.import_path, _protected(self.protected), dict(params or {}), keep,
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
                           limits.max_result_bytes, limits.max_tool_calls), plan
 
@@ -438,3 +438,8 @@ async def in_thread(call: Callable[_P, _T], interrupt: Callable[[], None], *args
         interrupt()
         await asyncio.wait([task], timeout=GRACE_SECONDS)
         raise
+
+
+def _protected(protected: Collection[str]) -> dict[str, str] | list[str]:
+    """``protected`` as a request carries it: a copy, naming each file's source if it did."""
+    return dict(protected) if isinstance(protected, Mapping) else sorted(protected)

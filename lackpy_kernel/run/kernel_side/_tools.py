@@ -28,9 +28,11 @@ from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KEYWORD_ONLY_MARK, T
 
 from .. import wire
 from ..failures import tool_timeout_message
-from ..plain import find_non_plain
+from ..plain import TOO_LARGE, Bounds, bounded_repr, display_problem, find_non_plain
 
 MAX_ERROR_CHARS = 2_000
+MAX_CALL_DEPTH = 1_000  # about as deep as a frame's pickle goes
+ERROR_BOUNDS = Bounds.of_text(MAX_ERROR_CHARS)
 DEADLINE_GRACE = 1.0
 _Job = Callable[[], None]
 
@@ -138,6 +140,11 @@ class HostedRun:
             self._answer(call_id, _error_answer(call_id, ToolCallError(
                 f"{str(alias)[:40]!r} is not a tool of this kit that runs in the kernel")))
             return
+        args, kwargs = call.get("args") or [], call.get("kwargs") or {}
+        too_large = self._arguments_problem(self.plan.tools[alias]["tool"], [args, kwargs])
+        if too_large is not None:
+            self._answer(call_id, _error_answer(call_id, too_large))
+            return
         timer = None
         timeout = self.plan.timeouts.get(alias)
         if timeout:
@@ -147,8 +154,21 @@ class HostedRun:
             timer = threading.Timer(timeout, self._answer, (call_id, late))
             timer.daemon = True
             timer.start()
-        self._submit(functools.partial(self._run, call_id, alias, fn, call.get("args") or [],
-                                       call.get("kwargs") or {}, timer))
+        self._submit(functools.partial(self._run, call_id, alias, fn, args, kwargs, timer))
+
+    def _arguments_problem(self, tool: str, arguments: list[Any]) -> ToolCallError | None:
+        """The error for arguments that would expand past what a call may send, counted as
+        the tool would write them (shared references each time they appear), else None."""
+        limit = self.max_bytes
+        problem = display_problem(arguments, Bounds(limit, limit, limit, MAX_CALL_DEPTH))
+        if problem is None:
+            return None
+        if problem.startswith(TOO_LARGE):
+            return ToolCallError(
+                f"the arguments of {tool}() expand to over {limit:,} characters (a value shared "
+                f"n times counts n times), over what a call may send (set by [sandbox] "
+                "max_result_mb); send less, or raise max_result_mb")
+        return ToolCallError(f"the arguments of {tool}() cannot be sent: {problem}")
 
     def close(self) -> None:
         """The program ended: answers of calls still running are dropped."""
@@ -202,13 +222,20 @@ def _error_answer(call_id: Any, exc: BaseException) -> dict[str, Any]:
     """The answer that raises ``exc`` again in the program (its type, if the program's side
     knows it, with its message)."""
     args = list(exc.args)
-    if find_non_plain(args) is not None or len(repr(args)) > MAX_ERROR_CHARS:
+    if find_non_plain(args) is not None or display_problem(args, ERROR_BOUNDS) is not None:
         args = [_message(exc)]
     return {"op": "answer", "id": call_id, "ok": False, "error_type": type(exc).__name__,
             "error_args": args}
 
 
 def _message(exc: BaseException) -> str:
+    """``str(exc)``, cut to ``MAX_ERROR_CHARS``; never expanded past them when its arguments
+    are plain data (``ValueError(items)`` with ``items = [s] * 2000``)."""
+    args = exc.args
+    if find_non_plain(args) is None and display_problem(args, ERROR_BOUNDS) is not None:
+        shown = args[0] if len(args) == 1 else args
+        return shown[:MAX_ERROR_CHARS] + "..." if type(shown) is str else \
+            bounded_repr(shown, MAX_ERROR_CHARS)
     try:
         text = str(exc)
     except Exception:  # a hostile __str__
