@@ -28,9 +28,9 @@ from lackpy_kernel.service import LackpyService
 
 OK, OFF, FIX = "ok", "off", "fix"  # off: not up or not installed, yet nothing a user must fix
 PROBE_TIMEOUT = 2.0  # seconds a model's server has to answer
-# The extras, each with the package it installs (its import name too).
-EXTRAS = {"ollama": "ollama", "openai": "openai", "anthropic": "anthropic", "mcp": "mcp",
-          "temporal": "temporalio", "lab": "jupyterlab"}
+# The extras, each with the packages it installs (by their import names).
+EXTRAS = {"ollama": ("ollama",), "openai": ("openai",), "anthropic": ("anthropic",),
+          "mcp": ("mcp",), "temporal": ("temporalio",), "lab": ("jupyterlab", "jupyter_console")}
 INSTALL_KERNEL = "python -m lackpy_kernel install --sys-prefix"
 
 
@@ -114,12 +114,14 @@ def _walls() -> Iterator[Finding]:
 
 
 def _extras() -> Iterator[Finding]:
-    for extra, package in EXTRAS.items():
-        if _installed(package):
-            yield Finding("extras", extra, OK, f"{package} {_version(package)}")
+    for extra, packages in EXTRAS.items():
+        missing = [package for package in packages if not _installed(package)]
+        if not missing:
+            yield Finding("extras", extra, OK,
+                          ", ".join(f"{package} {_version(package)}" for package in packages))
         else:
-            yield Finding("extras", extra, OFF,
-                          f"{package} is not installed: pip install 'lackpy-kernel[{extra}]'")
+            yield Finding("extras", extra, OFF, f"{', '.join(missing)} not installed: "
+                                                f"pip install 'lackpy-kernel[{extra}]'")
 
 
 def _installed(package: str) -> bool:
@@ -137,11 +139,8 @@ def _version(package: str) -> str:
 
 
 def _service_checks(root: Path, timeout: float) -> list[Finding]:
-    try:
-        with LackpyService(root) as service:
-            return [*_tiers(service, timeout), *_tool_sources(service)]
-    except LackpyError as exc:
-        return [Finding("tiers", "-", FIX, f"the service cannot start: {exc}")]
+    with LackpyService(root) as service:
+        return [*_tiers(service, timeout), *_tool_sources(service)]
 
 
 def _tiers(service: LackpyService, timeout: float) -> Iterator[Finding]:

@@ -62,14 +62,16 @@ def test_a_wall_this_kernel_lacks_is_off_and_says_why(tmp_path, capsys, monkeypa
 
 
 def test_an_extra_not_installed_says_the_pip_command(tmp_path):
-    blocked = ("import sys; sys.modules['temporalio'] = None; "
+    blocked = ("import sys; sys.modules['temporalio'] = sys.modules['jupyter_console'] = None; "
                "from lackpy_kernel.cli import entry; entry(['doctor'])")
     done = subprocess.run([sys.executable, "-c", blocked], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert line(lines, "off", "temporal").endswith(
-        "temporalio is not installed: pip install 'lackpy-kernel[temporal]'")
+        "temporalio not installed: pip install 'lackpy-kernel[temporal]'")
+    assert line(lines, "off", "lab").endswith(
+        "jupyter_console not installed: pip install 'lackpy-kernel[lab]'")
     assert line(lines, "ok", "ollama")
 
 
@@ -99,6 +101,12 @@ def test_a_tier_whose_server_answers_is_reachable(tmp_path, capsys, plugin, addr
     assert code == 0
     assert line(lines, "ok", "local").endswith(f"reachable: {server.url}{path}")
     assert [(request.method, request.path) for request in server.requests] == [("GET", path)]
+
+
+def test_a_tier_that_cannot_be_built_is_to_fix(tmp_path, capsys):
+    config(tmp_path, '[inference]\norder = ["rules", "olama"]\n')
+    code, lines = doctor(tmp_path, capsys)
+    assert code == 1 and "unknown plugin 'olama'" in line(lines, "fix", "olama")
 
 
 def test_an_api_key_tier_says_whether_its_key_is_set(tmp_path, capsys, monkeypatch):
