@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lackpy_kernel.config import config_path, load_config
-from lackpy_kernel.errors import LackpyError
+from lackpy_kernel.config import LackpyConfig, config_path, load_config
+from lackpy_kernel.errors import ConfigError
 from lackpy_kernel.infer import KIND_MODEL
 from lackpy_kernel.infer.models import ModelProvider
 from lackpy_kernel.install import KERNEL_NAME
@@ -85,27 +85,26 @@ def diagnose(workspace: str | os.PathLike[str] | None = None, *,
     """Check ``workspace`` (default: the current folder) and this machine; never raises for
     what it finds. A model's server has ``timeout`` seconds to answer."""
     root = Path(workspace or Path.cwd()).resolve()
-    findings = [*_config(root)]
-    config_ok = findings[0].state == OK
-    findings += [*_walls(), *_extras()]
-    if config_ok:
-        findings += _service_checks(root, timeout)
-    else:
+    checked, config = _config(root)
+    findings = [checked, *_walls(), *_extras()]
+    if config is None:
         findings += [Finding(section, "-", OFF, "not checked: fix the config first")
                      for section in ("tiers", "tool sources")]
+    else:
+        findings += _service_checks(root, config, timeout)
     findings += _kernelspec()
     return Report(findings)
 
 
-def _config(root: Path) -> Iterator[Finding]:
+def _config(root: Path) -> tuple[Finding, LackpyConfig | None]:
+    """The config's finding, and the config where it is valid."""
     path = config_path(root)
     name = str(path.relative_to(root))
     try:
-        load_config(root)
-    except LackpyError as exc:
-        yield Finding("config", name, FIX, str(exc))
-        return
-    yield Finding("config", name, OK, "valid" if path.is_file() else "none: the defaults")
+        config = load_config(root)
+    except ConfigError as exc:
+        return Finding("config", name, FIX, str(exc)), None
+    return Finding("config", name, OK, "valid" if path.is_file() else "none: the defaults"), config
 
 
 def _walls() -> Iterator[Finding]:
@@ -138,8 +137,8 @@ def _version(package: str) -> str:
         return "(version unknown)"
 
 
-def _service_checks(root: Path, timeout: float) -> list[Finding]:
-    with LackpyService(root) as service:
+def _service_checks(root: Path, config: LackpyConfig, timeout: float) -> list[Finding]:
+    with LackpyService(root, config) as service:
         return [*_tiers(service, timeout), *_tool_sources(service)]
 
 
