@@ -103,6 +103,18 @@ def test_a_tier_whose_server_answers_is_reachable(tmp_path, capsys, plugin, addr
     assert [(request.method, request.path) for request in server.requests] == [("GET", path)]
 
 
+@pytest.mark.parametrize("status, state, detail", [
+    (401, "ok", "reachable: {url}/api/version"),  # up, and asking for a key
+    (404, "fix", "unreachable: {url}/api/version (HTTP 404 Not Found)")])
+def test_a_server_that_answers_with_an_error(tmp_path, capsys, status, state, detail):
+    with LoopbackServer(json_reply({"error": "no"}, status=status)) as server:
+        config(tmp_path, f'[inference]\norder = ["local"]\n'
+                         f'[inference.providers.local]\nplugin = "ollama"\nhost = "{server.url}"\n')
+        code, lines = doctor(tmp_path, capsys)
+    assert code == (state == "fix")
+    assert detail.format(url=server.url) in line(lines, state, "local")
+
+
 def test_a_tier_that_cannot_be_built_is_to_fix(tmp_path, capsys):
     config(tmp_path, '[inference]\norder = ["rules", "olama"]\n')
     code, lines = doctor(tmp_path, capsys)
