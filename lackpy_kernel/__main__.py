@@ -1,15 +1,32 @@
 """``python -m lackpy_kernel``: start the kernel (``-f CONNECTION_FILE``, as the kernelspec does).
 
 ``python -m lackpy_kernel install`` installs the kernelspec; ``python -m lackpy_kernel
-run FILE`` (any first argument that is not an option) is the command line.
+run FILE`` (any first argument that is not an option) is the command line; ``--help`` says so.
 """
 
 import os
 import sys
 
+HELP = """\
+usage: python -m lackpy_kernel [-f CONNECTION_FILE]
+       python -m lackpy_kernel install [--user | --sys-prefix | --prefix PATH] [...]
+       python -m lackpy_kernel COMMAND [...]
+
+Start the lackpy Jupyter kernel: every cell is a lackpy program, validated, then run in a
+sandbox. Jupyter starts it so, with -f CONNECTION_FILE, from the installed kernelspec.
+
+  install      install the kernelspec, so Jupyter offers the lackpy kernel
+               (python -m lackpy_kernel install --help for where)
+  COMMAND      the lackpy command line: delegate, run, doctor, ... (lackpy --help)
+  --help-all   the kernel application's own options (IPython's)
+"""
+
 
 def main() -> None:
     first = sys.argv[1:2]
+    if first in (["-h"], ["--help"]):
+        print(HELP, end="")
+        sys.exit(0)
     if first == ["install"]:
         from lackpy_kernel.install import main as install
 

@@ -97,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("templates", "list the workspace's templates")
     add("providers", "list the inference tiers and whether each is available")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
+    add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
+                  "reachable tiers, tool sources, the kernelspec, the config")
     _add_plan_commands(commands, common)
     _add_worker_command(commands)
     return parser
@@ -139,6 +141,12 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(f"the MCP server needs the mcp extra: pip install 'lackpy-kernel[mcp]' "
                          f"({exc})", EXIT_USAGE)
         return serve(workspace)
+    if args.command == "doctor":
+        from lackpy_kernel.doctor import diagnose  # noqa: PLC0415 - it reads the config itself
+
+        report = diagnose(workspace)
+        _show(args, report.to_dict(), report.text())
+        return EXIT_OK if report.ok else EXIT_FAILED
     try:
         config = load_config(workspace)
     except ConfigError as exc:

@@ -476,7 +476,8 @@ class LackpyService:
 
         Without ``pattern``, the intent that last produced this program (from the ratchet's
         intent log) becomes the pattern. Returns ``{"success": False, "errors": [...]}`` for a
-        program, name or pattern that cannot be used; raises KitError for a bad kit.
+        program, name or pattern that cannot be used (with ``"valid": False`` where the program
+        does not validate against ``kit``); raises KitError for a bad kit.
         """
         try:
             stem = check_template_name(name)
@@ -495,7 +496,7 @@ class LackpyService:
             return {"success": False, "errors": [f"the template cannot be used: {exc}"]}
         check = self.validate(filled, kit, extra_tools=extra_tools)
         if not check.valid:
-            return {"success": False, "errors": check.errors}
+            return {"success": False, "errors": check.errors, "valid": False}
         path = self.config_dir / "templates" / f"{stem}.tmpl"
         try:
             text = format_template(stem, pattern, program)

@@ -124,6 +124,24 @@ def test_create_needs_a_name_and_a_valid_program(host: Host):
     assert bad.ename == "LackpyCreateError"
 
 
+def test_create_says_which_kit_it_checked_and_takes_another(host: Host):
+    assert host.run("%kit").text.startswith("kit: debug ")
+    program = "write_file('copy.txt', read_file('notes.txt'))"
+    refused = host.run(f"%%create copy --pattern 'copy the notes'\n{program}")
+    assert refused.ename == "LackpyCreateError"
+    assert "'write_file'" in refused.evalue
+    assert refused.evalue.endswith("(checked against the kit debug, the session's; --kit K "
+                                   "checks against another)")
+    narrow = host.run(f"%%create copy --kit read_file --pattern 'copy the notes'\n{program}")
+    assert narrow.ename == "LackpyCreateError"
+    assert narrow.evalue.endswith("(checked against the kit read_file)")
+    saved = host.run(f"%%create copy --kit read_file,write_file --pattern 'copy the notes'\n"
+                     f"{program}")
+    assert saved.ok, saved
+    assert saved.text == "saved .lackpy/templates/copy.tmpl\npattern: copy the notes"
+    assert host.run("%kit").text.startswith("kit: debug ")  # the session's kit is unchanged
+
+
 def test_providers_lists_the_tiers(host: Host):
     providers = host.run("%providers").text
     assert "rules" in providers and "yes" in providers

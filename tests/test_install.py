@@ -365,3 +365,14 @@ def test_runs_as_a_module(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "lackpy" in kernelspec_list(prefix / "share" / "jupyter").split()
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_the_modules_help_is_ours_not_ipythons(flag, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lackpy_kernel", flag], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("usage: python -m lackpy_kernel [-f CONNECTION_FILE]\n")
+    assert "Start the lackpy Jupyter kernel" in done.stdout
+    assert "\n  install      install the kernelspec" in done.stdout
+    assert "IPython: an enhanced interactive Python shell" not in done.stdout

@@ -67,4 +67,4 @@ def test_usage_help_and_parsing_come_from_the_declaration():
 
 def test_cell_magics_say_so_in_their_usage():
     create = declared_magics(KernelMagics)["create"][0]
-    assert create.cell and create.usage.startswith("%%create [--pattern P] NAME")
+    assert create.cell and create.usage.startswith("%%create [--pattern P] [--kit K] NAME")

@@ -108,9 +108,11 @@ async def test_create_without_pattern_or_history_asks_for_one(service):
 async def test_create_refuses_invalid_programs_and_names(service):
     bad = await service.create("import os", kit="read_file", name="t", pattern="p")
     assert not bad["success"] and "Import" in bad["errors"][0]
+    assert bad["valid"] is False  # the program, not the name, is what is wrong
     for name in ("../evil", "a/b", ""):
         refused = await service.create("1", kit="read_file", name=name, pattern="p")
         assert not refused["success"] and "invalid template name" in refused["errors"][0]
+        assert "valid" not in refused
 
 
 async def test_custom_provider_via_the_documented_list(service):

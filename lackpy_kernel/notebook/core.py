@@ -18,7 +18,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError, UsageError
 from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit import Kit, ResolvedKit
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
@@ -109,6 +109,11 @@ def tool_sources(resolved: ResolvedKit) -> list[str]:
     return [f"from {source}: {', '.join(names)}" for source, names in by_source.items()]
 
 
+def _kit_label(kit: Kit) -> str:
+    """A kit as ``%kit`` takes it: a name, or tool,tool,..."""
+    return kit if isinstance(kit, str) else ",".join(kit or ())
+
+
 def show_run(port: NotebookPort, result: ExecutionResult, program: str) -> None:
     """Show what a program printed, its notes, its trace and its output (the magic's
     result); raises the NotebookError of a failed program."""
@@ -176,7 +181,7 @@ class CoreMagics(MagicFamily):
         self.port.display({"text/plain": shown or "no parameters"})
 
     @magic("create", "save the cell's program as a template, so the same intent later needs "
-           "no model (the ratchet)", options=(PATTERN,), rest="NAME", cell=True)
+           "no model (the ratchet)", options=(PATTERN, KIT), rest="NAME", cell=True)
     async def create(self, line: MagicLine, body: str) -> None:
         declared = self._magic("create")
         name, _, tail = line.rest.partition(" ")
@@ -186,9 +191,16 @@ class CoreMagics(MagicFamily):
         if after_name.rest:
             raise UsageError(f"one name only; usage: {declared.usage}")
         options = {**line.options, **after_name.options}
-        saved = await self.service.create(body, self.session.kit, name, options.get("--pattern"))
+        kit = options.get("--kit")
+        saved = await self.service.create(body, kit or self.session.kit, name,
+                                          options.get("--pattern"))
         if not saved["success"]:
-            raise NotebookError("LackpyCreateError", "; ".join(saved["errors"]))
+            errors = "; ".join(saved["errors"])
+            if saved.get("valid") is False:
+                checked = kit or (f"{_kit_label(self.session.kit)}, the session's; --kit K "
+                                  "checks against another")
+                errors = f"{errors} (checked against the kit {checked})"
+            raise NotebookError("LackpyCreateError", errors)
         shown = Path(saved["path"]).relative_to(self.workspace)
         self.port.display({"text/plain": f"saved {shown}\npattern: {saved['pattern']}"})
 

@@ -165,6 +165,11 @@ class ModelProvider:
         """Why the provider cannot be used now (a missing package, say), or None."""
         return None if _installed(self.package) else self.missing_package_message()
 
+    def health_url(self) -> str | None:
+        """A URL of the model's server that answers a cheap GET when the server is up; None
+        where there is no server of one's own to probe (an API reached with a key)."""
+        return None
+
     def missing_package_message(self) -> str:
         """What to install when the client package is missing."""
         return f"the {self.package} package is not installed: pip install 'lackpy-kernel[{self.extra}]'"

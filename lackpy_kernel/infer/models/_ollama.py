@@ -88,6 +88,12 @@ class OllamaProvider(ModelProvider):
         """The server requests go to (``resolved_host``)."""
         return self.resolved_host
 
+    def health_url(self) -> str:
+        """``/api/version`` on ``resolved_host`` (a host without a scheme is http)."""
+        host = self.resolved_host
+        base = host if "://" in host else f"http://{host}"
+        return base.rstrip("/") + "/api/version"
+
     def open_client(self, sdk: Any, key: str | None) -> Any:
         """An ``ollama.AsyncClient`` for ``resolved_host``."""
         return sdk.AsyncClient(host=self.resolved_host)

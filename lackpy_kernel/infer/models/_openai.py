@@ -101,6 +101,10 @@ class OpenAIProvider(ModelProvider):
             return f"{self.api_key_env} is not set (a local server needs none: set base_url)"
         return super().unavailable_reason()
 
+    def health_url(self) -> str | None:
+        """``/models`` on ``base_url``; None for the OpenAI API itself (reached with a key)."""
+        return None if self.base_url is None else self.base_url.rstrip("/") + "/models"
+
     def api_key(self) -> str | None:
         """The key from ``api_key_env``; None for a server of one's own without one."""
         key = os.environ.get(self.api_key_env) or None
