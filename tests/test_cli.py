@@ -169,3 +169,17 @@ def test_mcp_reports_a_bad_start_in_its_exit_status(workspace):
     done = lackpy("mcp", cwd=workspace, stdin="")
     assert done.returncode != 0
     assert "timout" in done.stderr
+
+
+def test_acp_help_explains_the_modes(workspace):
+    done = lackpy("acp", "--help", cwd=workspace)
+    assert done.returncode == 0
+    assert "Agent Client Protocol" in done.stdout
+    assert "run   the default: write the program and run it when it only reads" in done.stdout
+    assert "plan  write the program and show it, without running it" in done.stdout
+
+
+def test_acp_ends_when_its_client_closes_stdin(workspace):
+    done = lackpy("acp", cwd=workspace, stdin="")
+    assert done.returncode == 0
+    assert done.stdout == ""
