@@ -376,7 +376,7 @@ async def _pump_objects(reader: asyncio.StreamReader, objects: asyncio.StreamRea
 def _is_object(line: bytes) -> bool:
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json parses
         return False
 
 
