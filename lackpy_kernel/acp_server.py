@@ -98,6 +98,7 @@ WRITES_NOT_RUN = ("not run: it calls {tools}, which change files. Approving a wr
                   "chat comes with lackpy's transactional files (a program's changes staged, "
                   "shown as a diff and committed only when you say yes); until then this agent "
                   "runs only programs that read. Run it yourself with `lackpy run` if you mean it.")
+STOPPED = "stopped: the prompt was cancelled; nothing it started is still running."
 _log = logging.getLogger(__name__)
 
 
@@ -110,6 +111,7 @@ class _Chat:
     answering: asyncio.Task[StopReason] | None = None
     cancelled: bool = False
     programs: int = 0
+    running: str | None = None  # the tool call of the program running now
 
 
 class LackpyAgent:
@@ -179,13 +181,16 @@ class LackpyAgent:
         if chat.answering is not None:
             raise RequestError.invalid_request(
                 {"sessionId": "this session is still answering a prompt; cancel it first"})
-        chat.cancelled = False
+        chat.cancelled, chat.running = False, None
         chat.answering = asyncio.ensure_future(self._answer(chat, session_id, prompt))
         try:
             return PromptResponse(stop_reason=await chat.answering)
         except asyncio.CancelledError:
             if not chat.cancelled:
                 raise
+            if chat.running is not None:
+                await self._update(session_id, update_tool_call(chat.running, status="failed"))
+            await self._say(session_id, STOPPED)
             return PromptResponse(stop_reason="cancelled")
         finally:
             chat.answering = None
@@ -251,7 +256,9 @@ class LackpyAgent:
             return "end_turn"
         await self._update(session_id, update_tool_call(call_id, status="in_progress"))
         started = time.perf_counter()
+        chat.running = call_id
         result = await chat.session.run(program)
+        chat.running = None
         chat.session.service.ran(delegation, result, started)
         reply = _reply(result, program)
         await self._update(session_id, update_tool_call(

@@ -10,6 +10,7 @@ import pytest
 from acp import RequestError, image_block
 
 from tests.support.acp_client import lackpy_acp, prompt, settled, template
+from tests.support.processes import children_of, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
 SPIN = "sum(range(1000000000000))"
@@ -85,18 +86,23 @@ async def test_a_program_that_writes_is_shown_and_not_run(workspace):
 
 async def test_cancel_stops_a_running_program_within_a_second(workspace):
     template(workspace, "spin", "spin", SPIN)
-    async with lackpy_acp(workspace) as (conn, client, _):
+    async with lackpy_acp(workspace) as (conn, client, process):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         running = asyncio.ensure_future(prompt(conn, session.session_id, "spin"))
         while "in_progress" not in client.statuses():
             assert not running.done(), client.messages()
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)  # the program is in the sandbox now
+        [worker] = workers_of(process.pid)
+        [spinning] = children_of(worker)
         asked = time.monotonic()
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(running, 5)
         assert time.monotonic() - asked < 1.0 + 0.1  # settled() waits 0.1 s
         assert response.stop_reason == "cancelled"
+        assert gone_within(spinning, 1.0)
+        assert client.statuses() == ["in_progress", "failed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")
         client.clear()
         after = await prompt(conn, session.session_id, "read the file notes.txt")
         assert after.stop_reason == "end_turn"
