@@ -48,6 +48,7 @@ try:
         AgentCapabilities,
         AudioContentBlock,
         ClientCapabilities,
+        ContentToolCallContent,
         EmbeddedResourceContentBlock,
         ImageContentBlock,
         Implementation,
@@ -55,7 +56,6 @@ try:
         ResourceContentBlock,
         SessionMode,
         SessionModeState,
-        StopReason,
         TextContentBlock,
     )
 except ImportError as exc:
@@ -75,7 +75,7 @@ from lackpy_kernel.notebook.bundles import (
     program_error,
 )
 from lackpy_kernel.run import ExecutionResult
-from lackpy_kernel.service import LackpyService
+from lackpy_kernel.service import Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
 
 __all__ = ["MODES", "LackpyAgent", "main"]
@@ -108,7 +108,7 @@ class _Chat:
 
     session: LackpySession
     mode: str = DEFAULT_MODE
-    answering: asyncio.Task[StopReason] | None = None
+    answering: asyncio.Task[None] | None = None
     cancelled: bool = False
     programs: int = 0
     running: str | None = None  # the tool call of the program running now
@@ -184,7 +184,8 @@ class LackpyAgent:
         chat.cancelled, chat.running = False, None
         chat.answering = asyncio.ensure_future(self._answer(chat, session_id, prompt))
         try:
-            return PromptResponse(stop_reason=await chat.answering)
+            await chat.answering
+            return PromptResponse(stop_reason="end_turn")
         except asyncio.CancelledError:
             if not chat.cancelled:
                 raise
@@ -210,63 +211,65 @@ class LackpyAgent:
 
     # -- a prompt ---------------------------------------------------------------------
 
-    async def _answer(self, chat: _Chat, session_id: str,
-                      prompt: list[ContentBlock]) -> StopReason:
+    async def _answer(self, chat: _Chat, session_id: str, prompt: list[ContentBlock]) -> None:
         intent = _intent(prompt)
-        if not intent:
-            await self._say(session_id, "lackpy reads text only: write what the program "
-                                        "should do in words (images and other blocks are "
-                                        "not read).")
-            return "end_turn"
-        if len(intent) > MAX_PROMPT_CHARS:
-            await self._say(session_id, f"the prompt is {len(intent)} characters long; lackpy "
-                                        f"takes at most {MAX_PROMPT_CHARS}. Say what the "
-                                        "program should do in fewer words.")
-            return "end_turn"
+        refusal = _refusal(intent)
+        if refusal:
+            await self._say(session_id, refusal)
+            return
+        delegation = await self._write(chat.session, session_id, intent)
+        if delegation is None:
+            return
+        chat.programs += 1
+        call_id = f"program-{chat.programs}"
+        summary = generation_summary(delegation.generated)
+        await self._update(session_id, start_tool_call(
+            call_id, f"lackpy program ({summary})", kind="execute", status="pending",
+            content=[_shown(delegation.program)],
+            raw_input={"intent": intent, "program": delegation.program}))
+        held = _held(chat.session, delegation.program) if chat.mode == "run" else ""
+        if chat.mode == "plan" or held:
+            await self._update(session_id, update_tool_call(
+                call_id, status="failed" if held else "completed"))
+            await self._say(session_id, held or f"plan mode: the program above was {summary} "
+                                                "and not run. Switch to run mode to run it.")
+            return
+        chat.running = call_id
+        await self._run(chat.session, session_id, call_id, delegation)
+        chat.running = None
+
+    async def _write(self, session: LackpySession, session_id: str,
+                     intent: str) -> Delegation | None:
+        """The tiers' program for ``intent``, each tier tried sent as a thought; None, with
+        the reason said, when none wrote one."""
         progress = _Progress(lambda line: self._update(session_id,
                                                        update_agent_thought_text(line)))
         try:
-            delegation = await chat.session.delegate(intent, on_event=progress.add)
+            delegation = await session.delegate(intent, on_event=progress.add)
         except LackpyError as exc:
             await progress.flush()
             failed = "no tier could write a program: " if isinstance(exc, GenerationError) else ""
             await self._say(session_id, failed + error_text(exc))
-            return "end_turn"
+            return None
         except asyncio.CancelledError:
             progress.cancel()
             raise
         await progress.flush()
-        chat.programs += 1
-        call_id = f"program-{chat.programs}"
-        program = delegation.program
-        summary = generation_summary(delegation.generated)
-        await self._update(session_id, start_tool_call(
-            call_id, f"lackpy program ({summary})", kind="execute", status="pending",
-            content=[tool_content(text_block(_code(program)))],
-            raw_input={"intent": intent, "program": program}))
-        if chat.mode == "plan":
-            await self._update(session_id, update_tool_call(call_id, status="completed"))
-            await self._say(session_id, f"plan mode: the program above was {summary} and not "
-                                        "run. Switch to run mode to run it.")
-            return "end_turn"
-        held = _held(chat.session, program)
-        if held:
-            await self._update(session_id, update_tool_call(call_id, status="failed"))
-            await self._say(session_id, held)
-            return "end_turn"
+        return delegation
+
+    async def _run(self, session: LackpySession, session_id: str, call_id: str,
+                   delegation: Delegation) -> None:
+        """Run the delegation's program in the session (kept by the ratchet as ``%delegate``
+        keeps it) and answer with its result."""
         await self._update(session_id, update_tool_call(call_id, status="in_progress"))
         started = time.perf_counter()
-        chat.running = call_id
-        result = await chat.session.run(program)
-        chat.running = None
-        chat.session.service.ran(delegation, result, started)
-        reply = _reply(result, program)
+        result = await session.run(delegation.program)
+        session.service.ran(delegation, result, started)
+        reply = _reply(result, delegation.program)
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
-            content=[tool_content(text_block(_code(program))),
-                     tool_content(text_block(reply))]))
+            content=[_shown(delegation.program), tool_content(text_block(reply))]))
         await self._say(session_id, reply)
-        return "end_turn"
 
     def _chat(self, session_id: str) -> _Chat:
         chat = self._chats.get(session_id)
@@ -316,10 +319,22 @@ def _intent(prompt: list[ContentBlock]) -> str:
     return "\n".join(texts).strip()
 
 
-def _code(program: str) -> str:
-    """``program`` as a Markdown code block, so the client shows it as code."""
+def _shown(program: str) -> ContentToolCallContent:
+    """``program`` as a tool call's content: a Markdown code block, so the client shows it
+    as code."""
     fence = "````" if "```" in program else "```"
-    return f"{fence}python\n{program}\n{fence}"
+    return tool_content(text_block(f"{fence}python\n{program}\n{fence}"))
+
+
+def _refusal(intent: str) -> str:
+    """Why a prompt whose text is ``intent`` gets no program ("" when it may have one)."""
+    if not intent:
+        return ("lackpy reads text only: write what the program should do in words (images "
+                "and other blocks are not read).")
+    if len(intent) > MAX_PROMPT_CHARS:
+        return (f"the prompt is {len(intent)} characters long; lackpy takes at most "
+                f"{MAX_PROMPT_CHARS}. Say what the program should do in fewer words.")
+    return ""
 
 
 def _held(session: LackpySession, program: str) -> str:
