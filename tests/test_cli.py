@@ -183,3 +183,12 @@ def test_acp_ends_when_its_client_closes_stdin(workspace):
     done = lackpy("acp", cwd=workspace, stdin="")
     assert done.returncode == 0
     assert done.stdout == ""
+
+
+def test_acp_without_its_extra_says_how_to_install_it(workspace):
+    hide_sdk = ("import sys; sys.modules['acp'] = None; from lackpy_kernel.cli import main; "
+                "sys.exit(main(['acp']))")
+    done = subprocess.run([sys.executable, "-c", hide_sdk], cwd=workspace, input="",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "pip install 'lackpy-kernel[acp]'" in done.stderr
