@@ -24,6 +24,20 @@ if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is 
 
     Subcommands = argparse._SubParsersAction[argparse.ArgumentParser]
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+ACP_HELP = """\
+Be an agent over the Agent Client Protocol (ACP) on stdin and stdout, for an editor or
+chat that starts agents (Zed's agent_servers, jupyter-ai, marimo). Each session works in
+the folder the client gives as its cwd (the workspace, with its .lackpy/ config, kits and
+templates). A prompt is delegated as %delegate does it: the program is shown as a tool
+call, then run in the sandbox, and its result is the reply.
+
+modes (the client's mode picker):
+  run   the default: write the program and run it when it only reads; a program that
+        writes is shown and not run (approving writes from the chat is not there yet)
+  plan  write the program and show it, without running it
+
+Cancel (the client's stop button) stops a running program at once.
+Needs the acp extra: pip install 'lackpy-kernel[acp]'."""
 _temporal_used = False  # whether this process talked to Temporal (see entry)
 
 
@@ -99,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
                   "reachable tiers, tool sources, the kernelspec, the config")
+    commands.add_parser("acp", help="be an agent for Zed, jupyter-ai or marimo: the Agent "
+                        "Client Protocol over stdio", description=ACP_HELP,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_plan_commands(commands, common)
     _add_worker_command(commands)
     return parser
@@ -131,6 +148,15 @@ def _drop_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "acp":
+        try:
+            from lackpy_kernel.acp_server import main as agent  # noqa: PLC0415 - optional extra
+        except ImportError as exc:
+            if (exc.name or "").startswith("lackpy_kernel"):
+                raise
+            return _fail(f"the ACP agent needs the acp extra: pip install 'lackpy-kernel[acp]' "
+                         f"({exc})", EXIT_USAGE)
+        return agent()
     workspace = (args.workspace or Path.cwd()).resolve()
     if args.command == "mcp":
         try:

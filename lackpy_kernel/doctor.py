@@ -30,7 +30,10 @@ OK, OFF, FIX = "ok", "off", "fix"  # off: not up or not installed, yet nothing a
 PROBE_TIMEOUT = 2.0  # seconds a model's server has to answer
 # The extras, each with the packages it installs (by their import names).
 EXTRAS = {"ollama": ("ollama",), "openai": ("openai",), "anthropic": ("anthropic",),
-          "mcp": ("mcp",), "temporal": ("temporalio",), "lab": ("jupyterlab", "jupyter_console")}
+          "mcp": ("mcp",), "temporal": ("temporalio",), "lab": ("jupyterlab", "jupyter_console"),
+          "acp": ("acp",)}
+# Import names whose distribution is named otherwise, for the version shown.
+_DISTRIBUTIONS = {"acp": "agent-client-protocol"}
 INSTALL_KERNEL = "python -m lackpy_kernel install --sys-prefix"
 
 
@@ -132,7 +135,7 @@ def _installed(package: str) -> bool:
 
 def _version(package: str) -> str:
     try:
-        return importlib.metadata.version(package)
+        return importlib.metadata.version(_DISTRIBUTIONS.get(package, package))
     except importlib.metadata.PackageNotFoundError:
         return "(version unknown)"
 

@@ -169,3 +169,26 @@ def test_mcp_reports_a_bad_start_in_its_exit_status(workspace):
     done = lackpy("mcp", cwd=workspace, stdin="")
     assert done.returncode != 0
     assert "timout" in done.stderr
+
+
+def test_acp_help_explains_the_modes(workspace):
+    done = lackpy("acp", "--help", cwd=workspace)
+    assert done.returncode == 0
+    assert "Agent Client Protocol" in done.stdout
+    assert "run   the default: write the program and run it when it only reads" in done.stdout
+    assert "plan  write the program and show it, without running it" in done.stdout
+
+
+def test_acp_ends_when_its_client_closes_stdin(workspace):
+    done = lackpy("acp", cwd=workspace, stdin="")
+    assert done.returncode == 0
+    assert done.stdout == ""
+
+
+def test_acp_without_its_extra_says_how_to_install_it(workspace):
+    hide_sdk = ("import sys; sys.modules['acp'] = None; from lackpy_kernel.cli import main; "
+                "sys.exit(main(['acp']))")
+    done = subprocess.run([sys.executable, "-c", hide_sdk], cwd=workspace, input="",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "pip install 'lackpy-kernel[acp]'" in done.stderr

@@ -1,6 +1,7 @@
 """``lackpy doctor``: a test per line it prints (a wall off, a tier unreachable or reachable,
 an extra missing, a tool source broken, a config bad, the kernelspec missing or stale)."""
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -41,6 +42,7 @@ def test_a_fresh_folder_has_nothing_to_fix(tmp_path, capsys):
     assert line(lines, "ok", "rules").endswith("ready")
     assert "no templates yet" in line(lines, "off", "templates")
     assert "none configured" in line(lines, "off", "-")
+    assert "acp " + importlib.metadata.version("agent-client-protocol") in line(lines, "ok", "acp")
     assert lines[-1] == "nothing to fix"
 
 
@@ -63,6 +65,7 @@ def test_a_wall_this_kernel_lacks_is_off_and_says_why(tmp_path, capsys, monkeypa
 
 def test_an_extra_not_installed_says_the_pip_command(tmp_path):
     blocked = ("import sys; sys.modules['temporalio'] = sys.modules['jupyter_console'] = None; "
+               "sys.modules['acp'] = None; "
                "from lackpy_kernel.cli import entry; entry(['doctor'])")
     done = subprocess.run([sys.executable, "-c", blocked], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
@@ -72,6 +75,7 @@ def test_an_extra_not_installed_says_the_pip_command(tmp_path):
         "temporalio not installed: pip install 'lackpy-kernel[temporal]'")
     assert line(lines, "off", "lab").endswith(
         "jupyter_console not installed: pip install 'lackpy-kernel[lab]'")
+    assert line(lines, "off", "acp").endswith("acp not installed: pip install 'lackpy-kernel[acp]'")
     assert line(lines, "ok", "ollama")
 
 

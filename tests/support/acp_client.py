@@ -1,0 +1,92 @@
+"""The ACP SDK's own client side, driving ``lackpy acp`` as a real subprocess over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ClientCapabilities,
+    Implementation,
+    ToolCallProgress,
+    ToolCallStart,
+)
+
+SETTLE_ROUNDS = 20
+
+
+def template(workspace: Path, name: str, pattern: str, body: str) -> None:
+    """Save a template, so a prompt matching ``pattern`` is answered by ``body``."""
+    folder = workspace / ".lackpy" / "templates"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.tmpl").write_text(f"---\nname: {name}\npattern: {pattern}\n---\n{body}\n")
+
+
+class RecordingClient:
+    """A client that records every session update and grants nothing (no permission, no
+    files, no terminals)."""
+
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("this slice never asks for permission")
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    def messages(self) -> str:
+        """The agent's messages, joined."""
+        return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
+
+    def thoughts(self) -> str:
+        """The agent's thoughts (the tiers tried), one a line."""
+        return "\n".join(u.content.text for u in self.updates if isinstance(u, AgentThoughtChunk))
+
+    def tool_calls(self) -> list[ToolCallStart]:
+        return [u for u in self.updates if isinstance(u, ToolCallStart)]
+
+    def statuses(self) -> list[str]:
+        return [u.status for u in self.updates if isinstance(u, ToolCallProgress) and u.status]
+
+    def clear(self) -> None:
+        self.updates.clear()
+
+
+@asynccontextmanager
+async def lackpy_acp(workspace: Path) -> AsyncIterator[tuple[ClientSideConnection, RecordingClient, Any]]:
+    """``lackpy acp`` started in ``workspace`` and initialized: (connection, client, process)."""
+    client = RecordingClient()
+    async with spawn_agent_process(client, sys.executable, "-m", "lackpy_kernel", "acp",
+                                   cwd=workspace, env=os.environ) as (conn, process):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                              client_capabilities=ClientCapabilities(),
+                              client_info=Implementation(name="tests", version="0"))
+        yield conn, client, process
+
+
+async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> Any:
+    """Send ``text`` as a prompt; the response, once the updates sent before it are in
+    (the SDK hands each notification to its own task, which may run after the response)."""
+    return await settled(conn.prompt(session_id=session_id, prompt=[text_block(text)]))
+
+
+async def settled(request: Awaitable[Any]) -> Any:
+    """``request``'s response, after the client has handled what came before it."""
+    response = await request
+    for _ in range(SETTLE_ROUNDS):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.1)
+    return response

@@ -1,0 +1,130 @@
+"""``lackpy acp``, driven over stdio by the ACP SDK's own client (a real subprocess)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from acp import RequestError, image_block
+
+from tests.support.acp_client import lackpy_acp, prompt, settled, template
+from tests.support.processes import children_of, gone_within, workers_of
+
+WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
+SPIN = "sum(range(1000000000000))"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    return tmp_path
+
+
+async def test_initialize_says_what_it_supports_and_a_session_offers_run_and_plan(workspace):
+    async with lackpy_acp(workspace) as (conn, _, _):
+        info = await conn.initialize(protocol_version=1)
+        assert info.agent_info.name == "lackpy"
+        assert info.agent_capabilities.load_session is False
+        assert info.agent_capabilities.prompt_capabilities.image is False
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert session.modes.current_mode_id == "run"
+        assert [mode.id for mode in session.modes.available_modes] == ["run", "plan"]
+
+
+async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        response = await prompt(conn, session.session_id, "read the file notes.txt")
+        assert response.stop_reason == "end_turn"
+        assert "trying rules" in client.thoughts()
+        [call] = client.tool_calls()
+        assert "written by rules" in call.title
+        shown = call.content[0].content.text
+        assert shown.startswith("```python\n") and "read_file('notes.txt')" in shown
+        assert client.statuses() == ["in_progress", "completed"]
+        assert client.messages() == "remember the milk\n"
+
+
+async def test_a_template_answers_with_no_model(workspace):
+    template(workspace, "milk", "what should I remember", "read_file('notes.txt')")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "What should I remember")
+        assert "written by templates" in client.tool_calls()[0].title
+        assert client.messages() == "remember the milk\n"
+
+
+async def test_plan_mode_shows_the_program_and_runs_nothing(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+        response = await prompt(conn, session.session_id, "read the file notes.txt")
+        assert response.stop_reason == "end_turn"
+        assert "read_file('notes.txt')" in client.tool_calls()[0].content[0].content.text
+        assert client.statuses() == ["completed"]
+        assert "not run" in client.messages() and "milk" not in client.messages()
+
+
+async def test_a_program_that_writes_is_shown_and_not_run(workspace):
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[kit]\ndefault = ["read_file", "write_file"]\n[delegate]\nauto_run = "write"\n')
+    template(workspace, "copy", "copy the notes", WRITER)
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        response = await prompt(conn, session.session_id, "copy the notes")
+        assert response.stop_reason == "end_turn"
+        assert "write_file('copy.txt'" in client.tool_calls()[0].content[0].content.text
+        reply = client.messages()
+        assert reply.startswith("not run: it calls write_file, which change files")
+        assert "transactional files" in reply
+        assert client.statuses() == ["failed"]
+    assert not (workspace / "copy.txt").exists()
+
+
+async def test_cancel_stops_a_running_program_within_a_second(workspace):
+    template(workspace, "spin", "spin", SPIN)
+    async with lackpy_acp(workspace) as (conn, client, process):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "spin"))
+        while "in_progress" not in client.statuses():
+            assert not running.done(), client.messages()
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the program is in the sandbox now
+        [worker] = workers_of(process.pid)
+        [spinning] = children_of(worker)
+        asked = time.monotonic()
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(running, 5)
+        assert time.monotonic() - asked < 1.0 + 0.1  # settled() waits 0.1 s
+        assert response.stop_reason == "cancelled"
+        assert gone_within(spinning, 1.0)
+        assert client.statuses() == ["in_progress", "failed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")
+        client.clear()
+        after = await prompt(conn, session.session_id, "read the file notes.txt")
+        assert after.stop_reason == "end_turn"
+        assert client.messages() == "remember the milk\n"
+
+
+async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(workspace):
+    async with lackpy_acp(workspace) as (conn, client, process):
+        with pytest.raises(RequestError, match="Invalid params") as unknown:
+            await prompt(conn, "no-such-session", "read the file notes.txt")
+        assert "unknown session" in str(unknown.value.data)
+        with pytest.raises(RequestError, match="Invalid params"):
+            await conn.new_session(cwd="relative/path", mcp_servers=[])
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        with pytest.raises(RequestError, match="Invalid params") as mode:
+            await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        assert "run, plan" in str(mode.value.data)
+        response = await settled(conn.prompt(
+            session_id=session.session_id, prompt=[image_block("iVBORw0KGgo=", "image/png")]))
+        assert response.stop_reason == "end_turn"
+        assert "reads text only" in client.messages()
+        assert process.returncode is None
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert client.messages() == "remember the milk\n"
