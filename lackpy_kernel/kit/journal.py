@@ -1,0 +1,252 @@
+"""Committing a program's staged files to the workspace: every path checked first, then all
+of them at once, crash-safe.
+
+A commit of more than one file first writes a journal (``.lackpy/journal/<id>.journal``: the
+paths and their new contents, checksummed, fsynced), then replaces each file atomically,
+then removes the journal. ``recover`` (run when a worker starts on a workspace) finishes
+a commit whose journal is whole and drops one that is not, so a kill at any point leaves
+all of a commit's files or none of them. A commit of one file needs no journal: its atomic
+replace is all or nothing already.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import zlib
+from collections.abc import Iterable
+from contextlib import suppress
+
+from lackpy_kernel.config import CONFIG_DIR
+
+from .atomic import atomic_write_bytes_at
+from .errors import WorkspaceError
+from .staging import STAGING, remove_tree
+from .workspace import Workspace
+
+JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
+MAX_STAGED_BYTES = 16 * 1024 * 1024  # a file tool writes at most this much to a file
+_MAGIC = b"lackpy-journal 1\n"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+Change = tuple[str, bytes]  # workspace-relative path, new content
+
+
+def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> None:
+    """Write the staged copies in ``folder`` of ``paths`` (workspace-relative) to the
+    workspace, all or none. Raises WorkspaceError (or OSError) before anything is written
+    when a path may not be written: outside the workspace, in ``.lackpy/``, a protected
+    file, reached through a link made during the run, a folder, a file with other names
+    (hard links), or a staged copy that is not a plain file."""
+    changes = [(relative, _staged_bytes(folder, relative)) for relative in dict.fromkeys(paths)]
+    _check_all(workspace, changes)
+    if len(changes) == 1:
+        _apply(workspace, changes)
+        return
+    journal, name, fd = _write_journal(workspace, changes)
+    try:
+        _apply(workspace, changes)
+        os.unlink(name, dir_fd=journal)
+    finally:
+        os.close(fd)
+        os.close(journal)
+
+
+def recover(root: str | os.PathLike[str]) -> list[str]:
+    """Finish the commits a kill interrupted in the workspace at ``root`` and drop the
+    staging folders of processes that are gone; the paths the finished commits wrote."""
+    config = os.path.join(os.fspath(root), CONFIG_DIR)
+    written = []
+    workspace: Workspace | None = None
+    for name, fd, folder in _journals(config):
+        try:
+            changes = _read_journal(fd)
+            workspace = workspace or Workspace(root)
+            with suppress(OSError):  # one it may not write now (or planted) is dropped
+                _check_all(workspace, changes)
+                _apply(workspace, changes)
+                written += [relative for relative, _ in changes]
+            os.unlink(name, dir_fd=folder)
+        finally:
+            os.close(fd)
+    _drop_stale_stages(os.path.join(config, STAGING))
+    return written
+
+
+def _staged_bytes(folder: str, relative: str) -> bytes:
+    """The staged copy's content, opened one folder at a time without following links."""
+    *parts, name = relative.split("/")
+    try:
+        fd = os.open(folder, _DIR_FLAGS)
+        for part in parts:
+            parent, fd = fd, -1
+            try:
+                fd = os.open(part, _DIR_FLAGS, dir_fd=parent)
+            finally:
+                os.close(parent)
+        try:
+            file = os.open(name, _READ_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        raise WorkspaceError(f"the staged copy of {relative!r} cannot be read "
+                             f"({error.strerror}); nothing was written") from None
+    with os.fdopen(file, "rb") as stream:
+        info = os.fstat(file)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise WorkspaceError(f"the staged copy of {relative!r} is not a plain file of "
+                                 "its own; nothing was written")
+        data = stream.read(MAX_STAGED_BYTES + 1)
+    if len(data) > MAX_STAGED_BYTES:
+        raise WorkspaceError(f"the staged copy of {relative!r} is over {MAX_STAGED_BYTES} "
+                             "bytes; nothing was written")
+    return data
+
+
+def _check_all(workspace: Workspace, changes: list[Change]) -> None:
+    for relative, _ in changes:
+        _check_target(workspace, relative)
+
+
+def _check_target(workspace: Workspace, relative: str) -> None:
+    """Refuse a path the program may not write now (``Workspace.resolve`` with ``write``),
+    one whose way was changed into a link during the run, a folder, a special file, or a
+    file with more than one name."""
+    real = workspace.resolve(relative, write=True)
+    if workspace.relative(real) != relative:
+        raise WorkspaceError(f"{relative!r} now leads to {workspace.relative(real)!r}: a link "
+                             "on its way was made during the run; nothing was written")
+    try:
+        info = os.lstat(real)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise WorkspaceError(f"{relative!r} is no longer a regular file in the workspace; "
+                             "nothing was written")
+    if info.st_nlink > 1:
+        raise WorkspaceError(f"{relative!r} has {info.st_nlink} hard links (another name, "
+                             "which may lie outside the workspace); nothing was written")
+
+
+def _apply(workspace: Workspace, changes: list[Change]) -> None:
+    """Replace each file atomically, its folders made (one at a time, following no link)."""
+    for relative, data in changes:
+        folder, _, name = relative.rpartition("/")
+        fd = workspace.open_folder_for_write(workspace.root / folder, relative)
+        try:
+            atomic_write_bytes_at(fd, name, data)
+        finally:
+            os.close(fd)
+
+
+def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, str, int]:
+    """The journal folder's fd, the journal's name and its fd (locked while the commit
+    runs, so ``recover`` in another process leaves it alone), written and fsynced."""
+    journal = _journal_folder(str(workspace.root))
+    try:
+        name = f"{os.getpid()}-{os.urandom(6).hex()}.journal"
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600, dir_fd=journal)
+    except BaseException:
+        os.close(journal)
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        header = "\0".join(f"{len(data)} {relative}" for relative, data in changes).encode()
+        body = b"".join([_MAGIC, b"%d\n" % len(header), header,
+                         *(data for _, data in changes)])
+        with os.fdopen(os.dup(fd), "wb") as stream:
+            stream.write(body + b"%08x\n" % zlib.crc32(body))
+            stream.flush()
+            os.fsync(stream.fileno())
+    except BaseException:
+        os.close(fd)
+        with suppress(OSError):
+            os.unlink(name, dir_fd=journal)
+        os.close(journal)
+        raise
+    return journal, name, fd
+
+
+def _journal_folder(root: str) -> int:
+    """An fd of ``<root>/.lackpy/journal``, made if missing; neither may be a link."""
+    fd = os.open(root, _DIR_FLAGS)
+    for part in (CONFIG_DIR, JOURNAL):
+        parent = fd
+        try:
+            with suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=parent)
+            fd = os.open(part, _DIR_FLAGS, dir_fd=parent)
+        except OSError as error:
+            raise WorkspaceError(f"cannot keep the journal of the program's file changes in "
+                                 f"{CONFIG_DIR}/{JOURNAL} ({error.strerror}; it must be a "
+                                 "folder, not a link); nothing was written") from None
+        finally:
+            os.close(parent)
+    return fd
+
+
+def _journals(config: str) -> Iterable[tuple[str, int, int]]:
+    """Each journal no live commit holds: its name, its fd (locked) and the folder's fd."""
+    try:
+        folder = os.open(os.path.join(config, JOURNAL), _DIR_FLAGS)
+    except OSError:
+        return
+    try:
+        for name in os.listdir(folder):
+            if not name.endswith(".journal"):
+                continue
+            try:
+                fd = os.open(name, _READ_FLAGS, dir_fd=folder)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # a commit in progress
+                os.close(fd)
+                continue
+            yield name, fd, folder
+    finally:
+        os.close(folder)
+
+
+def _read_journal(fd: int) -> list[Change]:
+    """The changes a whole journal holds; none for a torn or foreign one (its commit never
+    began to replace files)."""
+    with os.fdopen(os.dup(fd), "rb") as stream:
+        data = stream.read()
+    body, crc = data[:-9], data[-9:-1]
+    if not body.startswith(_MAGIC) or not data.endswith(b"\n") or \
+            crc != b"%08x" % zlib.crc32(body):
+        return []
+    size_line, _, rest = body[len(_MAGIC):].partition(b"\n")
+    try:
+        header, contents = rest[:int(size_line)], rest[int(size_line):]
+        changes, at = [], 0
+        for entry in header.decode().split("\0"):
+            size, _, relative = entry.partition(" ")
+            changes.append((relative, contents[at:at + int(size)]))
+            at += int(size)
+    except ValueError:
+        return []
+    return changes
+
+
+def _drop_stale_stages(staging: str) -> None:
+    """Remove the staging folders whose process is gone (a kill before its worker
+    committed or dropped it)."""
+    with suppress(OSError):
+        for name in os.listdir(staging):
+            if name.isdigit() and not _alive(int(name)):
+                remove_tree(os.path.join(staging, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
