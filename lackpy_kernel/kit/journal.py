@@ -39,8 +39,10 @@ def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Non
     when a path may not be written: outside the workspace, in ``.lackpy/``, a protected
     file, reached through a link made during the run, a folder, a file with other names
     (hard links), or a staged copy that is not a plain file."""
-    changes = [(relative, _staged_bytes(folder, relative)) for relative in dict.fromkeys(paths)]
-    _check_all(workspace, changes)
+    unique = list(dict.fromkeys(paths))
+    for relative in unique:  # first: a path read from the stage is a plain relative one
+        _check_target(workspace, relative)
+    changes = [(relative, _staged_bytes(folder, relative)) for relative in unique]
     if len(changes) == 1:
         _apply(workspace, changes)
         return
@@ -64,7 +66,8 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
             changes = _read_journal(fd)
             workspace = workspace or Workspace(root)
             with suppress(OSError):  # one it may not write now (or planted) is dropped
-                _check_all(workspace, changes)
+                for relative, _ in changes:
+                    _check_target(workspace, relative)
                 _apply(workspace, changes)
                 written += [relative for relative, _ in changes]
             os.unlink(name, dir_fd=folder)
@@ -104,15 +107,10 @@ def _staged_bytes(folder: str, relative: str) -> bytes:
     return data
 
 
-def _check_all(workspace: Workspace, changes: list[Change]) -> None:
-    for relative, _ in changes:
-        _check_target(workspace, relative)
-
-
 def _check_target(workspace: Workspace, relative: str) -> None:
     """Refuse a path the program may not write now (``Workspace.resolve`` with ``write``),
-    one whose way was changed into a link during the run, a folder, a special file, or a
-    file with more than one name."""
+    one that is not the plain relative form of where it leads (``..``, a link on its way
+    made during the run), a folder, a special file, or a file with more than one name."""
     real = workspace.resolve(relative, write=True)
     if workspace.relative(real) != relative:
         raise WorkspaceError(f"{relative!r} now leads to {workspace.relative(real)!r}: a link "

@@ -205,7 +205,7 @@ class Worker:
         if reply is None:  # stdin closed
             self.exit()
         commit, reply.commit = (reply.commit if request.keep else None), None
-        staged = list(reply.result["trace"]["files_modified"])
+        staged = [path for path in reply.result["trace"]["files_modified"] if type(path) is str]
         loaded: dict[str, Any] = {}
         if commit is not None:
             try:  # read back before anyone relies on it
