@@ -1,12 +1,14 @@
 """Committing a program's staged files to the workspace: every path checked first, then all
 of them at once, crash-safe.
 
-A commit of more than one file first writes a journal (``.lackpy/journal/<id>.journal``: the
-paths and their new contents, checksummed, fsynced), then replaces each file atomically,
-then removes the journal. ``recover`` (run when a worker starts on a workspace) finishes
-a commit whose journal is whole and drops one that is not, so a kill at any point leaves
-all of a commit's files or none of them. A commit of one file needs no journal: its atomic
-replace is all or nothing already.
+A commit of more than one file first writes a journal (``.lackpy/journal/<id>.journal``:
+the paths and their new contents, checksummed, fsynced), then replaces each file atomically
+without waiting for the disk and marks the journal applied, and, once the reply is out,
+fsyncs the files and removes the journal (``Landed.finish``). ``recover`` (run when a worker
+starts on a workspace) finishes a commit whose journal is whole and drops one that is torn
+or applied, so a kill at any point leaves all of a commit's files or none of them, and
+never writes them again over a change made since. A commit of one file needs no journal:
+its atomic replace is all or nothing already.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .staging import STAGING, remove_tree
 from .workspace import Workspace
 
 JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
+JOURNAL_SUFFIX, APPLIED_SUFFIX = ".journal", ".applied"  # a commit's, before and after
 MAX_STAGED_BYTES = 16 * 1024 * 1024  # a file tool writes at most this much to a file
 _MAGIC = b"lackpy-journal 1\n"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
@@ -33,37 +36,67 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 Change = tuple[str, bytes]  # workspace-relative path, new content
 
 
-def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> None:
+class Landed:
+    """A commit's files, in place: ``finish`` makes them durable and removes the journal
+    (after the reply, off the critical path; until then the journal holds them)."""
+
+    def __init__(self, workspace: Workspace, paths: list[str],
+                 journal: tuple[int, str, int] | None = None) -> None:
+        self.workspace, self.paths, self.journal = workspace, paths, journal
+
+    def finish(self) -> None:
+        """Fsync each file and its folder, then remove the journal."""
+        if self.journal is None:
+            return
+        folder, name, fd = self.journal
+        self.journal = None
+        try:
+            for relative in self.paths:
+                with suppress(OSError):  # gone or changed since: the journal covers it no more
+                    _sync(self.workspace, relative)
+            os.unlink(name, dir_fd=folder)
+        finally:
+            os.close(fd)
+            os.close(folder)
+
+
+def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Landed:
     """Write the staged copies in ``folder`` of ``paths`` (workspace-relative) to the
-    workspace, all or none. Raises WorkspaceError (or OSError) before anything is written
-    when a path may not be written: outside the workspace, in ``.lackpy/``, a protected
-    file, reached through a link made during the run, a folder, a file with other names
-    (hard links), or a staged copy that is not a plain file."""
+    workspace, all or none; what landed, for ``Landed.finish``. Raises WorkspaceError (or
+    OSError) before anything is written when a path may not be written: outside the
+    workspace, in ``.lackpy/``, a protected file, reached through a link made during the
+    run, a folder, a file with other names (hard links), or a staged copy that is not a
+    plain file."""
     unique = list(dict.fromkeys(paths))
     for relative in unique:  # first: a path read from the stage is a plain relative one
         _check_target(workspace, relative)
     changes = [(relative, _staged_bytes(folder, relative)) for relative in unique]
-    if len(changes) == 1:
+    if len(changes) == 1:  # one atomic replace is all or nothing already
         _apply(workspace, changes)
-        return
-    journal, name, fd = _write_journal(workspace, changes)
+        return Landed(workspace, unique)
+    folder_fd, name, fd = _write_journal(workspace, changes)
     try:
-        _apply(workspace, changes)
-        os.unlink(name, dir_fd=journal)
-    finally:
-        os.close(fd)
-        os.close(journal)
+        _apply(workspace, changes, durable=False)
+        # Applied: a recover after a kill now drops it rather than write its files again
+        # over a change made since.
+        applied = name.removesuffix(JOURNAL_SUFFIX) + APPLIED_SUFFIX
+        os.rename(name, applied, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        Landed(workspace, [], (folder_fd, name, fd)).finish()  # what was replaced stays so
+        raise
+    return Landed(workspace, unique, (folder_fd, applied, fd))
 
 
 def recover(root: str | os.PathLike[str]) -> list[str]:
-    """Finish the commits a kill interrupted in the workspace at ``root`` and drop the
-    staging folders of processes that are gone; the paths the finished commits wrote."""
+    """Finish the commits a kill interrupted in the workspace at ``root`` (drop a torn
+    journal, and one marked applied), and drop the staging folders of processes that are
+    gone; the paths the finished commits wrote."""
     config = os.path.join(os.fspath(root), CONFIG_DIR)
     written = []
     workspace: Workspace | None = None
     for name, fd, folder in _journals(config):
         try:
-            changes = _read_journal(fd)
+            changes = _read_journal(fd) if name.endswith(JOURNAL_SUFFIX) else []
             workspace = workspace or Workspace(root)
             with suppress(OSError):  # one it may not write now (or planted) is dropped
                 for relative, _ in changes:
@@ -127,15 +160,29 @@ def _check_target(workspace: Workspace, relative: str) -> None:
                              "which may lie outside the workspace); nothing was written")
 
 
-def _apply(workspace: Workspace, changes: list[Change]) -> None:
+def _apply(workspace: Workspace, changes: list[Change], *, durable: bool = True) -> None:
     """Replace each file atomically, its folders made (one at a time, following no link)."""
     for relative, data in changes:
         folder, _, name = relative.rpartition("/")
         fd = workspace.open_folder_for_write(workspace.root / folder, relative)
         try:
-            atomic_write_bytes_at(fd, name, data)
+            atomic_write_bytes_at(fd, name, data, durable=durable)
         finally:
             os.close(fd)
+
+
+def _sync(workspace: Workspace, relative: str) -> None:
+    folder, _, name = relative.rpartition("/")
+    fd = workspace.open_folder_for_write(workspace.root / folder, relative)
+    try:
+        file = os.open(name, _READ_FLAGS, dir_fd=fd)
+        try:
+            os.fsync(file)
+        finally:
+            os.close(file)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, str, int]:
@@ -143,7 +190,7 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
     runs, so ``recover`` in another process leaves it alone), written and fsynced."""
     journal = _journal_folder(str(workspace.root))
     try:
-        name = f"{os.getpid()}-{os.urandom(6).hex()}.journal"
+        name = f"{os.getpid()}-{os.urandom(6).hex()}{JOURNAL_SUFFIX}"
         fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o600, dir_fd=journal)
     except BaseException:
@@ -158,6 +205,7 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
             stream.write(body + b"%08x\n" % zlib.crc32(body))
             stream.flush()
             os.fsync(stream.fileno())
+        os.fsync(journal)  # its name too
     except BaseException:
         os.close(fd)
         with suppress(OSError):
@@ -193,7 +241,7 @@ def _journals(config: str) -> Iterable[tuple[str, int, int]]:
         return
     try:
         for name in os.listdir(folder):
-            if not name.endswith(".journal"):
+            if not name.endswith((JOURNAL_SUFFIX, APPLIED_SUFFIX)):
                 continue
             try:
                 fd = os.open(name, _READ_FLAGS, dir_fd=folder)

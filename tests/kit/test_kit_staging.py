@@ -49,8 +49,9 @@ def test_inside_a_stage_the_tools_write_the_stage_and_read_it_back(ws):
         assert tools.find_files("**/*.txt") == ["a.txt", "d/e/b.txt"]
     assert (ws / "a.txt").read_text() == "old a" and not (ws / "d").exists()
     assert tools.read_file("a.txt") == "old a"  # outside the block: the workspace
-    commit_stage(Workspace(ws), stage.folder, sorted(stage.files))
+    commit_stage(Workspace(ws), stage.folder, sorted(stage.files)).finish()
     discard_stage(stage.folder)
+    assert os.listdir(ws / ".lackpy" / "journal") == []
     assert (ws / "a.txt").read_text() == "new a"
     assert (ws / "d/e/b.txt").read_text() == "edited b"
     assert not os.path.exists(stage.folder)
@@ -138,7 +139,7 @@ KILLED_COMMIT = textwrap.dedent("""
     from lackpy_kernel.kit.journal import commit_stage
     ws, folder, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     print("go", flush=True)
-    commit_stage(Workspace(ws), folder, [f"f{i}.txt" for i in range(count)])
+    commit_stage(Workspace(ws), folder, [f"f{i}.txt" for i in range(count)]).finish()
     print("done", flush=True)
 """)
 
@@ -183,3 +184,16 @@ def test_recover_drops_a_torn_journal_and_the_stages_of_dead_processes(ws):
     assert recover(ws) == []
     assert list(journal.iterdir()) == [] and not stale.parent.parent.exists()
     assert (ws / "a.txt").read_text() == "old a"
+
+
+def test_recover_never_writes_an_applied_commit_again_over_a_later_change(ws):
+    folder = staged(ws, {"a.txt": "new a", "b.txt": "new b"})
+    landed = commit_stage(Workspace(ws), folder, ["a.txt", "b.txt"])
+    assert landed.journal is not None
+    for fd in (landed.journal[0], landed.journal[2]):  # as a kill before finish() leaves it
+        os.close(fd)
+    assert [p.suffix for p in journals(ws)] == [".applied"]
+    (ws / "a.txt").write_text("edited since")
+    assert recover(ws) == []
+    assert (ws / "a.txt").read_text() == "edited since" and journals(ws) == []
+    discard_stage(folder)

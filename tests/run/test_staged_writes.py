@@ -21,13 +21,21 @@ WRITE_TWO = "write_file('a.txt', 'new a')\nwrite_file('sub/b.txt', 'new b')\n"
 
 
 def tree(root: Path) -> dict[str, str]:
-    """Every file below ``root`` but lackpy's own folder: path -> text."""
-    return {str(path.relative_to(root)): path.read_text() for path in sorted(root.rglob("*"))
-            if path.is_file() and ".lackpy" not in path.relative_to(root).parts}
+    """Every file below ``root`` but lackpy's own folder (which the worker may be tidying
+    meanwhile): path -> text."""
+    found = {}
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if name != ".lackpy"]
+        for name in files:
+            path = Path(folder, name)
+            found[str(path.relative_to(root))] = path.read_text()
+    return dict(sorted(found.items()))
 
 
-def lackpy_leftovers(root: Path) -> list[str]:
-    """What a commit may have left in .lackpy/: a stage or a journal."""
+def lackpy_leftovers(root: Path, sandbox: Sandbox) -> list[str]:
+    """What a commit may have left in .lackpy/: a stage or a journal (looked for once the
+    worker answered a next program: it tidies a commit away after its reply)."""
+    assert sandbox.run("1", KIT).success
     return [str(path.relative_to(root)) for path in (root / ".lackpy").rglob("*")
             if path.is_file()] if (root / ".lackpy").exists() else []
 
@@ -52,7 +60,7 @@ def test_a_program_that_writes_two_files_then_fails_leaves_neither(sandbox, work
     assert result.trace.files_modified == ["a.txt", "sub/b.txt"]
     assert any("nothing was written" in note and "a.txt, sub/b.txt" in note
                for note in result.notes)
-    assert lackpy_leftovers(workspace) == []
+    assert lackpy_leftovers(workspace, sandbox) == []
 
 
 def test_a_program_that_succeeds_commits_both(sandbox, workspace):
@@ -60,7 +68,7 @@ def test_a_program_that_succeeds_commits_both(sandbox, workspace):
     assert result.success, result.error
     assert tree(workspace) == {"a.txt": "new a", "sub/b.txt": "new b"}
     assert result.trace.files_modified == ["a.txt", "sub/b.txt"]
-    assert lackpy_leftovers(workspace) == []
+    assert lackpy_leftovers(workspace, sandbox) == []
 
 
 def test_a_program_reads_and_finds_what_it_wrote_before_it_ends(sandbox, workspace):
@@ -80,7 +88,7 @@ def test_a_program_stopped_by_its_time_limit_after_writing_leaves_nothing(sandbo
     assert result.error_type == "TimeoutError"
     assert tree(workspace) == before
     assert result.trace.files_modified == ["a.txt", "sub/b.txt"]
-    assert lackpy_leftovers(workspace) == []
+    assert lackpy_leftovers(workspace, sandbox) == []
     assert sandbox.run(WRITE_TWO, KIT).success  # the next program writes as ever
     assert tree(workspace) == {"a.txt": "new a", "sub/b.txt": "new b"}
 

@@ -8,7 +8,7 @@ import signal
 from typing import Any, NoReturn
 
 from lackpy_kernel.kit import Workspace
-from lackpy_kernel.kit.journal import commit_stage, recover
+from lackpy_kernel.kit.journal import Landed, commit_stage, recover
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
 from .. import wire
@@ -213,11 +213,16 @@ class Worker:
             except wire.WireError as exc:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
+        folder = stage_folder(os.path.realpath(request.workspace), child.pid)
+        landed = None
         if staged:
-            reply = settle_files(reply, request, stage_folder(
-                os.path.realpath(request.workspace), child.pid), staged)
+            reply, landed = settle_files(reply, request, folder, staged)
             commit = commit if reply.result["success"] else None
         wire.write_frame(STDOUT, reply.to_frame())
+        if staged:  # after the reply: the disk, and a stage nothing reads any more
+            if landed is not None:
+                landed.finish()
+            discard_stage(folder)
         if commit is None or commit.empty:
             return False
         self.apply(commit, loaded)
@@ -243,21 +248,20 @@ class Worker:
         os._exit(0)
 
 
-def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str]) -> Reply:
-    """Commit the files the program staged in ``folder`` when it ended well, else drop
-    them; the reply, a failure when the commit was refused (nothing written then)."""
-    try:
-        if reply.result["success"]:
-            workspace = Workspace(request.workspace, frozenset(request.protected))
-            commit_stage(workspace, folder, paths)
-            return reply
+def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str]
+                 ) -> tuple[Reply, Landed | None]:
+    """Commit the files the program staged in ``folder`` when it ended well, else note
+    that they were dropped; the reply (a failure when the commit was refused: nothing
+    written then) and what landed."""
+    if not reply.result["success"]:
         reply.result["notes"].append(_dropped(paths))
-        return reply
+        return reply, None
+    try:
+        workspace = Workspace(request.workspace, frozenset(request.protected))
+        return reply, commit_stage(workspace, folder, paths)
     except OSError as exc:
         return failed_after(reply.result["trace"], type(exc).__name__,
-                            f"the program's file changes were not written: {exc}")
-    finally:
-        discard_stage(folder)
+                            f"the program's file changes were not written: {exc}"), None
 
 
 def _dropped(paths: list[str]) -> str:
