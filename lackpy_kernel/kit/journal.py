@@ -45,7 +45,7 @@ class Landed:
         self.workspace, self.paths, self.journal = workspace, paths, journal
 
     def finish(self) -> None:
-        """Fsync each file and its folder, then remove the journal."""
+        """Fsync each file, then remove the journal."""
         if self.journal is None:
             return
         folder, name, fd = self.journal
@@ -176,13 +176,12 @@ def _sync(workspace: Workspace, relative: str) -> None:
     fd = workspace.open_folder_for_write(workspace.root / folder, relative)
     try:
         file = os.open(name, _READ_FLAGS, dir_fd=fd)
-        try:
-            os.fsync(file)
-        finally:
-            os.close(file)
-        os.fsync(fd)
     finally:
         os.close(fd)
+    try:
+        os.fsync(file)
+    finally:
+        os.close(file)
 
 
 def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, str, int]:
@@ -205,7 +204,6 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
             stream.write(body + b"%08x\n" % zlib.crc32(body))
             stream.flush()
             os.fsync(stream.fileno())
-        os.fsync(journal)  # its name too
     except BaseException:
         os.close(fd)
         with suppress(OSError):

@@ -42,7 +42,7 @@ class Stage:
     the first write)."""
 
     def __init__(self, root: str, folder: str) -> None:
-        self.root = root  # the workspace's real path
+        self.root = root  # the workspace's real path (a tool's workspace.root)
         self.folder = folder
         self.files: set[str] = set()
         self._tree: Workspace | None = None  # the folder, once made, confining its own paths
@@ -110,8 +110,10 @@ class Stage:
         """The staging folder, made fresh on first use (one left by a process that had the
         same pid is removed first)."""
         if self._tree is None:
-            os.makedirs(os.path.dirname(self.folder), exist_ok=True)
             try:
+                os.mkdir(self.folder, 0o700)
+            except FileNotFoundError:  # the first stage in this workspace
+                os.makedirs(os.path.dirname(self.folder), exist_ok=True)
                 os.mkdir(self.folder, 0o700)
             except FileExistsError:
                 remove_tree(self.folder)
