@@ -7,7 +7,9 @@ import os
 import signal
 from typing import Any, NoReturn
 
+from lackpy_kernel.errors import WriteBudgetError
 from lackpy_kernel.kit import Workspace
+from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
 from lackpy_kernel.kit.journal import Landed, commit_stage, recover
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
@@ -257,6 +259,9 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
         reply.result["notes"].append(_dropped(paths))
         return reply, None
     try:
+        if len(paths) > WRITE_BUDGET_FILES:  # a child past its budget forged them
+            raise WriteBudgetError(f"{len(paths)} files is over the {WRITE_BUDGET_FILES} "
+                                   "a program may write")
         workspace = Workspace(request.workspace, frozenset(request.protected))
         return reply, commit_stage(workspace, folder, paths)
     except OSError as exc:
