@@ -103,7 +103,8 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
                     _check_target(workspace, relative)
                 _apply(workspace, changes)
                 written += [relative for relative, _ in changes]
-            os.unlink(name, dir_fd=folder)
+            with suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=folder)
         finally:
             os.close(fd)
     _drop_stale_stages(os.path.join(config, STAGING))
@@ -247,12 +248,19 @@ def _journals(config: str) -> Iterable[tuple[str, int, int]]:
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # a commit in progress
+                if not _same_file(fd, name, folder):  # recovered meanwhile by another process
+                    raise FileNotFoundError(name)
+            except OSError:  # a commit in progress, or done
                 os.close(fd)
                 continue
             yield name, fd, folder
     finally:
         os.close(folder)
+
+
+def _same_file(fd: int, name: str, folder: int) -> bool:
+    opened, named = os.fstat(fd), os.stat(name, dir_fd=folder, follow_symlinks=False)
+    return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _read_journal(fd: int) -> list[Change]:

@@ -3,6 +3,7 @@ or answers it itself, keeps what a program changed, and tidies up in a quiet mom
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from typing import Any, NoReturn
@@ -90,7 +91,8 @@ class Worker:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
         if self.like.workspace not in self.recovered:  # before any child of it reads a file
             self.recovered.add(self.like.workspace)
-            recover(os.path.realpath(self.like.workspace))
+            with contextlib.suppress(OSError):  # a workspace it cannot write: nothing to finish
+                recover(os.path.realpath(self.like.workspace))
         self.python_tools.load(self.like)
         preresolve(self.like)
         walls = self.walls_for(self.like)
