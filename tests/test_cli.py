@@ -59,6 +59,16 @@ def test_program_from_stdin_and_a_tool_list_kit(workspace):
     assert (workspace / "out.txt").read_text() == "x"
 
 
+@pytest.mark.parametrize("last, written", [("read_file('missing.txt')", False), ("1", True)])
+def test_a_run_is_atomic_for_files(workspace, last, written):
+    done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
+                  stdin=f"write_file('one.txt', '1')\nwrite_file('sub/two.txt', '2')\n{last}")
+    assert done.returncode == (0 if written else 1), done.stderr
+    assert (workspace / "one.txt").exists() is written
+    assert (workspace / "sub" / "two.txt").exists() is written
+    assert (workspace / "notes.txt").read_text() == "one\ntwo\nthree\n"
+
+
 def test_a_param_that_is_not_a_literal_is_a_string(workspace):
     done = lackpy("run", "-", "--param", "who=ada lovelace", cwd=workspace, stdin="who.title()")
     assert done.stdout == "Ada Lovelace\n"

@@ -136,6 +136,16 @@ async def test_run_program_in_the_sandbox_and_in_process(service):
     assert service._sandbox is not None and service._sandbox.worker_pid
 
 
+@pytest.mark.parametrize("last, written", [("read_file('missing.txt')", False), ("1", True)])
+async def test_run_program_is_atomic_for_files(service, workspace, last, written):
+    program = f"write_file('one.txt', '1')\nwrite_file('sub/two.txt', '2')\n{last}"
+    result = await service.run_program(program, ["read_file", "write_file"])
+    assert result.success is written
+    assert result.trace.files_modified == ["one.txt", "sub/two.txt"]
+    assert (workspace / "one.txt").exists() is written
+    assert (workspace / "sub" / "two.txt").exists() is written
+
+
 async def test_run_program_validates_first_with_rules(service):
     result = await service.run_program("for x in find_files('*'):\n    print(x)", rules=[no_loops])
     assert not result.success

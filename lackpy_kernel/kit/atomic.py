@@ -40,16 +40,18 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         os.close(dir_fd)
 
 
-def atomic_write_bytes_at(dir_fd: int, name: str, data: bytes) -> None:
+def atomic_write_bytes_at(dir_fd: int, name: str, data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to the file ``name`` in the open folder ``dir_fd``, atomically.
 
     Every step names the file relative to ``dir_fd``, so the file lands in that folder even
     if the folder's path changes meanwhile. An existing file keeps its permission bits. On
-    any failure the temporary file is removed and the old content is left untouched.
+    any failure the temporary file is removed and the old content is left untouched. Without
+    ``durable`` the data is not fsynced first (a journal holds it until it is).
     """
     fd, temp = _create_temp(lambda temp: os.open(temp, _TEMP_FLAGS, _NEW_FILE_MODE, dir_fd=dir_fd))
     try:
-        _write_all(fd, data, lambda: os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+        _write_all(fd, data, lambda: os.stat(name, dir_fd=dir_fd, follow_symlinks=False),
+                   durable)
         os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException as error:
         with suppress(FileNotFoundError):
@@ -85,8 +87,10 @@ def _create_temp(create: Callable[[str], int]) -> tuple[int, str]:
             continue
 
 
-def _write_all(fd: int, data: bytes, stat_target: Callable[[], os.stat_result]) -> None:
-    """Write, flush and fsync ``data``, with the permission bits of the file it replaces."""
+def _write_all(fd: int, data: bytes, stat_target: Callable[[], os.stat_result],
+               durable: bool = True) -> None:
+    """Write, flush and (when ``durable``) fsync ``data``, with the permission bits of the
+    file it replaces."""
     with os.fdopen(fd, "wb") as stream:
         with suppress(OSError):
             info = stat_target()
@@ -94,4 +98,5 @@ def _write_all(fd: int, data: bytes, stat_target: Callable[[], os.stat_result]) 
                 os.fchmod(fd, stat.S_IMODE(info.st_mode))
         stream.write(data)
         stream.flush()
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)

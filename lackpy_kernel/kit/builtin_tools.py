@@ -22,6 +22,7 @@ from .effects import (
 from .errors import TooManyMatchesError, WorkspaceError
 from .pathmatch import compile_pattern, match_files
 from .spec import ToolSpec
+from .staging import current_stage
 from .toolbox import Toolbox
 from .workspace import Workspace
 
@@ -65,14 +66,14 @@ class FileToolsProvider:
     def read_file(self, path: str) -> str:
         """The text of a UTF-8 file in the workspace (at most 16 MiB)."""
         real = self.workspace.resolve(path)
-        text = _read_text(self.workspace, real, path)
+        text = _read_current(self.workspace, real, path)
         record_read(self.workspace.relative(real))
         return text
 
     def find_files(self, pattern: str) -> list[str]:
         """Sorted workspace-relative paths of the files matching a glob (``**`` allowed)."""
         try:
-            return match_files(self.workspace, compile_pattern(pattern), MAX_FIND_RESULTS)
+            return _match_current(self.workspace, pattern)
         except TooManyMatchesError:
             raise TooManyMatchesError(
                 f"find_files({pattern!r}) matches more than {MAX_FIND_RESULTS} files; "
@@ -95,7 +96,7 @@ class FileToolsProvider:
         if not old:
             raise ValueError("old is empty; give the exact text to replace")
         real = self.workspace.resolve(path, write=True)
-        text = _read_text(self.workspace, real, path)
+        text = _read_current(self.workspace, real, path)
         _check_occurs_once(text.count(old), path)
         _write_text(self.workspace, real, path, text.replace(old, new, 1))
         return f"edited {self.workspace.relative(real)}: replaced {len(old)} chars with {len(new)} chars"
@@ -140,6 +141,29 @@ def read_workspace_text(workspace: Workspace, path: str) -> str:
     workspace, a regular file with a single name (no hard link to a file outside), at most
     16 MiB. Raises WorkspaceError, OSError or ValueError."""
     return _read_text(workspace, workspace.resolve(path), path)
+
+
+def _read_current(workspace: Workspace, real: Path, shown: str) -> str:
+    """The text at ``real`` as the running program sees it: its staged copy, if it wrote
+    one, else the workspace's."""
+    stage = current_stage(workspace)
+    staged = stage.staged(workspace.relative(real)) if stage is not None else None
+    if staged is not None:
+        return _read_text(*staged, shown)
+    return _read_text(workspace, real, shown)
+
+
+def _match_current(workspace: Workspace, pattern: str) -> list[str]:
+    """The files matching ``pattern``, the running program's staged ones among them."""
+    segments = compile_pattern(pattern)
+    found = match_files(workspace, segments, MAX_FIND_RESULTS)
+    stage = current_stage(workspace)
+    if stage is None or stage.tree is None:
+        return found
+    merged = sorted({*found, *match_files(stage.tree, segments, MAX_FIND_RESULTS)})
+    if len(merged) > MAX_FIND_RESULTS:
+        raise TooManyMatchesError(f"more than {MAX_FIND_RESULTS} files match")
+    return merged
 
 
 def _read_text(workspace: Workspace, real: Path, shown: str) -> str:
@@ -218,7 +242,10 @@ def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None
         )
     relative = workspace.relative(real)
     check_write_budget(relative, len(data))
-    if SUPPORTS_DIR_FD:
+    stage = current_stage(workspace)
+    if stage is not None:
+        stage.write(relative, data, shown)
+    elif SUPPORTS_DIR_FD:
         dir_fd = workspace.open_folder_for_write(real.parent, shown)
         try:
             atomic_write_bytes_at(dir_fd, real.name, data)

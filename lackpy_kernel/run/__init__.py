@@ -10,13 +10,14 @@ A program's trip, kernel -> worker -> child -> back:
 2. ``child`` (forked by the worker, before the request came): the waiting child has warmed
    up and put up its ``walls``; it reads the request from stdin itself, checks that it
    ``fits``, tells the worker it ``started``, and runs the program with the ``runner`` under
-   its limits, sending up the files it modifies and each call of a tool that runs in the
-   kernel (``ChildChannel``).
+   its limits, its file writes staged (``kit.staging``), sending up the files it modifies
+   and each call of a tool that runs in the kernel (``ChildChannel``).
 3. ``worker``: watches the child (``_watch``): passes each tool call up to the kernel and its
    answer down (``_calls``; the kernel runs it on a ``ToolHost`` thread), stops the child at
    its deadline or on a ``cancel``, and reads its ``protocol.Reply``.
-4. back: the worker keeps the reply's ``protocol.Commit`` (the variables the program changed,
-   ``commit``) in its session, sends the reply up to the kernel, and starts the next child
+4. back: the worker commits the files the program staged when it ended well, else drops
+   them (``kit.journal``), keeps the reply's ``protocol.Commit`` (the variables the program
+   changed, ``commit``) in its session, sends the reply up to the kernel, and starts the next child
    (a held twin, or a fork); the kernel keeps a copy of the commit, to restore a worker that
    died, and returns the ``ExecutionResult``.
 

@@ -70,3 +70,21 @@ def _bytes_written(pid: int) -> int:
         if line.startswith("wchar:"):
             return int(line.split()[1])
     raise AssertionError("no wchar in /proc/PID/io")
+
+
+def test_a_cell_is_atomic_for_files(tmp_path):
+    workspace = make_workspace(tmp_path)
+    kernel = Kernel(workspace)
+    try:
+        assert kernel.execute("%kit read_file,write_file").status == "ok"
+        failed = kernel.execute("write_file('one.txt', '1')\nwrite_file('sub/two.txt', '2')\n"
+                                "read_file('missing.txt')")
+        assert failed.status == "error"
+        assert not (workspace / "one.txt").exists() and not (workspace / "sub").exists()
+        done = kernel.execute("write_file('one.txt', '1')\nwrite_file('sub/two.txt', '2')\n"
+                              "read_file('sub/two.txt')")
+        assert done.result() == "2"
+        assert (workspace / "one.txt").read_text() == "1"
+        assert (workspace / "sub" / "two.txt").read_text() == "2"
+    finally:
+        kernel.close()

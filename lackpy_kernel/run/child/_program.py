@@ -3,11 +3,13 @@ result in plain data, and what it changed in the session as a commit)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 from lackpy_kernel.kit import FileToolsProvider
 from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
+from lackpy_kernel.kit.staging import Stage, stage_folder, staging
 
 from .. import wire
 from ..commit import UnitLog, changed_names, make_commit, names_in
@@ -39,10 +41,12 @@ def run_request(request: RunRequest, snapshot: Snapshot, on_modified: Callable[[
             tools, sources = {**tools, **_warm_up_tools()}, {**sources, **WARM_UP_SOURCES}
     except Exception as exc:
         return failure("KitError", f"{type(exc).__name__}: {exc}")
-    result = RestrictedRunner(max_tool_calls=request.max_tool_calls).run(
-        request.program, tools, request.params,
-        variables=session if request.keep else {}, on_file_modified=on_modified, sources=sources,
-    )
+    root = os.path.realpath(request.workspace)
+    with staging(Stage(root, stage_folder(root, os.getpid()))):  # the worker commits it
+        result = RestrictedRunner(max_tool_calls=request.max_tool_calls).run(
+            request.program, tools, request.params, variables=session if request.keep else {},
+            on_file_modified=on_modified, sources=sources,
+        )
     if result.error_type == "MemoryError" and result.error is not None:
         result.error += (f"; the limit is {request.memory_mb} MB "
                          "([sandbox] memory_mb in .lackpy/config.toml)")

@@ -5,8 +5,10 @@ writes replies to stdout (frames, see ``wire`` and ``protocol``); its first fram
 ready. It holds the session's variables. While it waits for a request it already holds the
 next child (``child``), forked with the session as it is and waiting on its own pipe, so a
 program only has to be sent. The child runs it under a memory limit and is killed at its
-deadline (``_watch``), so a program that fails or is stopped leaves the session as it was; a
-program that succeeds sends back only the variables it may have changed (see ``commit``).
+deadline (``_watch``), so a program that fails or is stopped leaves the session as it was,
+and the files too (its writes were staged; the worker commits them only for a program that
+succeeded); a program that succeeds sends back only the variables it may have changed (see
+``commit``).
 After a program that changed nothing a held twin takes over; after one that changed the
 session the next child is forked, off the critical path. The rest waits for a quiet moment
 (``Worker.tidy``). The worker ignores SIGINT and exits when its parent closes stdin, taking

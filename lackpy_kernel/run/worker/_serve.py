@@ -3,16 +3,23 @@ or answers it itself, keeps what a program changed, and tidies up in a quiet mom
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from typing import Any, NoReturn
+
+from lackpy_kernel.errors import WriteBudgetError
+from lackpy_kernel.kit import Workspace
+from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
+from lackpy_kernel.kit.journal import Landed, commit_stage, recover
+from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
 from .. import wire
 from ..child import PythonTools, Snapshot, preresolve, wall_plan
 from ..commit import UnitLog, load_unit
 from ..context import describe_variables
-from ..failures import failure
-from ..protocol import Commit, RunRequest
+from ..failures import failed_after, failure
+from ..protocol import Commit, Reply, RunRequest
 from ..walls import WallPlan
 from ._children import Child, widen_pipe
 from ._watch import watch
@@ -27,6 +34,7 @@ QUIET = 0.010
 # the forks wait for a quiet moment. The worker holds one, and one more each time a run
 # of such cells used them all up (each costs a process of about 3 MB).
 MAX_TWINS = 3
+MAX_NAMED = 5  # files a note names
 Frame = wire.Frame
 
 
@@ -61,6 +69,7 @@ class Worker:
         self.python_tools = PythonTools()  # the tool modules the children inherit
         # the last program's request, less its program: the next warm-up's
         self.like = RunRequest("", os.getcwd())
+        self.recovered: set[str] = set()  # the workspaces whose interrupted commits it finished
 
     def serve(self) -> NoReturn:
         """Fork the first child, say so, then answer requests until the parent goes."""
@@ -80,6 +89,10 @@ class Worker:
         pending = b""
         if not held:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
+        if self.like.workspace not in self.recovered:  # before any child of it reads a file
+            self.recovered.add(self.like.workspace)
+            with contextlib.suppress(OSError):  # a workspace it cannot write: nothing to finish
+                recover(os.path.realpath(self.like.workspace))
         self.python_tools.load(self.like)
         preresolve(self.like)
         walls = self.walls_for(self.like)
@@ -196,6 +209,7 @@ class Worker:
         if reply is None:  # stdin closed
             self.exit()
         commit, reply.commit = (reply.commit if request.keep else None), None
+        staged = [path for path in reply.result["trace"]["files_modified"] if type(path) is str]
         loaded: dict[str, Any] = {}
         if commit is not None:
             try:  # read back before anyone relies on it
@@ -203,7 +217,16 @@ class Worker:
             except wire.WireError as exc:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
+        folder = stage_folder(os.path.realpath(request.workspace), child.pid)
+        landed = None
+        if staged:
+            reply, landed = settle_files(reply, request, folder, staged)
+            commit = commit if reply.result["success"] else None
         wire.write_frame(STDOUT, reply.to_frame())
+        if staged:  # after the reply: the disk, and a stage nothing reads any more
+            if landed is not None:
+                landed.finish()
+            discard_stage(folder)
         if commit is None or commit.empty:
             return False
         self.apply(commit, loaded)
@@ -227,6 +250,32 @@ class Worker:
             if child is not None:
                 child.kill()
         os._exit(0)
+
+
+def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str]
+                 ) -> tuple[Reply, Landed | None]:
+    """Commit the files the program staged in ``folder`` when it ended well, else note
+    that they were dropped; the reply (a failure when the commit was refused: nothing
+    written then) and what landed."""
+    if not reply.result["success"]:
+        reply.result["notes"].append(_dropped(paths))
+        return reply, None
+    try:
+        if len(paths) > WRITE_BUDGET_FILES:  # a child past its budget forged them
+            raise WriteBudgetError(f"{len(paths)} files is over the {WRITE_BUDGET_FILES} "
+                                   "a program may write")
+        workspace = Workspace(request.workspace, frozenset(request.protected))
+        return reply, commit_stage(workspace, folder, paths)
+    except OSError as exc:
+        return failed_after(reply.result["trace"], type(exc).__name__,
+                            f"the program's file changes were not written: {exc}"), None
+
+
+def _dropped(paths: list[str]) -> str:
+    named = ", ".join(paths[:MAX_NAMED]) + (f" and {len(paths) - MAX_NAMED} more"
+                                             if len(paths) > MAX_NAMED else "")
+    return (f"nothing was written: a program that fails leaves the files as they were "
+            f"(its changes to {named} were dropped)")
 
 
 def restored(units: list[tuple[list[str], bytes]]) -> dict[str, Any]:
