@@ -105,8 +105,8 @@ class PlanDraft:
         unchanged) when another step needs it."""
         names = [step.name for step in self.steps]
         if name not in names:
-            steps = f"its steps: {', '.join(names)}" if names else "it has no steps"
-            raise UsageError(f"no step {name!r} in the plan; {steps}")
+            listed = f"its steps: {', '.join(names)}" if names else "it has no steps"
+            raise UsageError(f"no step {name!r} in the plan; {listed}")
         steps = [step for step in self.steps if step.name != name]
         if steps:
             self._build(steps)
