@@ -44,22 +44,27 @@ class PreImage:
     after: str
 
 
-def pre_images(workspace: Workspace, changes: Iterable[tuple[str, bytes]]) -> list[PreImage]:
-    """What each of ``changes`` (path, new content) will replace, read before the commit."""
-    return [PreImage(relative, _read(workspace, relative), _digest(data))
-            for relative, data in changes]
+def pre_images(workspace: Workspace, changes: Iterable[tuple[str, bytes]]
+               ) -> list[PreImage] | None:
+    """What each of ``changes`` (path, new content) will replace, read before the commit;
+    None when one cannot be read or is over ``MAX_UNDO_BYTES`` (the commit keeps no record)."""
+    try:
+        return [PreImage(relative, _read(workspace, relative, MAX_UNDO_BYTES), _digest(data))
+                for relative, data in changes]
+    except (OSError, _TooBig):
+        return None
 
 
-def keep_undo(workspace: Workspace, images: list[PreImage]) -> None:
+def keep_undo(workspace: Workspace, images: list[PreImage] | None) -> None:
     """Keep ``images`` as the newest record, dropping the oldest past the bounds; never
-    raises (without a record, the older ones are dropped)."""
+    raises (without a record, None or too big, the older ones are dropped)."""
     try:
         folder = _undo_folder(str(workspace.root))
     except OSError:
         return
     try:
-        record = _encode(images)
-        if len(record) > MAX_UNDO_BYTES:
+        record = b"" if images is None else _encode(images)
+        if not record or len(record) > MAX_UNDO_BYTES:
             _drop(folder, _records(folder))
             return
         name = f"{time.time_ns():020d}-{os.getpid()}{RECORD_SUFFIX}"
@@ -94,6 +99,7 @@ def undo_last(workspace: Workspace) -> list[str]:
         name = records[-1][0]
         images = _decode(_read_at(folder, name), name)
         for image in images:
+            _check_path(workspace, image.path)
             now = _read(workspace, image.path)
             if now is None or _digest(now) != image.after:
                 raise WorkspaceError(f"{image.path!r} changed since the last commit of a "
@@ -104,6 +110,14 @@ def undo_last(workspace: Workspace) -> list[str]:
     finally:
         os.close(folder)
     return done
+
+
+def _check_path(workspace: Workspace, relative: str) -> None:
+    """Refuse a path that now leads elsewhere (a link made on its way since the commit)."""
+    real = workspace.resolve(relative, write=True)
+    if workspace.relative(real) != relative:
+        raise WorkspaceError(f"{relative!r} now leads to {workspace.relative(real)!r} (a link "
+                             "made since the last commit of a program); nothing was undone")
 
 
 def _restore(workspace: Workspace, image: PreImage) -> str:
@@ -123,23 +137,30 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read(workspace: Workspace, relative: str) -> bytes | None:
-    """The file's content, or None when it does not exist (a link is never followed)."""
+class _TooBig(Exception):
+    """A file over the bound of what an undo record keeps."""
+
+
+def _read(workspace: Workspace, relative: str, limit: int | None = None) -> bytes | None:
+    """The file's content, or None when it does not exist (its own name is never followed
+    as a link). Raises _TooBig past ``limit`` bytes."""
     parent, _, name = relative.rpartition("/")
     try:
         fd = os.open(workspace.root / parent, _DIR_FLAGS)
     except FileNotFoundError:
         return None
     try:
-        return _read_at(fd, name)
+        return _read_at(fd, name, limit)
     except FileNotFoundError:
         return None
     finally:
         os.close(fd)
 
 
-def _read_at(folder: int, name: str) -> bytes:
+def _read_at(folder: int, name: str, limit: int | None = None) -> bytes:
     with os.fdopen(os.open(name, _READ_FLAGS, dir_fd=folder), "rb") as stream:
+        if limit is not None and os.fstat(stream.fileno()).st_size > limit:
+            raise _TooBig(name)
         return stream.read()
 
 

@@ -102,3 +102,12 @@ def test_programs_cannot_write_the_undo_records(ws):
     with pytest.raises(WorkspaceError):
         FileToolsProvider(ws).write_file(f".lackpy/undo/{record}", "forged")
     assert undo_last(Workspace(ws)) == ["restored a.txt"]
+
+
+def test_a_link_made_on_the_way_since_refuses_and_changes_nothing(ws):
+    commit(ws, {"a.txt": "new a", "d/b.txt": "new b"})
+    (ws / "d").rename(ws / "e")
+    (ws / "d").symlink_to("e")
+    with pytest.raises(WorkspaceError, match="'d/b.txt' now leads to 'e/b.txt'"):
+        undo_last(Workspace(ws))
+    assert (ws / "a.txt").read_text() == "new a" and (ws / "e/b.txt").read_text() == "new b"
