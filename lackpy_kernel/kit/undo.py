@@ -69,14 +69,7 @@ def keep_undo(workspace: Workspace, images: list[PreImage] | None) -> None:
             return
         name = f"{time.time_ns():020d}-{os.getpid()}{RECORD_SUFFIX}"
         atomic_write_bytes_at(folder, name, record, durable=False)
-        records = _records(folder)
-        kept, total = 0, 0
-        for index, (_, size) in enumerate(reversed(records)):
-            total += size
-            if index >= MAX_UNDO_RECORDS or total > MAX_UNDO_BYTES:
-                break
-            kept += 1
-        _drop(folder, records[:len(records) - kept])
+        _prune(folder)
     except OSError:
         with suppress(OSError):
             _drop(folder, _records(folder))
@@ -102,9 +95,9 @@ def undo_last(workspace: Workspace) -> list[str]:
             _check_path(workspace, image.path)
             now = _read(workspace, image.path)
             if now is None or _digest(now) != image.after:
+                how = "is gone" if now is None else "was edited"
                 raise WorkspaceError(f"{image.path!r} changed since the last commit of a "
-                                     "program (it " + ("is gone" if now is None else
-                                                       "was edited") + "); nothing was undone")
+                                     f"program (it {how}); nothing was undone")
         done = [_restore(workspace, image) for image in images]
         os.unlink(name, dir_fd=folder)
     finally:
@@ -210,6 +203,16 @@ def _records(folder: int) -> list[tuple[str, int]]:
         with suppress(FileNotFoundError):
             sized.append((name, os.stat(name, dir_fd=folder, follow_symlinks=False).st_size))
     return sized
+
+
+def _prune(folder: int) -> None:
+    """Drop the oldest records past ``MAX_UNDO_RECORDS`` or ``MAX_UNDO_BYTES`` in all."""
+    records, total = _records(folder), 0
+    for newest, (_, size) in enumerate(reversed(records)):
+        total += size
+        if newest >= MAX_UNDO_RECORDS or total > MAX_UNDO_BYTES:
+            _drop(folder, records[:len(records) - newest])
+            return
 
 
 def _drop(folder: int, records: list[tuple[str, int]]) -> None:
