@@ -15,6 +15,7 @@ from lackpy_kernel.config import load_config
 from lackpy_kernel.engines import Envelope, Plan
 from lackpy_kernel.engines.plans import PlanLibrary, RunStatus
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
+from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_last
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
@@ -113,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
                   "reachable tiers, tool sources, the kernelspec, the config")
+    add("undo", "take back the file changes of the last program that wrote files (again: "
+                "the one before)")
     commands.add_parser("acp", help="be an agent for Zed, jupyter-ai or marimo: the Agent "
                         "Client Protocol over stdio", description=ACP_HELP,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         report = diagnose(workspace)
         _show(args, report.to_dict(), report.text())
         return EXIT_OK if report.ok else EXIT_FAILED
+    if args.command == "undo":
+        return cmd_undo(args, workspace)
     try:
         config = load_config(workspace)
     except ConfigError as exc:
@@ -188,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(error_text(exc), EXIT_USAGE)
         except LackpyError as exc:
             return _fail(error_text(exc), EXIT_FAILED)
+
+
+def cmd_undo(args: argparse.Namespace, workspace: Path) -> int:
+    try:
+        done = undo_last(Workspace(workspace))
+    except WorkspaceError as exc:
+        return _fail(str(exc), EXIT_FAILED)
+    return _show(args, {"undone": done}, "\n".join(done) or NOTHING_TO_UNDO)
 
 
 def _fail(message: str, code: int) -> int:

@@ -590,9 +590,9 @@ def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
 def clean(folder: Path) -> None:
     """Remove what a notebook writes into its folder's ``.lackpy/`` (all git-ignored): the
     intents ``%delegate`` keeps, the kernel's cell history, the plans notebook's checkpoints
-    (``plans.sqlite``) and saved plans, and the ratchet's templates (a template left from an
-    earlier run would answer the ratchet's first request, which must come from the rules
-    tier)."""
+    (``plans.sqlite``) and saved plans, the undo records of the files its programs wrote,
+    and the ratchet's templates (a template left from an earlier run would answer the
+    ratchet's first request, which must come from the rules tier)."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
     for history in (folder / ".lackpy").glob("history.sqlite*"):  # with its write-ahead log
         history.unlink()
@@ -601,6 +601,7 @@ def clean(folder: Path) -> None:
     for store in (folder / ".lackpy").glob("plans.sqlite*"):
         store.unlink()
     shutil.rmtree(folder / ".lackpy" / "plans", ignore_errors=True)
+    shutil.rmtree(folder / ".lackpy" / "undo", ignore_errors=True)
     try:
         (folder / ".lackpy").rmdir()  # only when empty: the kernel made it, nothing else is in it
     except OSError:

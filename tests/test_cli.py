@@ -69,6 +69,25 @@ def test_a_run_is_atomic_for_files(workspace, last, written):
     assert (workspace / "notes.txt").read_text() == "one\ntwo\nthree\n"
 
 
+def test_undo_takes_back_the_last_runs_file_changes(workspace):
+    nothing = lackpy("undo", cwd=workspace)
+    assert nothing.stdout == "nothing to undo: no program's file changes are kept\n"
+    done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
+                  stdin="write_file('notes.txt', 'changed')\nwrite_file('sub/new.txt', 'n')")
+    assert done.returncode == 0, done.stderr
+    (workspace / "sub" / "new.txt").write_text("edited by hand")
+    refused = lackpy("undo", cwd=workspace)
+    assert refused.returncode == 1
+    assert "'sub/new.txt' changed since the last commit" in refused.stderr
+    assert (workspace / "notes.txt").read_text() == "changed"
+    (workspace / "sub" / "new.txt").write_text("n")
+    undone = lackpy("undo", cwd=workspace)
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout == "restored notes.txt\nremoved sub/new.txt (the program created it)\n"
+    assert (workspace / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    assert not (workspace / "sub" / "new.txt").exists()
+
+
 def test_a_param_that_is_not_a_literal_is_a_string(workspace):
     done = lackpy("run", "-", "--param", "who=ada lovelace", cwd=workspace, stdin="who.title()")
     assert done.stdout == "Ada Lovelace\n"

@@ -183,16 +183,37 @@ def test_reset_forgets_the_variables(host: Host):
         assert host.run("found").ename == "NameError"
 
 
+def test_undo_takes_back_the_last_programs_file_changes(host: Host):
+    workspace = host.kernel.workspace
+    (workspace / "kept.txt").write_text("kept before")
+    program = "write_file('kept.txt', 'changed')\nwrite_file('made.txt', 'new')"
+    assert host.program(program, kit="read_file,write_file").ok
+    (workspace / "made.txt").write_text("edited by hand")
+    refused = host.run("%undo")
+    assert refused.ename == "WorkspaceError"
+    assert "'made.txt' changed since the last commit" in refused.evalue
+    assert (workspace / "kept.txt").read_text() == "changed"
+    (workspace / "made.txt").write_text("new")
+    undone = host.run("%undo")
+    assert undone.ok, undone
+    assert undone.text == "restored kept.txt\nremoved made.txt (the program created it)"
+    assert (workspace / "kept.txt").read_text() == "kept before"
+    assert not (workspace / "made.txt").exists()
+    walked_back = [host.run("%undo").text for _ in range(21)]  # the earlier tests' commits
+    assert walked_back[-1] == "nothing to undo: no program's file changes are kept"
+    assert host.run("%kit debug").ok
+
+
 def test_lsmagic_lists_the_magics(host: Host):
     shown = host.run("%lsmagic")
     if host.name == "kernel":
         for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
-                     "%%validate", "%who", "%reset", "%lsmagic"):
+                     "%%validate", "%who", "%reset", "%lsmagic", "%undo"):
             assert name in shown.text
     else:  # IPython's own, listing the extension's magics among its own
         assert "Available line magics" in shown.result
         for name in ("%delegate", "%kit", "%params", "%%create", "%providers", "%trace",
-                     "%%validate", "%%lackpy"):
+                     "%%validate", "%%lackpy", "%undo"):
             assert name in shown.result
 
 

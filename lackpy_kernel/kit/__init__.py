@@ -20,9 +20,11 @@ from .registry import (
 )
 from .spec import ArgSpec, ToolSpec
 from .toolbox import Toolbox, ToolProvider
+from .undo import NOTHING_TO_UNDO, undo_last
 from .workspace import Workspace
 
 __all__ = [
+    "NOTHING_TO_UNDO",
     "ArgSpec",
     "FileEffects",
     "FileToolsProvider",
@@ -46,6 +48,7 @@ __all__ = [
     "record_write",
     "recording",
     "resolve_kit",
+    "undo_last",
     "workspace_kits_dir",
     "write_kit_file",
 ]

@@ -25,6 +25,7 @@ from lackpy_kernel.config import CONFIG_DIR
 from .atomic import atomic_write_bytes_at
 from .errors import WorkspaceError
 from .staging import STAGING, remove_tree
+from .undo import keep_undo, pre_images
 from .workspace import Workspace
 
 JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
@@ -66,13 +67,15 @@ def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Lan
     OSError) before anything is written when a path may not be written: outside the
     workspace, in ``.lackpy/``, a protected file, reached through a link made during the
     run, a folder, a file with other names (hard links), or a staged copy that is not a
-    plain file."""
+    plain file. Once landed, the files' pre-images are kept for ``undo.undo_last``."""
     unique = list(dict.fromkeys(paths))
     for relative in unique:  # first: a path read from the stage is a plain relative one
         _check_target(workspace, relative)
     changes = [(relative, _staged_bytes(folder, relative)) for relative in unique]
+    images = pre_images(workspace, changes)
     if len(changes) == 1:  # one atomic replace is all or nothing already
         _apply(workspace, changes)
+        keep_undo(workspace, images)
         return Landed(workspace, unique)
     folder_fd, name, fd = _write_journal(workspace, changes)
     try:
@@ -84,6 +87,7 @@ def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Lan
     except BaseException:
         Landed(workspace, [], (folder_fd, name, fd)).finish()  # what was replaced stays so
         raise
+    keep_undo(workspace, images)
     return Landed(workspace, unique, (folder_fd, applied, fd))
 
 

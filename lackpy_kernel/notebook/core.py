@@ -1,6 +1,6 @@
 """The core magics, written once for both hosts: ``%delegate``, ``%kit``, ``%params``,
 ``%%create``, ``%providers``, ``%trace``, ``%%validate``, ``%who``, ``%reset``,
-``%lsmagic`` and ``%%lackpy``.
+``%lsmagic``, ``%undo`` and ``%%lackpy``.
 
 Options come first; everything after the first word that is not an option (or after
 ``--``) is the rest (an intent, a name), taken literally. ``--param`` values are Python
@@ -18,7 +18,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError, UsageError
 from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.kit import Kit, ResolvedKit
+from lackpy_kernel.kit import NOTHING_TO_UNDO, Kit, ResolvedKit, Workspace, undo_last
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
@@ -242,6 +242,12 @@ class CoreMagics(MagicFamily):
     def lsmagic(self, line: MagicLine) -> None:
         usages = [f"{m.usage}: {m.summary}" for m, _ in self.declared.values()]
         self.port.display({"text/plain": "\n".join(usages)})
+
+    @magic("undo", "take back the file changes of the last program that wrote files (again: "
+           "the one before); refused, naming the file, when one changed since")
+    def undo(self, line: MagicLine) -> None:
+        done = undo_last(Workspace(self.workspace))
+        self.port.display({"text/plain": "\n".join(done) or NOTHING_TO_UNDO})
 
     @magic("lackpy", LACKPY_SUMMARY, options=(KIT, PARAM, OUT, NO_SANDBOX), cell=True)
     async def lackpy(self, line: MagicLine, body: str) -> None:

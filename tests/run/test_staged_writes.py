@@ -34,10 +34,12 @@ def tree(root: Path) -> dict[str, str]:
 
 def lackpy_leftovers(root: Path, sandbox: Sandbox) -> list[str]:
     """What a commit may have left in .lackpy/: a stage or a journal (looked for once the
-    worker answered a next program: it tidies a commit away after its reply)."""
+    worker answered a next program: it tidies a commit away after its reply). The undo
+    records, kept on purpose, are not leftovers."""
     assert sandbox.run("1", KIT).success
     return [str(path.relative_to(root)) for path in (root / ".lackpy").rglob("*")
-            if path.is_file()] if (root / ".lackpy").exists() else []
+            if path.is_file() and path.parent.name != "undo"] \
+        if (root / ".lackpy").exists() else []
 
 
 @pytest.fixture
@@ -69,6 +71,7 @@ def test_a_program_that_succeeds_commits_both(sandbox, workspace):
     assert tree(workspace) == {"a.txt": "new a", "sub/b.txt": "new b"}
     assert result.trace.files_modified == ["a.txt", "sub/b.txt"]
     assert lackpy_leftovers(workspace, sandbox) == []
+    assert len(os.listdir(workspace / ".lackpy" / "undo")) == 1  # its record, for %undo
 
 
 def test_a_program_reads_and_finds_what_it_wrote_before_it_ends(sandbox, workspace):
