@@ -94,6 +94,10 @@ def test_a_list_of_dicts_shows_as_a_table(lab, shots):
     assert {"name", "file", "line"} <= set(headers)
     names = table.locator("tbody tr td:first-child").all_inner_texts()
     assert len(names) == 2
+    aligned = table.locator("tbody tr").first.locator("td").evaluate_all(
+        "cells => cells.map(cell => getComputedStyle(cell).textAlign)")
+    by_column = dict(zip(headers, aligned, strict=True))  # Lab's own style is right for all
+    assert (by_column["name"], by_column["file"], by_column["line"]) == ("left", "left", "right")
     assert lab.cell(ROWS).locator(".jp-RenderedJSON").count() == 0
     lab.screenshot(ROWS, shots / "table.png")
 
