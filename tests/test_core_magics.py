@@ -153,6 +153,17 @@ def test_trace_shows_the_last_programs_calls_in_full(host: Host):
     assert "<details open>" in trace["text/html"] and "['app.py']" in trace["text/plain"]
 
 
+def test_trace_aligns_text_left_and_numbers_right(host: Host):
+    assert host.program("found = find_files('*.py')\nfound").ok
+    trace = host.run("%trace").displays[0]
+    head, row = trace["text/plain"].split("\n")[1:3]
+    assert head.startswith("#  tool        args") and row.startswith("0  find_files  pattern=")
+    end = head.index(" ms ") + 3  # a number ends under the end of its column's name
+    assert row[end - 1].isdigit() and row[end] == " "
+    assert "<th style='text-align: left'>tool</th>" in trace["text/html"]
+    assert "<th style='text-align: right'>ms</th>" in trace["text/html"]
+
+
 def test_validate_checks_without_running(host: Host):
     valid = host.run("%%validate\nn = len(read_file('notes.txt'))")
     assert valid.ok and valid.text.startswith("valid: calls ")

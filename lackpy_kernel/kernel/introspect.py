@@ -130,3 +130,33 @@ def workspace_paths(workspace: Workspace, typed: str) -> list[str]:
         if len(found) == PATHS_SHOWN:
             break
     return found
+
+
+_HEADING = re.compile(r"^#{1,6}\s+")
+_FENCE = re.compile(r"^\s*```")
+_INLINE = re.compile(r"`([^`\n]+)`|\*\*([^*\n]+)\*\*")
+
+
+def doc_bundle(name: str, signature: str, doc: str) -> dict[str, str]:
+    """Shift-Tab's bundle for a tool with a Markdown ``doc``: ``text/plain`` a tooltip shows
+    as it is (the signature once, no heading marks, backticks or fences, code indented,
+    lists as written) and ``text/markdown`` for a front end that renders it."""
+    lines = doc.strip("\n").split("\n")
+    if lines and _HEADING.match(lines[0]) and _HEADING.sub("", lines[0]).startswith(f"{name}("):
+        lines = lines[1:]  # the doc's title is the signature, shown once above it
+    body = "\n".join(lines).strip("\n")
+    return {"text/plain": f"{signature}\n\n{_plain(body.splitlines())}",
+            "text/markdown": f"```python\n{signature}\n```\n\n{body}"}
+
+
+def _plain(lines: list[str]) -> str:
+    shown, in_code = [], False
+    for line in lines:
+        if _FENCE.match(line):
+            in_code = not in_code
+        elif in_code:
+            shown.append(f"    {line}" if line else "")
+        else:
+            shown.append(_INLINE.sub(lambda found: found.group(1) or found.group(2),
+                                     _HEADING.sub("", line)))
+    return "\n".join(shown)

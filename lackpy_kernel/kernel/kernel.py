@@ -34,7 +34,7 @@ from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
 from .history import History
-from .introspect import PATH_ARGUMENTS, Call, enclosing_calls, workspace_paths
+from .introspect import PATH_ARGUMENTS, Call, doc_bundle, enclosing_calls, workspace_paths
 from .magics import KernelMagics
 from .output import CellError, CellOutput
 
@@ -254,35 +254,37 @@ class LackpyKernel(Kernel):
         line_start = code.rfind("\n", 0, cursor_pos) + 1
         magic_name = _MAGIC_AT.match(code, line_start)
         if magic_name and cursor_pos <= magic_name.end():
-            text = self.magics.help_for(magic_name.group(1))
+            help_text = self.magics.help_for(magic_name.group(1))
+            data = {"text/plain": help_text} if help_text is not None else None
         else:
             name = _word_at(code, cursor_pos)
-            text = self._describe_name(name) if name else None
-            if text is None:
-                text = self._describe_enclosing_call(code, cursor_pos)
-        if text is None:
+            data = self._describe_name(name) if name else None
+            if data is None:
+                data = self._describe_enclosing_call(code, cursor_pos)
+        if data is None:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-        return {"status": "ok", "found": True, "data": {"text/plain": text}, "metadata": {}}
+        return {"status": "ok", "found": True, "data": data, "metadata": {}}
 
-    def _describe_name(self, name: str) -> str | None:
-        text = self._describe_callable(name)
-        if text is not None:
-            return text
+    def _describe_name(self, name: str) -> dict[str, str] | None:
+        data = self._describe_callable(name)
+        if data is not None:
+            return data
         if name in self.lackpy.params:
-            return f"{name}: parameter, {type(self.lackpy.params[name]).__name__}"
+            return {"text/plain": f"{name}: parameter, {type(self.lackpy.params[name]).__name__}"}
         kind = self.lackpy.variable_types.get(name)
-        return f"{name}: variable, {kind}" if kind else None
+        return {"text/plain": f"{name}: variable, {kind}"} if kind else None
 
-    def _describe_enclosing_call(self, code: str, cursor_pos: int) -> str | None:
+    def _describe_enclosing_call(self, code: str, cursor_pos: int) -> dict[str, str] | None:
         """The innermost tool or builtin whose call's parentheses hold the cursor, described."""
         for call in enclosing_calls(code, cursor_pos):
-            text = self._describe_callable(call.name) if call.name else None
-            if text is not None:
-                return text
+            data = self._describe_callable(call.name) if call.name else None
+            if data is not None:
+                return data
         return None
 
-    def _describe_callable(self, name: str) -> str | None:
-        """A tool's signature and doc, or a builtin's doc; None for any other name."""
+    def _describe_callable(self, name: str) -> dict[str, str] | None:
+        """A tool's signature and doc (as text and Markdown), or a builtin's doc; None for
+        any other name."""
         try:
             resolved = self.lackpy.resolved_kit()
         except KitError:
@@ -290,12 +292,14 @@ class LackpyKernel(Kernel):
         if name in resolved.tools:
             spec = resolved.tools[name]
             doc = self.service.resolve_doc(spec.docs) if spec.docs else None
-            text = spec.describe(name)
-            return f"{text}\n\n{doc}" if doc else text
+            if doc:
+                return doc_bundle(name, spec.signature(name), doc)
+            return {"text/plain": spec.describe(name)}
         if name in ALLOWED_BUILTINS:
             target = getattr(builtins, name, None)
             doc = inspect.getdoc(target) if target is not None else None
-            return doc or "sort_by(items, key, reverse=False): sort dicts by the value under key"
+            return {"text/plain": doc or "sort_by(items, key, reverse=False): sort dicts by the "
+                                         "value under key"}
         return None
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import html
 import pprint
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lackpy_kernel.errors import LackpyError, LimitError
 from lackpy_kernel.infer import (
     CorrectionStep,
     GenerationEvent,
@@ -67,10 +69,23 @@ def program_error(result: ExecutionResult, program: str) -> ErrorReport:
     """A failed program's error: validation errors with carets, or the runtime error."""
     if result.error_type == VALIDATION_ERROR:
         return validation_error(result.issues, program)
-    ename = result.error_type or "Error"
+    ename = _error_name(result)
     message = result.error or "the program failed"
-    evalue = message.removeprefix(f"{ename}: ")
+    evalue = message.removeprefix(f"{result.error_type}: ").removeprefix(f"{ename}: ")
     return ErrorReport(ename, evalue, [f"{ename}: {evalue}"])
+
+
+def _error_name(result: ExecutionResult) -> str:
+    """The name a failed program's error shows: lackpy's class for a limit it ran past
+    (``ProgramTimeoutError``, ``ProgramMemoryError``, ``ResultTooLargeError``: the class
+    ``%%lackpy`` raises), else the program's own error type."""
+    try:
+        result.raise_for_error()
+    except LimitError as exc:
+        return type(exc).__name__
+    except LackpyError:
+        pass
+    return result.error_type or "Error"
 
 
 def validation_error(issues: list[Issue], program: str) -> ErrorReport:
@@ -164,20 +179,50 @@ def _is_rows(output: Any) -> bool:
 
 
 def table_bundle(columns: list[str], rows: list[list[Any]], more: int = 0) -> dict[str, str]:
-    """A table as text/plain and text/html."""
+    """A table as text/plain and text/html: text columns aligned left, number columns
+    (every filled cell a number) right, in both."""
     cells = [[_cell_text(value) for value in row] for row in rows]
     widths = [max([len(column), *(len(row[i]) for row in cells)]) for i, column in
               enumerate(columns)]
-    plain = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    plain += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+    numeric = [_is_number_column([row[i] for row in rows]) for i in range(len(columns))]
+    plain = [_plain_row(columns, widths, numeric)]
+    plain += [_plain_row(row, widths, numeric) for row in cells]
+    aligns = [f" style='text-align: {'right' if number else 'left'}'" for number in numeric]
+    head = "".join(f"<th{align}>{html.escape(column)}</th>"
+                   for column, align in zip(columns, aligns, strict=True))
+    body = "".join("<tr>" + "".join(f"<td{align}>{html.escape(v)}</td>"
+                                    for v, align in zip(row, aligns, strict=True)) + "</tr>"
                    for row in cells)
     if more > 0:
         plain.append(f"... and {more} more rows")
-        body += f"<tr><td colspan='{len(columns)}'>... and {more} more rows</td></tr>"
+        body += (f"<tr><td colspan='{len(columns)}' style='text-align: left'>"
+                 f"... and {more} more rows</td></tr>")
     return {"text/plain": "\n".join(plain),
             "text/html": f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"}
+
+
+def _plain_row(cells: list[str], widths: list[int], numeric: list[bool]) -> str:
+    padded = (cell.rjust(width) if number else cell.ljust(width)
+              for cell, width, number in zip(cells, widths, numeric, strict=True))
+    return "  ".join(padded)
+
+
+_NUMBER = re.compile(r"-?\d+(\.\d+)?( ms)?")  # a count, a measure, a duration
+
+
+def _is_number_column(values: list[Any]) -> bool:
+    """Whether a column holds numbers: every cell not empty is one, or its text (a duration
+    ``12.5 ms`` too)."""
+    filled = [value for value in values if value not in ("", None)]
+    return bool(filled) and all(_is_number(value) for value in filled)
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
 
 
 def _cell_text(value: Any) -> str:

@@ -155,7 +155,7 @@ class CoreMagics(MagicFamily):
             delegation.program, delegation.uses, options.kit, options.params,
             options.param_texts, options.sandbox)), replace=options.replace)
         if delegation.held:
-            self.port.stream("stderr", f"lackpy: {held_message(delegation, where)}\n")
+            self.port.stream("stdout", f"lackpy: {held_message(delegation, where)}\n")  # no error
         if delegation.result is not None:
             show_run(self.port, delegation.result, delegation.program)
 

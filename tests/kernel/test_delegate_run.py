@@ -44,8 +44,8 @@ def test_a_program_that_would_write_is_inserted_not_run_with_why_and_how(writer)
     outcome = writer.execute(COPY)
     assert outcome.status == "ok" and outcome.of("execute_result") == []
     assert not (writer.workspace / "copy.txt").exists()
-    assert outcome.stream("stdout").endswith("; it is in the next cell, not run\n")
-    message = outcome.stream("stderr")
+    status, message = outcome.stream("stdout").splitlines()
+    assert status.endswith("; it is in the next cell, not run") and not outcome.stream("stderr")
     assert "not run: it calls write_file" in message and '[delegate] auto_run = "read"' in message
     assert "--yes" in message
     (payload,) = outcome.reply["content"]["payload"]
@@ -84,7 +84,7 @@ def test_the_config_lowers_the_ceiling(tmp_path):
     try:
         outcome = kernel.execute("%delegate --run read the file notes.txt")
         assert outcome.of("execute_result") == []
-        assert 'auto_run = "none" runs no program unseen' in outcome.stream("stderr")
+        assert 'auto_run = "none" runs no program unseen' in outcome.stream("stdout")
     finally:
         kernel.close()
 

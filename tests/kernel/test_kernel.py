@@ -43,7 +43,8 @@ def test_output_bundles(kernel):
     rows = kernel.execute("[{'name': 'a', 'size': 1}, {'name': '<b>', 'size': 2}]")
     assert rows.value() == [{"name": "a", "size": 1}, {"name": "<b>", "size": 2}]
     table = rows.result("text/html")
-    assert "<th>name</th>" in table and "&lt;b&gt;" in table
+    assert "<th style='text-align: left'>name</th>" in table and "&lt;b&gt;" in table
+    assert "<td style='text-align: right'>2</td>" in table
     assert kernel.execute("{'k': (1, 2)}").value() == {"k": (1, 2)}
     assert kernel.execute("'plain text'").result() == "plain text"
     assert kernel.execute("x_none = None\nx_none").of("execute_result") == []
@@ -104,7 +105,7 @@ def test_silent_execution_shows_nothing(kernel):
 def test_time_limit_stops_the_cell_and_keeps_the_session(kernel):
     kernel.execute("kept = 'still here'")
     outcome = kernel.execute("sum(range(1000000000000))")
-    assert outcome.error["ename"] == "TimeoutError"
+    assert outcome.error["ename"] == "ProgramTimeoutError"
     assert "3 s limit" in outcome.error["evalue"]
     assert kernel.execute("kept").result() == "still here"
 
@@ -112,7 +113,7 @@ def test_time_limit_stops_the_cell_and_keeps_the_session(kernel):
 def test_memory_limit_stops_the_cell_and_keeps_the_session(kernel):
     kernel.execute("kept = 'still here'")
     outcome = kernel.execute("big = 'x' * 100000000000")
-    assert outcome.error["ename"] == "MemoryError"
+    assert outcome.error["ename"] == "ProgramMemoryError"
     assert "256 MB" in outcome.error["evalue"]
     assert kernel.execute("kept").result() == "still here"
 
@@ -294,6 +295,21 @@ def test_inspect(kernel):
     assert reply["found"]
     assert reply["data"]["text/plain"].startswith("read_file(path: str) -> str")
     assert not kernel.client.inspect("nothing_here", 3, reply=True)["content"]["found"]
+
+
+def test_shift_tab_shows_a_tools_doc_as_plain_text_and_as_markdown(kernel):
+    data = kernel.client.inspect("read_file(", 10, reply=True)["content"]["data"]
+    plain = data["text/plain"]
+    assert plain.startswith("read_file(path: str) -> str\n\nRead a text file")
+    assert plain.count("read_file(path: str) -> str") == 1  # the signature once
+    assert "#" not in plain and "`" not in plain  # no heading marks, backticks or fences
+    assert "\n- path is relative to the workspace root." in plain  # a list stays a list
+    assert '\n    content = read_file("pyproject.toml")\n' in plain  # code indented
+    markdown = data["text/markdown"]
+    assert markdown.startswith("```python\nread_file(path: str) -> str\n```\n\nRead a text file")
+    assert "- `path` is relative" in markdown and '```python\ncontent = read_file(' in markdown
+    builtin = kernel.client.inspect("sorted(", 7, reply=True)["content"]["data"]
+    assert list(builtin) == ["text/plain"]  # a builtin's doc is plain text already
 
 
 def _inspect(kernel, code, cursor=None):

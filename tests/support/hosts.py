@@ -12,9 +12,10 @@ A lackpy program runs as a plain cell in the kernel and as a ``%%lackpy`` cell i
 (``host.program(code, kit=...)``). Known, documented differences a test must allow for:
 IPython keeps its own ``%who``, ``%reset`` and ``%lsmagic``, and a failed program's error
 is named by the program's error type in the kernel (``FileNotFoundError``) and by lackpy's
-class in Python (``LackpyRuntimeError``); validation and usage errors are named alike. A
-text result shows as the text itself in the kernel and as its repr in Python
-(``host.shown_text``).
+class in Python (``LackpyRuntimeError``); validation and usage errors, and a limit a program
+ran past (``ProgramTimeoutError``, ``ProgramMemoryError``, ``ResultTooLargeError``), are
+named alike. A text result shows as the text itself in the kernel and as its repr in
+Python (``host.shown_text``).
 """
 
 from __future__ import annotations
