@@ -7,6 +7,7 @@ import os
 import pytest
 
 from lackpy_kernel.install import install_kernelspec
+from tests.support import agents, loopback
 from tests.support.kernel import KERNEL_NAME
 
 
@@ -22,3 +23,18 @@ def installed_kernelspec(tmp_path_factory):
         os.environ.pop("JUPYTER_PATH", None)
     else:
         os.environ["JUPYTER_PATH"] = saved
+
+
+@pytest.fixture
+def model_env(monkeypatch):
+    """No proxy or base-URL variables leak in; the Anthropic key is a known fake."""
+    for name in agents.CLEARED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", agents.KEY)
+
+
+@pytest.fixture
+def model_server():
+    """A loopback server speaking the model providers' protocols."""
+    with loopback.LoopbackServer() as running:
+        yield running

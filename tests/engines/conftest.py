@@ -6,7 +6,7 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.service import LackpyService
-from tests.support import agents, loopback
+from tests.support import loopback
 
 
 @pytest.fixture
@@ -33,12 +33,6 @@ def sandboxed(workspace):
 # -- agents against loopback model servers ---------------------------------------------
 
 
-@pytest.fixture
-def model_env(monkeypatch):
-    """No proxy or base-URL variables leak in; the Anthropic key is a known fake."""
-    for name in agents.CLEARED_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", agents.KEY)
 
 
 @pytest.fixture(params=loopback.TOOL_PROTOCOLS)
@@ -47,7 +41,3 @@ def protocol(request, model_env):
     return request.param
 
 
-@pytest.fixture
-def model_server():
-    with loopback.LoopbackServer() as running:
-        yield running

@@ -23,6 +23,13 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def ws(workspace: Path) -> Path:
+    """A workspace holding a.txt ("old a"), for the staging and undo tests."""
+    (workspace / "a.txt").write_text("old a")
+    return workspace
+
+
+@pytest.fixture
 def make_sources(workspace: Path) -> Iterator[MakeSources]:
     """``make_sources(name=table, ...)``: a toolbox of the built-in tools with those tool
     sources attached; every source is closed (its servers stopped) after the test."""

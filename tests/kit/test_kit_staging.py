@@ -18,24 +18,12 @@ from lackpy_kernel.errors import WorkspaceError
 from lackpy_kernel.kit import FileToolsProvider, Workspace
 from lackpy_kernel.kit.journal import commit_stage, recover
 from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, staging
-
-
-@pytest.fixture
-def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("old a")
-    return root
+from tests.support.staging import staged as stage_files
 
 
 def staged(ws: Path, files: dict[str, str]) -> str:
-    """A stage of this process holding ``files`` (written through the file tools)."""
-    stage = Stage(str(ws), stage_folder(ws, os.getpid()))
-    tools = FileToolsProvider(ws)
-    with staging(stage):
-        for path, text in files.items():
-            tools.write_file(path, text)
-    return stage.folder
+    """The folder of a stage of this process holding ``files``."""
+    return stage_files(ws, files).folder
 
 
 def test_inside_a_stage_the_tools_write_the_stage_and_read_it_back(ws):

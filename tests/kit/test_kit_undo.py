@@ -12,24 +12,13 @@ from lackpy_kernel.errors import WorkspaceError
 from lackpy_kernel.kit import FileToolsProvider, Workspace, undo_last
 from lackpy_kernel.kit import undo as undo_module
 from lackpy_kernel.kit.journal import commit_stage
-from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, staging
-
-
-@pytest.fixture
-def ws(tmp_path):
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "a.txt").write_text("old a")
-    return root
+from lackpy_kernel.kit.staging import discard_stage
+from tests.support.staging import staged
 
 
 def commit(ws: Path, files: dict[str, str]) -> None:
     """Stage ``files`` through the file tools and commit them, as the worker does."""
-    stage = Stage(str(ws), stage_folder(ws, os.getpid()))
-    tools = FileToolsProvider(ws)
-    with staging(stage):
-        for path, text in files.items():
-            tools.write_file(path, text)
+    stage = staged(ws, files)
     commit_stage(Workspace(ws), stage.folder, sorted(stage.files)).finish()
     discard_stage(stage.folder)
 

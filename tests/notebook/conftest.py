@@ -7,7 +7,6 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.service import LackpyService
-from tests.support import agents, loopback
 
 
 @pytest.fixture
@@ -23,15 +22,5 @@ def service(workspace):
         yield running
 
 
-@pytest.fixture
-def model_env(monkeypatch):
-    """No proxy or base-URL variables leak in; the Anthropic key is a known fake."""
-    for name in agents.CLEARED_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", agents.KEY)
 
 
-@pytest.fixture
-def model_server():
-    with loopback.LoopbackServer() as running:
-        yield running
