@@ -157,6 +157,10 @@ def test_shift_tab_inside_a_tool_call_shows_the_tool(lab, shots):
     lab.page.keyboard.press("Shift+Tab")
     tooltip = lab.page.locator(".jp-Tooltip")
     tooltip.wait_for(timeout=30_000)
+    # the box appears before its Markdown is rendered into it
+    lab.page.wait_for_function(
+        "() => (document.querySelector('.jp-Tooltip')?.innerText || '').trim() !== ''",
+        timeout=30_000)
     assert tooltip.inner_text().startswith("read_file(path: str) -> str")
     lab.page.screenshot(path=str(shots / "shift-tab.png"))
     lab.page.keyboard.press("Escape")
