@@ -15,6 +15,7 @@ false, because that is an answer, not a failure of the call.
 
 import argparse
 import dataclasses
+import inspect
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -131,7 +132,11 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
     server.lackpy_service = service  # type: ignore[attr-defined]
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        return server.tool(annotations=annotations, structured_output=True)
+        def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+            # the docstring without its code indentation, as a client shows it
+            return server.tool(description=inspect.cleandoc(fn.__doc__ or ""),
+                               annotations=annotations, structured_output=True)(fn)
+        return register
 
     @tool(_READ_ONLY)
     def validate(program: Program, kit: Kit = None) -> dict[str, Any]:
@@ -178,7 +183,8 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         raises at run time is a normal result with success false and the error text.
         Values that are not JSON (sets, objects) come back as their repr; values too large
         to send come back as a short text saying so. `variables` is empty unless
-        include_variables is true.
+        include_variables is true. An unknown kit or tool is a tool error (isError): the
+        request was wrong, not the program.
         """
         result = await _acall(service.run_program, program, kit, params)
         if not include_variables:
@@ -195,7 +201,7 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         error, correction_strategy, uses}. `generation_tier` names the provider that wrote
         the program ("templates", "rules", a model tier, ...); `uses` lists the variables it
         reads. A program that fails at run time is a normal result with success false; no
-        provider producing a valid program is an error.
+        provider producing a valid program, or an unknown kit, is a tool error (isError).
         """
         return _json_dict(await _acall(_delegate, intent, kit, params, variables))
 

@@ -111,6 +111,8 @@ async def test_list_tools_has_every_service_operation(session):
     assert TOOL_NAMES <= set(tools)
     for tool in tools.values():
         assert tool.description and len(tool.description) > 40, tool.name
+        # dedented, as a client shows it: no line starts with the source's indentation
+        assert not any(line.startswith("    ") for line in tool.description.splitlines())
     kit_schema = tools["run_program"].input_schema["properties"]["kit"]
     assert {"string", "array", "object"} <= {
         option.get("type") for option in kit_schema["anyOf"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import traceback
 
@@ -52,6 +53,15 @@ def test_available_needs_the_key(monkeypatch):
     assert AnthropicProvider().available() is False
     monkeypatch.setenv("ANTHROPIC_API_KEY", "")
     assert AnthropicProvider().available() is False
+
+
+def test_a_missing_package_is_named_before_the_key(monkeypatch):
+    """Without the package, setting the key would not help: the first answer names what to
+    install, so a newcomer fixes both in one go."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setitem(sys.modules, "anthropic", None)  # as if it were not installed
+    reason = AnthropicProvider().unavailable_reason()
+    assert reason == "the anthropic package is not installed: pip install 'lackpy-kernel[anthropic]'"
 
 
 async def test_generate_without_a_key_says_so(server, monkeypatch):

@@ -85,10 +85,12 @@ class AnthropicProvider(ModelProvider):
         return self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
     def unavailable_reason(self) -> str | None:
-        """A missing package, or ``ANTHROPIC_API_KEY`` not set; None when usable. No request."""
-        if not os.environ.get(API_KEY_ENV):
+        """A missing package (named first: no key helps without it), or
+        ``ANTHROPIC_API_KEY`` not set; None when usable. No request."""
+        missing = super().unavailable_reason()
+        if missing is None and not os.environ.get(API_KEY_ENV):
             return f"{API_KEY_ENV} is not set"
-        return super().unavailable_reason()
+        return missing
 
     def api_key(self) -> str:
         """``ANTHROPIC_API_KEY``; ProviderError when it is not set."""
