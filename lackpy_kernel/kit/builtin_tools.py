@@ -102,24 +102,22 @@ class FileToolsProvider:
         return f"edited {self.workspace.relative(real)}: replaced {len(old)} chars with {len(new)} chars"
 
     def find_definitions(self, name: str) -> list[code_search.Definition]:
-        """Functions, async functions and classes named ``name`` in the workspace's .py files."""
+        """Functions, async functions and classes named ``name`` in the workspace's .py files.
+
+        Raises TooManyMatchesError past ``code_search.MAX_RESULTS`` of them."""
         _require_name(name)
         return self._search(code_search.find_definitions, name)
 
     def find_callers(self, name: str) -> list[code_search.CallSite]:
-        """Calls of ``name(...)`` or ``<anything>.name(...)`` in the workspace's .py files."""
+        """Calls of ``name(...)`` or ``<anything>.name(...)`` in the workspace's .py files.
+
+        Raises TooManyMatchesError past ``code_search.MAX_RESULTS`` of them."""
         _require_name(name)
         return self._search(code_search.find_callers, name)
 
     def _search(self, search: Callable[[Workspace, str], Mapping[str, list[_Hit]]],
                 name: str) -> list[_Hit]:
-        try:
-            by_file = search(self.workspace, name)
-        except TooManyMatchesError:
-            raise TooManyMatchesError(
-                f"the workspace holds more than {code_search.MAX_PYTHON_FILES} Python files; "
-                f"too many to search"
-            ) from None
+        by_file = search(self.workspace, name)
         for relative in by_file:  # only the files that produced results count as read
             record_read(relative)
         return [hit for hits in by_file.values() for hit in hits]

@@ -59,16 +59,16 @@ def compile_pattern(pattern: object) -> list[_Segment]:
     return _segments(parts, pattern)
 
 
-def match_files(workspace: Workspace, segments: list[_Segment], limit: int) -> list[str]:
+def match_files(workspace: Workspace, segments: list[_Segment], limit: int | None) -> list[str]:
     """Sorted workspace-relative posix paths of the files matching ``segments``.
 
-    Raises ``TooManyMatchesError`` when more than ``limit`` files match.
+    Raises ``TooManyMatchesError`` when more than ``limit`` files match (None: no limit).
     """
     found: set[str] = set()
     seen: set[tuple[str, int]] = set()
     for path in _walk(workspace, str(workspace.root), segments, seen):
         found.add(path)
-        if len(found) > limit:
+        if limit is not None and len(found) > limit:
             raise TooManyMatchesError(f"more than {limit} files match")
     return sorted(found)
 

@@ -2,14 +2,19 @@
 
 The provider keeps an index of the folder (see ``TemplateIndex``), so a call costs one
 ``stat`` of the folder and a look-up by the intent's first words, however many templates
-there are.
+there are. The index of a big folder is also kept in a file beside it (``.lackpy/templates.index``
+for ``.lackpy/templates``), so that the next process starts from it rather than reading
+every template again (see ``_IndexFile``).
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import contextlib
 import gc
+import itertools
+import marshal
 import os
 import re
 import stat
@@ -17,14 +22,17 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+import zlib
+from array import array
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.config import CONFIG_DIR
 from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.infer._provider import KIND_TEMPLATE, ProgramText
-from lackpy_kernel.kit.atomic import atomic_write_text
+from lackpy_kernel.kit.atomic import SUPPORTS_DIR_FD, atomic_write_bytes_at, atomic_write_text
 from lackpy_kernel.kit.frontmatter import Frontmatter, FrontmatterFormat
 
 from ._base import DeterministicProvider
@@ -50,6 +58,8 @@ _RACY_NS = 20_000_000
 _COARSE_RACY_NS = 2_000_000_000  # file systems that keep whole seconds (FAT keeps two)
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 _MAX_TEMPLATE_BYTES = 1 << 20
+INDEX_SUFFIX = ".index"
+INDEX_MIN_TEMPLATES = 500  # a smaller folder is read again sooner than its index file
 
 
 @dataclass(slots=True)
@@ -191,17 +201,19 @@ class TemplateIndex:
     of a folder in this process (see ``template_index``).
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, index_file: Path | None = None) -> None:
         self.folder = folder
         self.problems: dict[Path, str] = {}
+        self._file = _IndexFile(index_file, folder) if index_file is not None else None
+        self._saved_stamp: tuple[int, int, int] | None = None  # the folder's, as the file has it
         self._lock = threading.RLock()
         self._folder_stamp: tuple[int, int, int] | None = None
         self._racy = False  # the folder may have changed unseen since it was last listed
-        self._files: dict[str, _File] = {}
+        self._files = _Files()
         self._order: list[str] = []  # the names of the files with a usable pattern, sorted
         # Buckets by leading words: the first place in _order, then each place's next one.
-        self._heads: dict[tuple[str, ...], int] = {}
-        self._next: list[int] = []
+        self._heads: dict[str, int] = {}  # by the leading words, joined by spaces
+        self._next: Sequence[int] = []
         self._word_counts: list[int] = []  # the lengths of the bucket keys, ascending
         self._stale = False  # a pattern came, went or changed since _order was built
 
@@ -254,6 +266,8 @@ class TemplateIndex:
             self._forget_all()
             return
         stamp = _folder_stamp(info)
+        if self._file is not None and self._folder_stamp is None and not self._files:
+            self._start_from_file(stamp)
         if stamp != self._folder_stamp:
             self._relist()
         elif self._racy:
@@ -263,6 +277,41 @@ class TemplateIndex:
         self._folder_stamp = stamp
         self._racy = started < _settle_time(info.st_mtime_ns)
         self._tidy()
+        self._save_if_behind()
+
+    # -- the index file, for the next process --------------------------------
+
+    def _start_from_file(self, stamp: tuple[int, int, int]) -> None:
+        """Take what the index file knows. Were the folder's stamp the file's, nothing was
+        added, removed or renamed since, so it is the folder's listing; otherwise each entry
+        is kept only while the file's ``stat`` says it is unchanged (``_relist``)."""
+        assert self._file is not None
+        saved = self._file.load()
+        if saved is None:
+            return
+        self._files = _Files(saved)
+        self.problems.update((self.folder / name, problem) for name, problem in saved.problems.items())
+        self._stale = True
+        self._saved_stamp = saved.folder_stamp
+        if saved.folder_stamp == stamp:
+            self._folder_stamp, self._racy = stamp, False  # written only once settled
+            head_keys, head_positions, self._next, self._word_counts = saved.buckets
+            self._order = saved.order()
+            self._heads = dict(zip(head_keys, head_positions, strict=True))
+            self._stale = False
+
+    def _save_if_behind(self) -> None:
+        """Write the index file when it no longer describes the folder as listed now, the
+        listing is safely past the folder's last change, and the folder is big enough."""
+        if (self._file is None or self._racy or self._folder_stamp is None
+                or self._folder_stamp == self._saved_stamp
+                or len(self._files) < INDEX_MIN_TEMPLATES):
+            return
+        problems = {path.name: problem for path, problem in self.problems.items()}
+        heads = (list(self._heads), array("q", self._heads.values()), array("q", self._next),
+                 self._word_counts)
+        if self._file.save(_Saved.of(self._folder_stamp, self._files, problems, heads)):
+            self._saved_stamp = self._folder_stamp
 
     def _relist(self) -> None:
         """List the folder and read the files that are new or whose ``stat`` changed."""
@@ -274,8 +323,7 @@ class TemplateIndex:
             listed = {}
         with _collector_paused():
             for name, entry in listed.items():
-                known = self._files.get(name)
-                if known is None or not _same_file(entry, known):
+                if not _same_file(entry, self._files.stamp(name)):
                     self._load(name, started)
             for name in self._files.keys() - listed.keys():
                 self._forget(name)
@@ -342,8 +390,9 @@ class TemplateIndex:
             self._stale = True
 
     def _forget_all(self) -> None:
-        for name in list(self._files):
-            self._forget(name)
+        self._files = _Files()
+        self.problems.clear()
+        self._stale = True
         self._tidy()
         self._folder_stamp = None
         self._racy = False
@@ -354,13 +403,14 @@ class TemplateIndex:
             return
         self._stale = False
         files = self._files
-        self._order = sorted(name for name, file in files.items() if file.compiled is not None)
+        self._order = sorted(filter(files.usable, files))
+        keys = [files.leading(name) or "" for name in self._order]
         self._heads, self._next = {}, [-1] * len(self._order)
         for position in range(len(self._order) - 1, -1, -1):
-            key = files[self._order[position]].compiled.leading_words  # type: ignore[union-attr]
+            key = keys[position]
             self._next[position] = self._heads.get(key, -1)
             self._heads[key] = position
-        self._word_counts = sorted({len(key) for key in self._heads})
+        self._word_counts = sorted({key.count(" ") + 1 if key else 0 for key in self._heads})
 
     # -- matching ---------------------------------------------------------------
 
@@ -372,7 +422,7 @@ class TemplateIndex:
         for count in self._word_counts:
             if count > len(words):
                 break
-            position = self._heads.get(tuple(words[:count]), -1)
+            position = self._heads.get(" ".join(words[:count]), -1)
             while position >= 0:
                 candidates.append(position)
                 position = self._next[position]
@@ -429,9 +479,10 @@ def _checked_pattern(text: str, path: str) -> IntentPattern:
 _NO_STAMP = (-1, -1, -1, -1)
 
 
-def _same_file(entry: os.DirEntry[str], known: _File) -> bool:
+def _same_file(entry: os.DirEntry[str], known: tuple[tuple[int, int, int, int], bool] | None) -> bool:
+    """Whether ``known`` (a file's stamp and whether it was settled) proves ``entry`` unchanged."""
     try:
-        return known.settled and _file_stamp(entry.stat()) == known.stamp
+        return known is not None and known[1] and _file_stamp(entry.stat()) == known[0]
     except OSError:
         return False
 
@@ -494,6 +545,297 @@ def _read_regular(path: str) -> tuple[tuple[int, int, int, int], str | None]:
     return _file_stamp(info), data.decode("utf-8")
 
 
+class _Saved:
+    """An index as its file keeps it: one entry per template file, in name order, in a few
+    flat columns that load without making an object per template.
+
+    Entry ``i`` is ``names[i]``; its ``stat`` stamp, ``stamps[4 * i:4 * i + 4]``;
+    ``flags[i]`` (``_SETTLED``, ``_HAS_TEXT``, ``_USABLE``); its text and its pattern, UTF-8
+    in ``texts`` and ``patterns`` up to ``text_ends[i]`` and ``pattern_ends[i]``; its
+    pattern's leading words joined by spaces, the ``i``-th of ``leading`` split at NULs.
+    ``buckets`` are ``TemplateIndex``'s buckets (the heads' keys and positions, the next
+    positions, the word counts), so that loading them builds little.
+    """
+
+    def __init__(self, folder_stamp: tuple[int, int, int], names: list[str], stamps: array[int],
+                 flags: bytes, texts: bytes, text_ends: array[int], patterns: bytes,
+                 pattern_ends: array[int], leading: str, problems: dict[str, str],
+                 buckets: _Buckets) -> None:
+        self.folder_stamp = folder_stamp
+        self.names, self.stamps, self.flags = names, stamps, flags
+        self.texts, self.text_ends = texts, text_ends
+        self.patterns, self.pattern_ends = patterns, pattern_ends
+        self.problems, self.buckets = problems, buckets
+        self._leading, self._leading_split = leading, list[str]()
+        count = len(names)
+        head_keys, head_positions, next_positions, _ = buckets
+        if not (len(stamps) == 4 * count and len(flags) == len(text_ends) == len(pattern_ends)
+                == count and len(head_keys) == len(head_positions)
+                and len(next_positions) == flags.translate(_USABLE_ONLY).count(1)
+                and names == sorted(names)):
+            raise ValueError("the columns of a templates index do not fit together")
+
+    @classmethod
+    def of(cls, folder_stamp: tuple[int, int, int], files: _Files,
+           problems: dict[str, str], buckets: _Buckets) -> _Saved:
+        """The columns of ``files``."""
+        names = sorted(files)
+        stamps, text_ends, pattern_ends = array("q"), array("q"), array("q")
+        flags, texts, patterns, leading = bytearray(), bytearray(), bytearray(), []
+        for name in names:
+            stamp, settled, text, pattern, key = files.entry(name)
+            stamps.extend(stamp)
+            flags.append((_SETTLED if settled else 0) | (_HAS_TEXT if text is not None else 0)
+                         | (_USABLE if pattern is not None else 0))
+            texts += (text or "").encode("utf-8", "surrogatepass")
+            patterns += (pattern or "").encode("utf-8", "surrogatepass")
+            text_ends.append(len(texts))
+            pattern_ends.append(len(patterns))
+            leading.append(key or "")
+        return cls(folder_stamp, names, stamps, bytes(flags), bytes(texts), text_ends,
+                   bytes(patterns), pattern_ends, "\0".join(leading), problems, buckets)
+
+    def to_payload(self) -> tuple[Any, ...]:
+        """What ``marshal`` writes; ``from_payload`` reads it back."""
+        head_keys, head_positions, next_positions, word_counts = self.buckets
+        return (self.folder_stamp, "\0".join(self.names), self.stamps.tobytes(), self.flags,
+                self.texts, self.text_ends.tobytes(), self.patterns, self.pattern_ends.tobytes(),
+                self._leading, self.problems, "\0".join(head_keys), head_positions.tobytes(),
+                next_positions.tobytes(), word_counts)
+
+    @classmethod
+    def from_payload(cls, payload: tuple[Any, ...]) -> _Saved:
+        """Raises ValueError or TypeError when the payload is not one ``to_payload`` made."""
+        (folder_stamp, names, stamps, flags, texts, text_ends, patterns, pattern_ends,
+         leading, problems, head_keys, head_positions, next_positions, word_counts) = payload
+        buckets = (head_keys.split("\0") if head_positions else [], _longs(head_positions),
+                   _longs(next_positions), [int(count) for count in word_counts])
+        return cls(tuple(folder_stamp), names.split("\0") if names else [], _longs(stamps),
+                   bytes(flags), bytes(texts), _longs(text_ends), bytes(patterns),
+                   _longs(pattern_ends), str(leading), dict(problems), buckets)
+
+    def order(self) -> list[str]:
+        """The names of the usable entries, in order."""
+        return list(itertools.compress(self.names, self.flags.translate(_USABLE_ONLY)))
+
+    def row(self, name: str) -> int | None:
+        """The entry of the file ``name``, None when there is none."""
+        row = bisect.bisect_left(self.names, name)
+        return row if row < len(self.names) and self.names[row] == name else None
+
+    def stamp(self, row: int) -> tuple[tuple[int, int, int, int], bool]:
+        """Entry ``row``'s stat stamp and whether it was settled."""
+        stamp = self.stamps[4 * row:4 * row + 4]
+        return (stamp[0], stamp[1], stamp[2], stamp[3]), bool(self.flags[row] & _SETTLED)
+
+    def leading(self, row: int) -> str | None:
+        """Entry ``row``'s leading words joined by spaces; None when it is not usable."""
+        if not self.flags[row] & _USABLE:
+            return None
+        if not self._leading_split:
+            self._leading_split = self._leading.split("\0")
+        return self._leading_split[row]
+
+    def entry(self, row: int) -> tuple[tuple[int, int, int, int], bool, str | None, str | None, str | None]:
+        """(stamp, settled, text, pattern, leading words) of entry ``row``."""
+        stamp, settled = self.stamp(row)
+        flags = self.flags[row]
+        text = _text(self.texts, self.text_ends, row) if flags & _HAS_TEXT else None
+        usable = bool(flags & _USABLE)
+        pattern = _text(self.patterns, self.pattern_ends, row) if usable else None
+        return stamp, settled, text, pattern, self.leading(row)
+
+    def file(self, row: int) -> _File:
+        """Entry ``row`` as the index holds a file. Raises TemplateError for a pattern that
+        does not compile (the file is not one this version wrote)."""
+        stamp, settled, text, pattern, _ = self.entry(row)
+        return _File(stamp, settled, text, None if pattern is None else compile_pattern(pattern))
+
+
+_SETTLED, _HAS_TEXT, _USABLE = 1, 2, 4
+_USABLE_ONLY = bytes(1 if flag & _USABLE else 0 for flag in range(256))  # for bytes.translate
+_Buckets = tuple[list[str], "array[int]", "array[int]", list[int]]
+
+
+def _text(column: bytes, ends: array[int], row: int) -> str:
+    return column[ends[row - 1] if row else 0:ends[row]].decode("utf-8", "surrogatepass")
+
+
+def _longs(data: bytes) -> array[int]:
+    column = array("q")
+    column.frombytes(data)
+    return column
+
+
+class _Files(MutableMapping[str, _File]):
+    """The index's files by name: those read in this process, and those its index file
+    describes (``_Saved``), each made a ``_File`` only when it is first needed."""
+
+    def __init__(self, saved: _Saved | None = None) -> None:
+        self._read: dict[str, _File] = {}
+        self._saved = saved
+        self._taken: set[int] = set()  # the saved entries made files (in _read) or removed
+
+    def __getitem__(self, name: str) -> _File:
+        file = self._read.get(name)
+        if file is None:
+            row = self._saved_row(name)
+            if row is None:
+                raise KeyError(name)
+            assert self._saved is not None
+            file = self._read[name] = self._saved.file(row)
+            self._taken.add(row)
+        return file
+
+    def __setitem__(self, name: str, file: _File) -> None:
+        row = self._saved_row(name)
+        if row is not None:
+            self._taken.add(row)
+        self._read[name] = file
+
+    def __delitem__(self, name: str) -> None:
+        row = self._saved_row(name)
+        if row is not None:
+            self._taken.add(row)
+        elif self._read.pop(name, None) is None:
+            raise KeyError(name)
+        self._read.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._read
+        if self._saved is not None:
+            taken = self._taken
+            yield from (name for row, name in enumerate(self._saved.names) if row not in taken)
+
+    def __len__(self) -> int:
+        saved = 0 if self._saved is None else len(self._saved.names) - len(self._taken)
+        return len(self._read) + saved
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._read or (isinstance(name, str) and self._saved_row(name) is not None)
+
+    def stamp(self, name: str) -> tuple[tuple[int, int, int, int], bool] | None:
+        """The file's stamp and whether it was settled, None when unknown."""
+        file = self._read.get(name)
+        if file is not None:
+            return file.stamp, file.settled
+        row = self._saved_row(name)
+        return None if row is None or self._saved is None else self._saved.stamp(row)
+
+    def usable(self, name: str) -> bool:
+        """Whether the file has a usable pattern."""
+        return self.leading(name) is not None
+
+    def leading(self, name: str) -> str | None:
+        """The leading words of the file's pattern joined by spaces; None when unusable."""
+        file = self._read.get(name)
+        if file is not None:
+            return None if file.compiled is None else " ".join(file.compiled.leading_words)
+        row = self._saved_row(name)
+        return None if row is None or self._saved is None else self._saved.leading(row)
+
+    def entry(self, name: str) -> tuple[tuple[int, int, int, int], bool, str | None, str | None, str | None]:
+        """(stamp, settled, text, pattern, leading words) of the file, without making it a
+        ``_File`` first."""
+        file = self._read.get(name)
+        row = self._saved_row(name) if file is None else None
+        if row is not None and self._saved is not None:
+            return self._saved.entry(row)
+        file = self[name]
+        compiled = file.compiled
+        return (file.stamp, file.settled, file.text, None if compiled is None else compiled.text,
+                None if compiled is None else " ".join(compiled.leading_words))
+
+    def _saved_row(self, name: str) -> int | None:
+        """The saved entry of ``name`` not yet taken, or None."""
+        if self._saved is None:
+            return None
+        row = self._saved.row(name)
+        return None if row is None or row in self._taken else row
+
+
+class _IndexFile:
+    """A ``TemplateIndex`` saved for the next process (``_Saved``): what each template file
+    held when read, with its ``stat``, and the folder's stamp then.
+
+    Written atomically, and only once the folder's listing was safely past its last change.
+    A file that is damaged, from another version of Python or lackpy, or about another
+    folder is ignored (and replaced at the next save): its bytes are checked against their
+    checksum before they are decoded.
+    """
+
+    def __init__(self, path: Path, folder: Path) -> None:
+        self.path = path
+        self._folder = os.path.abspath(folder)
+        self._broken = False  # a save failed: this file cannot be written, stop trying
+
+    def load(self) -> _Saved | None:
+        """The saved index, or None when there is none that can be used."""
+        try:
+            data = _read_whole(str(self.path))
+            if data is None or not data.startswith(_INDEX_MAGIC):
+                return None
+            checked = memoryview(data)[len(_INDEX_MAGIC):]
+            payload = checked[4:]
+            if int.from_bytes(checked[:4], "little") != zlib.crc32(payload):
+                return None
+            folder, saved = marshal.loads(payload)
+            return _Saved.from_payload(saved) if folder == self._folder else None
+        except (OSError, ValueError, TypeError, EOFError, IndexError, AssertionError):
+            return None
+
+    def save(self, saved: _Saved) -> bool:
+        """Write the index; False when it cannot be written."""
+        if self._broken:
+            return False
+        payload = marshal.dumps((self._folder, saved.to_payload()))
+        data = _INDEX_MAGIC + zlib.crc32(payload).to_bytes(4, "little") + payload
+        try:
+            if SUPPORTS_DIR_FD:
+                dir_fd = os.open(self.path.parent, _DIR_FLAGS)
+                try:
+                    atomic_write_bytes_at(dir_fd, self.path.name, data, durable=False)
+                finally:
+                    os.close(dir_fd)
+            else:
+                self.path.write_bytes(data)
+        except OSError:
+            self._broken = True
+            return False
+        return True
+
+
+_INDEX_MAGIC = f"lackpy templates index 1, python {sys.version_info[0]}.{sys.version_info[1]}\n".encode()
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_whole(path: str) -> bytes | None:
+    """The bytes of the regular file ``path``; None when it is missing or no regular file."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        data = os.read(fd, info.st_size + 1)
+        if len(data) <= info.st_size:
+            return data
+        chunks = [data]
+        while chunks[-1]:  # it grew meanwhile (a writer replaces it whole, so rarely)
+            chunks.append(os.read(fd, 1 << 20))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _index_file_of(folder: Path) -> Path | None:
+    """Where the index of the templates folder ``folder`` is kept: beside it when it lies in
+    a ``.lackpy`` folder (``.lackpy/templates.index``), otherwise nowhere."""
+    return folder.parent / f"{folder.name}{INDEX_SUFFIX}" if folder.parent.name == CONFIG_DIR else None
+
+
 _INDEXES: weakref.WeakValueDictionary[str, TemplateIndex] = weakref.WeakValueDictionary()
 _INDEXES_LOCK = threading.Lock()
 
@@ -504,7 +846,7 @@ def template_index(folder: str | os.PathLike[str]) -> TemplateIndex:
     with _INDEXES_LOCK:
         index = _INDEXES.get(key)
         if index is None:
-            index = _INDEXES[key] = TemplateIndex(Path(folder))
+            index = _INDEXES[key] = TemplateIndex(Path(folder), _index_file_of(Path(key)))
         return index
 
 
