@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block
 
-from tests.support.acp_client import lackpy_acp, prompt, settled, template
+from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
@@ -26,7 +26,9 @@ async def test_initialize_says_what_it_supports_and_a_session_offers_run_and_pla
     async with lackpy_acp(workspace) as (conn, _, _):
         info = await conn.initialize(protocol_version=1)
         assert info.agent_info.name == "lackpy"
-        assert info.agent_capabilities.load_session is False
+        assert info.agent_capabilities.load_session is True
+        assert info.agent_capabilities.mcp_capabilities.http is True
+        assert info.agent_capabilities.mcp_capabilities.sse is False
         assert info.agent_capabilities.prompt_capabilities.image is False
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         assert session.modes.current_mode_id == "run"
@@ -125,6 +127,62 @@ async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(wo
         assert response.stop_reason == "end_turn"
         assert "reads text only" in client.messages()
         assert process.returncode is None
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert client.messages() == "remember the milk\n"
+
+
+async def test_a_kept_session_is_loaded_by_a_new_agent_with_its_conversation_and_mode(workspace):
+    async with lackpy_acp(workspace) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+    assert (workspace / ".lackpy" / "acp" / f"{session.session_id}.json").is_file()
+    async with lackpy_acp(workspace) as (conn, client, _):
+        loaded = await settled(conn.load_session(cwd=str(workspace),
+                                                 session_id=session.session_id, mcp_servers=[]))
+        assert loaded.modes.current_mode_id == "plan"
+        assert client.said() == "read the file notes.txt"
+        assert "read_file('notes.txt')" in client.tool_calls()[0].content[0].content.text
+        assert client.messages() == "remember the milk\n"
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert "plan mode" in client.messages()
+
+
+async def test_loading_a_session_that_is_not_kept_is_an_invalid_params_error(workspace, tmp_path):
+    async with lackpy_acp(workspace) as (conn, _, process):
+        with pytest.raises(RequestError, match="Invalid params") as missing:
+            await conn.load_session(cwd=str(workspace), session_id="0" * 32, mcp_servers=[])
+        assert "no session" in str(missing.value.data) and "session/new" in str(missing.value.data)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        other = tmp_path / "other"
+        other.mkdir()
+        with pytest.raises(RequestError, match="Invalid params"):  # kept in its own workspace
+            await conn.load_session(cwd=str(other), session_id=session.session_id, mcp_servers=[])
+        assert process.returncode is None
+
+
+async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_session(workspace):
+    template(workspace, "sum", "add {a} and {b}", "add(int({a}), int({b}))")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await prompt(conn, session.session_id, "add 2 and 40")
+        assert client.messages() == "42"
+        client.clear()
+        plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
+        assert "42" not in client.messages()
+
+
+async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session_works(
+        workspace):
+    broken = tool_server("broken")
+    broken.command = str(workspace / "no-such-server")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[broken])
+        said = await client.message_within(30)
+        assert "the MCP server 'broken' is left out" in said and "was not found" in said
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
         assert client.messages() == "remember the milk\n"
