@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block
 
+from tests.support import loopback
 from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
@@ -55,7 +56,8 @@ async def test_a_template_answers_with_no_model(workspace):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, session.session_id, "What should I remember")
         assert "written by templates" in client.tool_calls()[0].title
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == ("remember the milk\n\n\nlackpy: answered by the template "
+                                     "milk: no model call")
 
 
 async def test_plan_mode_shows_the_program_and_runs_nothing(workspace):
@@ -94,9 +96,7 @@ async def test_cancel_stops_a_running_program_within_a_second(workspace):
         while "in_progress" not in client.statuses():
             assert not running.done(), client.messages()
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)  # the program is in the sandbox now
-        [worker] = workers_of(process.pid)
-        [spinning] = children_of(worker)
+        spinning = await _program_child(process.pid)
         asked = time.monotonic()
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(running, 5)
@@ -109,6 +109,16 @@ async def test_cancel_stops_a_running_program_within_a_second(workspace):
         after = await prompt(conn, session.session_id, "read the file notes.txt")
         assert after.stop_reason == "end_turn"
         assert client.messages() == "remember the milk\n"
+
+
+async def _program_child(pid: int) -> int:
+    """The sandbox child running the program of ``pid``'s one session, once it runs."""
+    async with asyncio.timeout(60):
+        while True:
+            children = [child for worker in workers_of(pid) for child in children_of(worker)]
+            if children:
+                return children[0]
+            await asyncio.sleep(0.05)
 
 
 async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(workspace):
@@ -168,7 +178,7 @@ async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_sess
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
         await prompt(conn, session.session_id, "add 2 and 40")
-        assert client.messages() == "42"
+        assert client.messages().startswith("42\n")
         client.clear()
         plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
@@ -186,3 +196,82 @@ async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
         assert client.messages() == "remember the milk\n"
+
+
+def _model_config(workspace: Path, url: str) -> None:
+    (workspace / ".lackpy").mkdir(exist_ok=True)
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[inference]\norder = ["local"]\n\n[inference.providers.local]\nplugin = "openai"\n'
+        f'base_url = "{url}/v1"\nmodel = "m"\n')
+
+
+async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
+        workspace, model_env, model_server):
+    _model_config(workspace, model_server.url)
+    model_server.script(loopback.openai_answer("read_file('notes.txt')"))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "what is in my notes")
+        assert "written by local" in client.tool_calls()[0].title
+        assert client.messages().startswith("remember the milk\n")
+        assert "/create NAME saves this program as a template" in client.messages()
+        asked = len(model_server.requests)
+        client.clear()
+        await prompt(conn, session.session_id, "/create notes")
+        assert client.messages().startswith("saved .lackpy/templates/notes.tmpl (pattern: "
+                                            "what is in my notes)")
+        client.clear()
+        await prompt(conn, session.session_id, "What is in my notes")
+        assert "written by templates" in client.tool_calls()[0].title
+        assert "answered by the template notes: no model call" in client.messages()
+        assert len(model_server.requests) == asked
+
+
+async def test_create_says_what_is_missing(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "/create notes")
+        assert client.messages().startswith("no program has run well in this session yet")
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        client.clear()
+        await prompt(conn, session.session_id, "/create")
+        assert client.messages() == "name the template: /create NAME [pattern]"
+        client.clear()
+        await prompt(conn, session.session_id, "/create ../escape")
+        assert client.messages().startswith("not saved: ")
+        client.clear()
+        await prompt(conn, session.session_id, "/create notes show the notes")
+        assert "(pattern: show the notes)" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/explode")
+        assert client.messages().startswith("unknown command /explode; the commands are /create")
+    assert not list(workspace.parent.glob("escape*"))
+
+
+async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        for _ in range(20):  # sent right after the response
+            if client.commands():
+                break
+            await asyncio.sleep(0.05)
+        assert [command.name for command in client.commands()] == ["create", "kit"]
+        await prompt(conn, session.session_id, "/kit")
+        assert client.messages().startswith("kit: debug")
+        assert "from builtin: read_file, find_files" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/kit find_files")
+        assert client.messages().startswith("kit: find_files")
+        client.clear()
+        await prompt(conn, session.session_id, "/kit no_such_tool")
+        assert client.messages().startswith("the kit is unchanged: ")
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert "milk" not in client.messages()  # read_file is not in the kit now
+    async with lackpy_acp(workspace) as (conn, client, _):
+        await settled(conn.load_session(cwd=str(workspace), session_id=session.session_id,
+                                        mcp_servers=[]))
+        client.clear()
+        await prompt(conn, session.session_id, "/kit")
+        assert client.messages().startswith("kit: find_files")

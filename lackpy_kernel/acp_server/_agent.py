@@ -30,6 +30,7 @@ from acp import (
     update_tool_call,
     update_user_message_text,
 )
+from acp.helpers import update_available_commands
 from acp.schema import (
     AgentCapabilities,
     ClientCapabilities,
@@ -51,6 +52,7 @@ from lackpy_kernel.service import Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
 
 from . import _store
+from ._commands import available_commands, is_command, ratchet_note, run_command
 from ._replies import STOPPED, ContentBlock, held, intent_of, refusal, reply, shown
 from ._servers import client_servers
 
@@ -288,14 +290,15 @@ class LackpyAgent:
             await self._send(session_id, parsed)
 
     def _soon(self, session_id: str, problems: list[str]) -> None:
-        """Say ``problems`` right after the response that opens the session."""
-        if problems:
-            text = "\n".join(f"lackpy: {problem}" for problem in problems)
-            self._spawn(self._after_response(self._say(session_id, text)))
+        """Right after the response that opens the session: the slash commands, and
+        ``problems`` said."""
+        self._spawn(self._after_response(session_id, problems))
 
-    async def _after_response(self, update: Awaitable[None]) -> None:
+    async def _after_response(self, session_id: str, problems: list[str]) -> None:
         await asyncio.sleep(0)  # the SDK sends the response first
-        await update
+        await self._send(session_id, update_available_commands(available_commands()))
+        if problems:
+            await self._say(session_id, "\n".join(f"lackpy: {problem}" for problem in problems))
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
@@ -308,8 +311,9 @@ class LackpyAgent:
         intent = intent_of(prompt)
         chat.record.add(_json(update_user_message_text(intent[:_store.MAX_HISTORY_CHARS // 10])))
         refused = refusal(prompt, intent)
-        if refused:
-            await self._say(session_id, refused)
+        if refused or is_command(intent):
+            await self._say(session_id, refused or await run_command(
+                intent, chat.session, chat.record, chat.workspace))
             return
         delegation = await self._write(chat.session, session_id, intent)
         if delegation is None:
@@ -328,11 +332,20 @@ class LackpyAgent:
                 call_id, status="failed" if why else "completed"))
             await self._say(session_id, why or f"plan mode: the program above was {summary} "
                                                "and not run. Switch to run mode to run it.")
+            await self._note(session_id, delegation, ran_well=False)
             return
         chat.running = call_id
-        if await self._run(chat.session, session_id, call_id, delegation):
-            chat.record.last_program = delegation.program
+        ran_well = await self._run(chat.session, session_id, call_id, delegation)
         chat.running = None
+        if ran_well:
+            chat.record.last_program = delegation.program
+        await self._note(session_id, delegation, ran_well=ran_well)
+
+    async def _note(self, session_id: str, delegation: Delegation, *, ran_well: bool) -> None:
+        """Say what the ratchet did for the prompt, or can do (see ``ratchet_note``)."""
+        note = ratchet_note(delegation.generated, ran_well)
+        if note:
+            await self._say(session_id, f"\n\nlackpy: {note}")
 
     async def _write(self, session: LackpySession, session_id: str,
                      intent: str) -> Delegation | None:

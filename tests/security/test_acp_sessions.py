@@ -98,7 +98,7 @@ async def test_hostile_mcp_server_command_lines_are_left_out_saying_why(workspac
         assert not (workspace / "pwned").exists()
         client.clear()
         await prompt(conn, session.session_id, "what is PLAIN")
-        assert client.messages() == "literal"
+        assert client.messages().startswith("literal\n")
         client.clear()
         await prompt(conn, session.session_id, "what is STOLEN")
         assert "TOPSECRET" not in json.dumps([u.model_dump(mode="json") for u in client.updates])

@@ -15,6 +15,8 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
     ClientCapabilities,
     EnvVariable,
     Implementation,
@@ -67,6 +69,11 @@ class RecordingClient:
         while not self.messages() and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
         return self.messages()
+
+    def commands(self) -> list[AvailableCommand]:
+        """The slash commands the agent advertised last."""
+        updates = [u for u in self.updates if isinstance(u, AvailableCommandsUpdate)]
+        return updates[-1].available_commands if updates else []
 
     def thoughts(self) -> str:
         """The agent's thoughts (the tiers tried), one a line."""
