@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block
 
-from tests.support import loopback
+from tests.support import agents, loopback
 from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
@@ -33,7 +33,7 @@ async def test_initialize_says_what_it_supports_and_a_session_offers_run_and_pla
         assert info.agent_capabilities.prompt_capabilities.image is False
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         assert session.modes.current_mode_id == "run"
-        assert [mode.id for mode in session.modes.available_modes] == ["run", "plan"]
+        assert [mode.id for mode in session.modes.available_modes] == ["run", "plan", "agent"]
 
 
 async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(workspace):
@@ -131,7 +131,7 @@ async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(wo
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         with pytest.raises(RequestError, match="Invalid params") as mode:
             await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
-        assert "run, plan" in str(mode.value.data)
+        assert "run, plan, agent" in str(mode.value.data)
         response = await settled(conn.prompt(
             session_id=session.session_id, prompt=[image_block("iVBORw0KGgo=", "image/png")]))
         assert response.stop_reason == "end_turn"
@@ -275,3 +275,80 @@ async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspac
         client.clear()
         await prompt(conn, session.session_id, "/kit")
         assert client.messages().startswith("kit: find_files")
+
+
+async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
+                              '[kit]\ndefault = ["read_file", "write_file"]\n')
+    model_server.script(
+        loopback.tool_turn("openai", "Let me read it.", [
+            ("read_file", {"path": "notes.txt"}),
+            ("write_file", {"path": "copy.txt", "content": "milk"})]),
+        loopback.tool_turn("openai", "You should remember the milk."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        response = await prompt(conn, session.session_id, "what should I remember")
+        assert response.stop_reason == "end_turn"
+        titles = [call.title for call in client.tool_calls()]
+        assert titles == ["read_file(path='notes.txt')",
+                          "write_file(path='copy.txt', content='milk')"]
+        assert sorted(client.statuses()) == ["completed", "failed"]  # the calls run at once
+        assert "Let me read it." in client.thoughts()
+        assert client.messages().startswith("You should remember the milk.\n\n(2 turns, 2 tool")
+        [refused] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
+        assert refused.tool_call_id == client.tool_calls()[1].tool_call_id
+        assert "did not run" in refused.content[0].content.text
+    assert not (workspace / "copy.txt").exists()
+
+
+async def test_agent_mode_without_a_model_says_which_to_set(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "what should I remember")
+        assert client.messages().startswith("the agent cannot start: which model? set [agent]")
+
+
+async def test_an_agent_runs_calls_saved_with_create_answer_the_next_time_with_no_model(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(loopback.tool_turn("openai", "", [("read_file", {"path": "notes.txt"})]),
+                        loopback.tool_turn("openai", "Milk."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "what should I remember")
+        assert "/create NAME saves the run's tool calls as one program" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/create remember")
+        assert client.messages().startswith("saved .lackpy/templates/remember.tmpl")
+        asked = len(model_server.requests)
+        await conn.set_session_mode(session_id=session.session_id, mode_id="run")
+        client.clear()
+        await prompt(conn, session.session_id, "what should I remember")
+        assert "remember the milk" in client.messages()
+        assert "answered by the template remember: no model call" in client.messages()
+        assert len(model_server.requests) == asked
+
+
+async def test_cancel_stops_an_agent_mid_run(workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(loopback.tool_turn("openai", "", [("read_file", {"path": "notes.txt"})]),
+                        loopback.hang())
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "what is in my notes"))
+        async with asyncio.timeout(60):
+            while len(model_server.requests) < 2:  # the second turn waits on the model
+                await asyncio.sleep(0.05)
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(running, 10)
+        assert response.stop_reason == "cancelled"
+        assert client.statuses() == ["completed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")

@@ -8,7 +8,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from lackpy_kernel.session import LackpySession
 
 from . import _store
 from ._commands import available_commands, is_command, ratchet_note, run_command
+from ._outbox import Outbox
 from ._replies import STOPPED, ContentBlock, held, intent_of, refusal, reply, shown
 from ._servers import client_servers
 
@@ -60,6 +61,8 @@ MODES = {
     "run": "write a program for the prompt, check it, and run it in the sandbox when it only "
            "reads; the answer is its result",
     "plan": "write a program for the prompt and show it, without running it",
+    "agent": "let the configured model ([agent] model) call the kit's tools turn by turn, "
+             "each call shown; tools that write are refused",
 }
 DEFAULT_MODE = "run"
 MAX_SESSIONS = 8  # live at once: each holds a sandbox worker and its MCP servers
@@ -79,7 +82,7 @@ class _Chat:
     answering: asyncio.Task[None] | None = None
     cancelled: bool = False
     programs: int = 0
-    running: str | None = None  # the tool call of the program running now
+    running: set[str] = field(default_factory=set)  # the tool calls not finished yet
     used: float = field(default_factory=time.monotonic)
 
 
@@ -183,7 +186,8 @@ class LackpyAgent:
         if chat.answering is not None:
             raise RequestError.invalid_request(
                 {"sessionId": "this session is still answering a prompt; cancel it first"})
-        chat.cancelled, chat.running = False, None
+        chat.cancelled = False
+        chat.running.clear()
         chat.answering = asyncio.ensure_future(self._answer(chat, session_id, prompt))
         try:
             await chat.answering
@@ -191,8 +195,8 @@ class LackpyAgent:
         except asyncio.CancelledError:
             if not chat.cancelled:
                 raise
-            if chat.running is not None:
-                await self._update(session_id, update_tool_call(chat.running, status="failed"))
+            for call_id in sorted(chat.running):
+                await self._update(session_id, update_tool_call(call_id, status="failed"))
             await self._say(session_id, STOPPED)
             return PromptResponse(stop_reason="cancelled")
         finally:
@@ -315,6 +319,9 @@ class LackpyAgent:
             await self._say(session_id, refused or await run_command(
                 intent, chat.session, chat.record, chat.workspace))
             return
+        if chat.record.mode == "agent":
+            await self._answer_with_agent(chat, session_id, intent)
+            return
         delegation = await self._write(chat.session, session_id, intent)
         if delegation is None:
             return
@@ -334,9 +341,9 @@ class LackpyAgent:
                                                "and not run. Switch to run mode to run it.")
             await self._note(session_id, delegation, ran_well=False)
             return
-        chat.running = call_id
+        chat.running.add(call_id)
         ran_well = await self._run(chat.session, session_id, call_id, delegation)
-        chat.running = None
+        chat.running.discard(call_id)
         if ran_well:
             chat.record.last_program = delegation.program
         await self._note(session_id, delegation, ran_well=ran_well)
@@ -351,10 +358,14 @@ class LackpyAgent:
                      intent: str) -> Delegation | None:
         """The tiers' program for ``intent``, each tier tried sent as a thought; None, with
         the reason said, when none wrote one."""
-        progress = _Progress(lambda line: self._update(session_id,
-                                                       update_agent_thought_text(line)))
+        progress = Outbox(lambda update: self._update(session_id, update))
+
+        def tried(event: GenerationEvent) -> None:  # a model's streamed text is not sent
+            if not isinstance(event, ProgramStreaming):
+                progress.put(update_agent_thought_text(generation_progress([event])))
+
         try:
-            delegation = await session.delegate(intent, on_event=progress.add)
+            delegation = await session.delegate(intent, on_event=tried)
         except LackpyError as exc:
             await progress.flush()
             failed = "no tier could write a program: " if isinstance(exc, GenerationError) else ""
@@ -365,6 +376,29 @@ class LackpyAgent:
             raise
         await progress.flush()
         return delegation
+
+    async def _answer_with_agent(self, chat: _Chat, session_id: str, intent: str) -> None:
+        """Answer with the agent loop: its tool calls as tool calls, its answer as the
+        message; the run's calls as one program become the last program (for /create)."""
+        from ._loop import answer_with_agent  # noqa: PLC0415 - the engines load when used
+
+        calls = Outbox(lambda update: self._update(session_id, update))
+        try:
+            answer = await answer_with_agent(chat.session, intent, calls, chat.running)
+        except LackpyError as exc:
+            await calls.flush()
+            await self._say(session_id, f"the agent cannot start: {error_text(exc)}")
+            return
+        except asyncio.CancelledError:
+            calls.cancel()
+            raise
+        await calls.flush()
+        await self._say(session_id, answer.text)
+        if answer.program is not None:
+            chat.record.last_program = answer.program
+            await self._say(session_id, "\n\nlackpy: /create NAME saves the run's tool calls "
+                                        "as one program, a template: the same request then "
+                                        "needs no model call")
 
     async def _run(self, session: LackpySession, session_id: str, call_id: str,
                    delegation: Delegation) -> bool:
@@ -394,33 +428,6 @@ class LackpyAgent:
     async def _send(self, session_id: str, update: Any) -> None:
         if self._client is not None:
             await self._client.session_update(session_id=session_id, update=update)
-
-
-class _Progress:
-    """The tiers tried for a prompt, each sent as the agent's thought as it happens, in
-    order (one task sends them)."""
-
-    def __init__(self, send: Callable[[str], Awaitable[None]]) -> None:
-        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
-        self._sender = asyncio.ensure_future(self._send_all(send))
-
-    def add(self, event: GenerationEvent) -> None:
-        """Send ``event``'s line (a model's streamed text is not sent)."""
-        if not isinstance(event, ProgramStreaming):
-            self._lines.put_nowait(generation_progress([event]))
-
-    async def flush(self) -> None:
-        """Wait until every line is sent."""
-        self._lines.put_nowait(None)
-        await self._sender
-
-    def cancel(self) -> None:
-        """Stop sending (the prompt was cancelled)."""
-        self._sender.cancel()
-
-    async def _send_all(self, send: Callable[[str], Awaitable[None]]) -> None:
-        while (line := await self._lines.get()) is not None:
-            await send(line)
 
 
 def _workspace(cwd: str) -> Path:
