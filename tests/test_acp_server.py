@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from acp import RequestError, image_block
 
+from lackpy_kernel.acp_server import MODES
+from lackpy_kernel.acp_server._commands import COMMANDS
 from tests.support import agents, loopback
 from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
 from tests.support.processes import children_of, gone_within, workers_of
@@ -352,3 +356,12 @@ async def test_cancel_stops_an_agent_mid_run(workspace, model_env, model_server)
         assert response.stop_reason == "cancelled"
         assert client.statuses() == ["completed"]
         assert client.messages().startswith("stopped: the prompt was cancelled")
+
+
+def test_acp_help_explains_every_mode_and_command():
+    shown = subprocess.run([sys.executable, "-m", "lackpy_kernel", "acp", "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    for mode in MODES:
+        assert f"\n  {mode} " in shown, mode
+    for command in COMMANDS:
+        assert f"\n  /{command} " in shown, command
