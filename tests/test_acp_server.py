@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError, image_block
+from acp.schema import HttpHeader, HttpMcpServer
 
 from lackpy_kernel.acp_server import MODES
 from lackpy_kernel.acp_server._commands import COMMANDS
 from tests.support import agents, loopback
 from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
+from tests.support.mcp_servers import http_tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
@@ -187,6 +189,17 @@ async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_sess
         plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
         assert "42" not in client.messages()
+
+
+async def test_an_mcp_server_over_http_with_its_headers_is_a_tool_source_too(workspace):
+    template(workspace, "header", "which client am I", "request_header('x-client')")
+    with http_tool_server() as url:
+        server = HttpMcpServer(name="web", url=url, type="http",
+                               headers=[HttpHeader(name="X-Client", value="zed")])
+        async with lackpy_acp(workspace) as (conn, client, _):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            await prompt(conn, session.session_id, "which client am I")
+            assert client.messages().startswith("zed\n")
 
 
 async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session_works(

@@ -280,8 +280,9 @@ class LackpyAgent:
             record = _store.load(away.workspace, session_id)
         except _store.RecordError:
             record = _store.SessionRecord(DEFAULT_MODE, None)
-        del self._away[session_id]
-        return await self._open(session_id, away.workspace, away.servers, record)
+        chat = await self._open(session_id, away.workspace, away.servers, record)
+        self._away.pop(session_id, None)
+        return chat
 
     async def _replay(self, session_id: str, history: list[Any]) -> None:
         """Send ``history`` (updates as JSON) again, skipping any that is not an update."""
