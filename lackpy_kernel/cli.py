@@ -36,8 +36,17 @@ modes (the client's mode picker):
   run   the default: write the program and run it when it only reads; a program that
         writes is shown and not run (approving writes from the chat is not there yet)
   plan  write the program and show it, without running it
+  agent let the [agent] model call the kit's tools turn by turn, each call shown as a
+        tool call; tools that write are refused
 
-Cancel (the client's stop button) stops a running program at once.
+commands (type them as the prompt):
+  /create NAME [PATTERN]  save the last program that ran well as a template, so the same
+                          request is answered with no model call (the ratchet)
+  /kit [KIT]              show the session's kit, or set it (a kit name, or tool,tool,...)
+
+Sessions are kept in the workspace's .lackpy/acp/ (session/load brings one back); the
+MCP servers the client passes are tool sources of their session. Cancel (the client's
+stop button) stops a running program at once.
 Needs the acp extra: pip install 'lackpy-kernel[acp]'."""
 _temporal_used = False  # whether this process talked to Temporal (see entry)
 

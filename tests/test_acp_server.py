@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from acp import RequestError, image_block
+from acp.schema import HttpHeader, HttpMcpServer
 
-from tests.support.acp_client import lackpy_acp, prompt, settled, template
+from lackpy_kernel.acp_server import MODES
+from lackpy_kernel.acp_server._commands import COMMANDS
+from tests.support import agents, loopback
+from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
+from tests.support.mcp_servers import http_tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
@@ -26,11 +33,13 @@ async def test_initialize_says_what_it_supports_and_a_session_offers_run_and_pla
     async with lackpy_acp(workspace) as (conn, _, _):
         info = await conn.initialize(protocol_version=1)
         assert info.agent_info.name == "lackpy"
-        assert info.agent_capabilities.load_session is False
+        assert info.agent_capabilities.load_session is True
+        assert info.agent_capabilities.mcp_capabilities.http is True
+        assert info.agent_capabilities.mcp_capabilities.sse is False
         assert info.agent_capabilities.prompt_capabilities.image is False
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         assert session.modes.current_mode_id == "run"
-        assert [mode.id for mode in session.modes.available_modes] == ["run", "plan"]
+        assert [mode.id for mode in session.modes.available_modes] == ["run", "plan", "agent"]
 
 
 async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(workspace):
@@ -53,7 +62,8 @@ async def test_a_template_answers_with_no_model(workspace):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, session.session_id, "What should I remember")
         assert "written by templates" in client.tool_calls()[0].title
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == ("remember the milk\n\n\nlackpy: answered by the template "
+                                     "milk: no model call")
 
 
 async def test_plan_mode_shows_the_program_and_runs_nothing(workspace):
@@ -92,9 +102,7 @@ async def test_cancel_stops_a_running_program_within_a_second(workspace):
         while "in_progress" not in client.statuses():
             assert not running.done(), client.messages()
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)  # the program is in the sandbox now
-        [worker] = workers_of(process.pid)
-        [spinning] = children_of(worker)
+        spinning = await _program_child(process.pid)
         asked = time.monotonic()
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(running, 5)
@@ -109,6 +117,16 @@ async def test_cancel_stops_a_running_program_within_a_second(workspace):
         assert client.messages() == "remember the milk\n"
 
 
+async def _program_child(pid: int) -> int:
+    """The sandbox child running the program of ``pid``'s one session, once it runs."""
+    async with asyncio.timeout(60):
+        while True:
+            children = [child for worker in workers_of(pid) for child in children_of(worker)]
+            if children:
+                return children[0]
+            await asyncio.sleep(0.05)
+
+
 async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(workspace):
     async with lackpy_acp(workspace) as (conn, client, process):
         with pytest.raises(RequestError, match="Invalid params") as unknown:
@@ -119,7 +137,7 @@ async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(wo
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         with pytest.raises(RequestError, match="Invalid params") as mode:
             await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
-        assert "run, plan" in str(mode.value.data)
+        assert "run, plan, agent" in str(mode.value.data)
         response = await settled(conn.prompt(
             session_id=session.session_id, prompt=[image_block("iVBORw0KGgo=", "image/png")]))
         assert response.stop_reason == "end_turn"
@@ -128,3 +146,235 @@ async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(wo
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
         assert client.messages() == "remember the milk\n"
+
+
+async def test_a_kept_session_is_loaded_by_a_new_agent_with_its_conversation_and_mode(workspace):
+    async with lackpy_acp(workspace) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        await conn.set_session_mode(session_id=session.session_id, mode_id="plan")
+    assert (workspace / ".lackpy" / "acp" / f"{session.session_id}.json").is_file()
+    async with lackpy_acp(workspace) as (conn, client, _):
+        loaded = await settled(conn.load_session(cwd=str(workspace),
+                                                 session_id=session.session_id, mcp_servers=[]))
+        assert loaded.modes.current_mode_id == "plan"
+        assert client.said() == "read the file notes.txt"
+        assert "read_file('notes.txt')" in client.tool_calls()[0].content[0].content.text
+        assert client.messages() == "remember the milk\n"
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert "plan mode" in client.messages()
+
+
+async def test_loading_a_session_that_is_not_kept_is_an_invalid_params_error(workspace, tmp_path):
+    async with lackpy_acp(workspace) as (conn, _, process):
+        with pytest.raises(RequestError, match="Invalid params") as missing:
+            await conn.load_session(cwd=str(workspace), session_id="0" * 32, mcp_servers=[])
+        assert "no session" in str(missing.value.data) and "session/new" in str(missing.value.data)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        other = tmp_path / "other"
+        other.mkdir()
+        with pytest.raises(RequestError, match="Invalid params"):  # kept in its own workspace
+            await conn.load_session(cwd=str(other), session_id=session.session_id, mcp_servers=[])
+        assert process.returncode is None
+
+
+async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_session(workspace):
+    template(workspace, "sum", "add {a} and {b}", "add(int({a}), int({b}))")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await prompt(conn, session.session_id, "add 2 and 40")
+        assert client.messages().startswith("42\n")
+        client.clear()
+        plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
+        assert "42" not in client.messages()
+
+
+async def test_an_mcp_server_over_http_with_its_headers_is_a_tool_source_too(workspace):
+    template(workspace, "header", "which client am I", "request_header('x-client')")
+    with http_tool_server() as url:
+        server = HttpMcpServer(name="web", url=url, type="http",
+                               headers=[HttpHeader(name="X-Client", value="zed")])
+        async with lackpy_acp(workspace) as (conn, client, _):
+            session = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+            await prompt(conn, session.session_id, "which client am I")
+            assert client.messages().startswith("zed\n")
+
+
+async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session_works(
+        workspace):
+    broken = tool_server("broken")
+    broken.command = str(workspace / "no-such-server")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[broken])
+        said = await client.message_within(30)
+        assert "the MCP server 'broken' is left out" in said and "was not found" in said
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert client.messages() == "remember the milk\n"
+
+
+def _model_config(workspace: Path, url: str) -> None:
+    (workspace / ".lackpy").mkdir(exist_ok=True)
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[inference]\norder = ["local"]\n\n[inference.providers.local]\nplugin = "openai"\n'
+        f'base_url = "{url}/v1"\nmodel = "m"\n')
+
+
+async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
+        workspace, model_env, model_server):
+    _model_config(workspace, model_server.url)
+    model_server.script(loopback.openai_answer("read_file('notes.txt')"))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "what is in my notes")
+        assert "written by local" in client.tool_calls()[0].title
+        assert client.messages().startswith("remember the milk\n")
+        assert "/create NAME saves this program as a template" in client.messages()
+        asked = len(model_server.requests)
+        client.clear()
+        await prompt(conn, session.session_id, "/create notes")
+        assert client.messages().startswith("saved .lackpy/templates/notes.tmpl (pattern: "
+                                            "what is in my notes)")
+        client.clear()
+        await prompt(conn, session.session_id, "What is in my notes")
+        assert "written by templates" in client.tool_calls()[0].title
+        assert "answered by the template notes: no model call" in client.messages()
+        assert len(model_server.requests) == asked
+
+
+async def test_create_says_what_is_missing(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "/create notes")
+        assert client.messages().startswith("no program has run well in this session yet")
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        client.clear()
+        await prompt(conn, session.session_id, "/create")
+        assert client.messages() == "name the template: /create NAME [pattern]"
+        client.clear()
+        await prompt(conn, session.session_id, "/create ../escape")
+        assert client.messages().startswith("not saved: ")
+        client.clear()
+        await prompt(conn, session.session_id, "/create notes show the notes")
+        assert "(pattern: show the notes)" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/explode")
+        assert client.messages().startswith("unknown command /explode; the commands are /create")
+    assert not list(workspace.parent.glob("escape*"))
+
+
+async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        for _ in range(20):  # sent right after the response
+            if client.commands():
+                break
+            await asyncio.sleep(0.05)
+        assert [command.name for command in client.commands()] == ["create", "kit"]
+        await prompt(conn, session.session_id, "/kit")
+        assert client.messages().startswith("kit: debug")
+        assert "from builtin: read_file, find_files" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/kit find_files")
+        assert client.messages().startswith("kit: find_files")
+        client.clear()
+        await prompt(conn, session.session_id, "/kit no_such_tool")
+        assert client.messages().startswith("the kit is unchanged: ")
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert "milk" not in client.messages()  # read_file is not in the kit now
+    async with lackpy_acp(workspace) as (conn, client, _):
+        await settled(conn.load_session(cwd=str(workspace), session_id=session.session_id,
+                                        mcp_servers=[]))
+        client.clear()
+        await prompt(conn, session.session_id, "/kit")
+        assert client.messages().startswith("kit: find_files")
+
+
+async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
+                              '[kit]\ndefault = ["read_file", "write_file"]\n')
+    model_server.script(
+        loopback.tool_turn("openai", "Let me read it.", [
+            ("read_file", {"path": "notes.txt"}),
+            ("write_file", {"path": "copy.txt", "content": "milk"})]),
+        loopback.tool_turn("openai", "You should remember the milk."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        response = await prompt(conn, session.session_id, "what should I remember")
+        assert response.stop_reason == "end_turn"
+        titles = [call.title for call in client.tool_calls()]
+        assert titles == ["read_file(path='notes.txt')",
+                          "write_file(path='copy.txt', content='milk')"]
+        assert sorted(client.statuses()) == ["completed", "failed"]  # the calls run at once
+        assert "Let me read it." in client.thoughts()
+        assert client.messages().startswith("You should remember the milk.\n\n(2 turns, 2 tool")
+        [refused] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
+        assert refused.tool_call_id == client.tool_calls()[1].tool_call_id
+        assert "did not run" in refused.content[0].content.text
+    assert not (workspace / "copy.txt").exists()
+
+
+async def test_agent_mode_without_a_model_says_which_to_set(workspace):
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "what should I remember")
+        assert client.messages().startswith("the agent cannot start: which model? set [agent]")
+
+
+async def test_an_agent_runs_calls_saved_with_create_answer_the_next_time_with_no_model(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(loopback.tool_turn("openai", "", [("read_file", {"path": "notes.txt"})]),
+                        loopback.tool_turn("openai", "Milk."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "what should I remember")
+        assert "/create NAME saves the run's tool calls as one program" in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "/create remember")
+        assert client.messages().startswith("saved .lackpy/templates/remember.tmpl")
+        asked = len(model_server.requests)
+        await conn.set_session_mode(session_id=session.session_id, mode_id="run")
+        client.clear()
+        await prompt(conn, session.session_id, "what should I remember")
+        assert "remember the milk" in client.messages()
+        assert "answered by the template remember: no model call" in client.messages()
+        assert len(model_server.requests) == asked
+
+
+async def test_cancel_stops_an_agent_mid_run(workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(loopback.tool_turn("openai", "", [("read_file", {"path": "notes.txt"})]),
+                        loopback.hang())
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "what is in my notes"))
+        async with asyncio.timeout(60):
+            while len(model_server.requests) < 2:  # the second turn waits on the model
+                await asyncio.sleep(0.05)
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(running, 10)
+        assert response.stop_reason == "cancelled"
+        assert client.statuses() == ["completed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")
+
+
+def test_acp_help_explains_every_mode_and_command():
+    shown = subprocess.run([sys.executable, "-m", "lackpy_kernel", "acp", "--help"],
+                           capture_output=True, text=True, check=True).stdout
+    for mode in MODES:
+        assert f"\n  {mode} " in shown, mode
+    for command in COMMANDS:
+        assert f"\n  /{command} " in shown, command

@@ -122,7 +122,8 @@ async def test_lines_that_are_not_json_rpc_objects_get_a_parse_error_and_the_ser
         assert bad_params["id"] == 2 and bad_params["error"]["code"] == -32602
         load = await agent.request(3, "session/load",
                                    {"cwd": str(workspace), "sessionId": "x", "mcpServers": []})
-        assert load["id"] == 3 and load["error"]["code"] == -32601
+        assert load["id"] == 3 and load["error"]["code"] == -32602
+        assert "no lackpy session id" in json.dumps(load["error"])
         made_up = await agent.request(4, "session/explode", {})
         assert made_up["id"] == 4 and made_up["error"]["code"] == -32601
         not_a_name = await agent.request(6, 5, {})

@@ -15,11 +15,18 @@ from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AvailableCommand,
+    AvailableCommandsUpdate,
     ClientCapabilities,
+    EnvVariable,
     Implementation,
+    McpServerStdio,
     ToolCallProgress,
     ToolCallStart,
+    UserMessageChunk,
 )
+
+from tests.support.mcp_servers import TOOL_SERVER
 
 SETTLE_ROUNDS = 20
 
@@ -51,6 +58,23 @@ class RecordingClient:
         """The agent's messages, joined."""
         return "".join(u.content.text for u in self.updates if isinstance(u, AgentMessageChunk))
 
+    def said(self) -> str:
+        """What the person said (the user's messages, as a loaded session replays them)."""
+        return "".join(u.content.text for u in self.updates if isinstance(u, UserMessageChunk))
+
+    async def message_within(self, seconds: float) -> str:
+        """The agent's messages, once there is one (sent outside a prompt, after the response
+        that opened a session); "" when none came within ``seconds``."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while not self.messages() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        return self.messages()
+
+    def commands(self) -> list[AvailableCommand]:
+        """The slash commands the agent advertised last."""
+        updates = [u for u in self.updates if isinstance(u, AvailableCommandsUpdate)]
+        return updates[-1].available_commands if updates else []
+
     def thoughts(self) -> str:
         """The agent's thoughts (the tiers tried), one a line."""
         return "\n".join(u.content.text for u in self.updates if isinstance(u, AgentThoughtChunk))
@@ -75,6 +99,13 @@ async def lackpy_acp(workspace: Path) -> AsyncIterator[tuple[ClientSideConnectio
                               client_capabilities=ClientCapabilities(),
                               client_info=Implementation(name="tests", version="0"))
         yield conn, client, process
+
+
+def tool_server(name: str = "tools", *args: str, env: dict[str, str] | None = None
+                ) -> McpServerStdio:
+    """The MCP test server (``tests/support/mcp_tool_server.py``) as a client passes it."""
+    return McpServerStdio(name=name, command=sys.executable, args=[str(TOOL_SERVER), *args],
+                          env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()])
 
 
 async def prompt(conn: ClientSideConnection, session_id: str, text: str) -> Any:

@@ -1,0 +1,84 @@
+"""What the agent says: a prompt's intent, why a prompt or a program is refused, a
+program as a tool call's content, and a run's result as the agent's message."""
+
+from __future__ import annotations
+
+from acp import text_block, tool_content
+from acp.schema import (
+    AudioContentBlock,
+    ContentToolCallContent,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    ResourceContentBlock,
+    TextContentBlock,
+)
+
+from lackpy_kernel.config import AUTO_RUN_LEVELS
+from lackpy_kernel.notebook.bundles import output_text, program_error
+from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.session import LackpySession
+
+ContentBlock = (TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock
+                | EmbeddedResourceContentBlock)
+
+MAX_PROMPT_CHARS = 100_000  # a longer prompt is refused before any tier sees it
+MAX_PROMPT_BLOCKS = 1_000  # a prompt of more content blocks is refused unread
+READ = AUTO_RUN_LEVELS["read"]  # the highest tool grade a program run from the chat may call
+WRITES_NOT_RUN = ("not run: it calls {tools}, which change files. Approving a write from the "
+                  "chat comes with lackpy's transactional files (a program's changes staged, "
+                  "shown as a diff and committed only when you say yes); until then this agent "
+                  "runs only programs that read. Run it yourself with `lackpy run` if you mean it.")
+STOPPED = "stopped: the prompt was cancelled; nothing it started is still running."
+
+
+def intent_of(prompt: list[ContentBlock]) -> str:
+    """The prompt's text blocks, joined; "" when it has none."""
+    texts = [block.text for block in prompt[:MAX_PROMPT_BLOCKS]
+             if isinstance(block, TextContentBlock)]
+    return "\n".join(texts).strip()
+
+
+def refusal(prompt: list[ContentBlock], intent: str) -> str:
+    """Why ``prompt``, whose text is ``intent``, gets no program ("" when it may have one)."""
+    if len(prompt) > MAX_PROMPT_BLOCKS:
+        return (f"the prompt has {len(prompt)} parts; lackpy takes at most "
+                f"{MAX_PROMPT_BLOCKS}. Say what the program should do in one message.")
+    if not intent:
+        return ("lackpy reads text only: write what the program should do in words (images "
+                "and other blocks are not read).")
+    if len(intent) > MAX_PROMPT_CHARS:
+        return (f"the prompt is {len(intent)} characters long; lackpy takes at most "
+                f"{MAX_PROMPT_CHARS}. Say what the program should do in fewer words.")
+    return ""
+
+
+def shown(program: str) -> ContentToolCallContent:
+    """``program`` as a tool call's content: a Markdown code block, so the client shows it
+    as code."""
+    fence = "````" if "```" in program else "```"
+    return tool_content(text_block(f"{fence}python\n{program}\n{fence}"))
+
+
+def held(session: LackpySession, program: str) -> str:
+    """Why ``program`` is not run from the chat ("" when it may run): it calls a tool that
+    writes, or one beyond the config's ``[delegate] auto_run``."""
+    resolved = session.resolved_kit()
+    calls = session.validate(program).calls
+    writes = sorted({name for name in calls if name in resolved.tools
+                     and resolved.tools[name].grade_w > READ})
+    if writes:
+        return WRITES_NOT_RUN.format(tools=", ".join(writes))
+    check = session.service.run_check(program, resolved)
+    return "" if check.allowed else f"not run: {check.reason}."
+
+
+def reply(result: ExecutionResult, program: str) -> str:
+    """A run's answer as the notebook renders it: what it printed, its notes, then its
+    output (bounded) or its error."""
+    parts = [result.stdout.rstrip("\n")] if result.stdout else []
+    parts += [f"lackpy: {note}" for note in result.notes]
+    if result.success:
+        parts.append(output_text(result.output) if result.output is not None else "(no output)")
+    else:
+        parts.append("\n".join(program_error(result, program).traceback))
+    return "\n".join(parts)
