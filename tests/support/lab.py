@@ -42,9 +42,10 @@ def free_port() -> int:
 
 class LabServer:
     """``jupyter lab`` serving ``root`` on a free loopback port, with a token, and its own
-    settings (no news pop-up), workspaces and runtime folders under ``state``."""
+    settings (no news pop-up), workspaces and runtime folders under ``state``; ``args`` are
+    more command-line options."""
 
-    def __init__(self, root: Path, state: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, state: Path, env: dict[str, str], *args: str) -> None:
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         settings = state / "settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True)
@@ -57,7 +58,7 @@ class LabServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
              "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"],
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", *args],
             cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_until_up(state / "server.log")
 
