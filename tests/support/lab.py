@@ -102,9 +102,11 @@ def write_notebook(path: Path, kernel_name: str, cells: list[str]) -> Path:
 class NotebookPage:
     """A notebook open in JupyterLab: run its cells, read what each shows."""
 
-    def __init__(self, page: Any, server: LabServer, name: str) -> None:
+    def __init__(self, page: Any, server: LabServer, name: str, workspace: str | None = None) -> None:
+        """Open notebook ``name`` (in Lab's ``workspace`` when given: a page of its own)."""
         self.page, self.server = page, server
-        page.goto(server.url(f"lab/tree/{name}"))
+        page.goto(server.url(f"lab/workspaces/{workspace}/tree/{name}" if workspace else
+                             f"lab/tree/{name}"))
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         self.wait_idle()
 
