@@ -8,6 +8,7 @@ The request is JSON ``{"source": TEXT, "language": "lackpy" | "python", "names":
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -25,11 +26,11 @@ class ValidateHandler(APIHandler):
     """Answers a cell's problems; never runs anything and never asks the kernel."""
 
     @web.authenticated
-    def post(self) -> None:
+    async def post(self) -> None:
         request = _request(self.request.body)
-        try:
-            problems = check_cell(request["source"], request["language"], request["names"],
-                                  request["tools"])
+        try:  # on a thread: a large cell never holds up the server's other requests
+            problems = await asyncio.to_thread(check_cell, request["source"], request["language"],
+                                               request["names"], request["tools"])
         except UsageError as exc:
             raise web.HTTPError(413, str(exc)) from None
         self.finish(json.dumps({"problems": [problem.to_dict() for problem in problems]}))

@@ -12,15 +12,13 @@ import pytest
 
 from lackpy_kernel.lab import VALIDATE_PATH
 from lackpy_kernel.lab.check import MAX_SOURCE_CHARS
-from tests.support.lab import LabServer
-
-ENABLE = "--ServerApp.jpserver_extensions=lackpy_kernel.lab=True"
+from tests.support.lab import WITH_SERVER_EXTENSION, LabServer
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     running = LabServer(tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("state"),
-                        dict(os.environ), ENABLE)
+                        dict(os.environ), WITH_SERVER_EXTENSION)
     yield running
     running.close()
 

@@ -22,6 +22,8 @@ import nbformat
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# lackpy's server extension, enabled by the command line (as its install enables it)
+WITH_SERVER_EXTENSION = "--ServerApp.jpserver_extensions=lackpy_kernel.lab=True"
 START_TIMEOUT_S = 120
 CELL_TIMEOUT_S = 120
 
