@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from lackpy_kernel.notebook.bundles import TRACE_MIME
 from notebooks.make_notebooks import clean, is_project_notebook
+
+# Data for the Lab extension's renderers: nbval compares what every front end shows
+# (text/plain, text/html) and leaves these out, so a stored notebook reads as before.
+LAB_ONLY_MIME_TYPES = (TRACE_MIME,)
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
@@ -20,6 +25,12 @@ def pytest_ignore_collect(collection_path: Path) -> bool | None:
     if collection_path.suffix == ".ipynb" and not is_project_notebook(collection_path):
         return True
     return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """nbval compares every cell's outputs without the Lab extension's MIME types."""
+    for notebook in {item.parent for item in items if hasattr(item.parent, "skip_compare")}:
+        notebook.skip_compare = (*notebook.skip_compare, *LAB_ONLY_MIME_TYPES)  # type: ignore[union-attr]
 
 
 def _notebook_folder(item: pytest.Item) -> Path | None:

@@ -136,6 +136,18 @@ class LackpyKernel(Kernel):
             self._remember(code)
         return reply
 
+    def finish_metadata(self, parent: Any, metadata: dict[str, Any],
+                        reply_content: dict[str, Any]) -> dict[str, Any]:
+        """The execute_reply's metadata, with the names the session knows under ``lackpy``
+        (``names``: tools, parameters, variables; ``tools``: the kit's), for the Lab
+        extension's live validation; without them when the kit cannot be resolved."""
+        try:
+            tools = self.lackpy.resolved_kit().callables
+            metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()), "tools": sorted(tools)}
+        except KitError:
+            pass
+        return metadata
+
     def _remember(self, code: str) -> None:
         self.history.store(self.execution_count, code, self.output.last_output)
         # written once the reply is sent: as in IPython, SQLite is not on a cell's path

@@ -32,6 +32,7 @@ TABLE_ROWS = 200
 CELL_TEXT = 80
 EXCERPT_CHARS = 120  # the most of a source line shown under one validation issue
 JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
+TRACE_MIME = "application/vnd.lackpy.trace+json"  # the Lab extension's trace renderer reads it
 
 __all__ = [
     "ErrorReport",
@@ -50,6 +51,7 @@ __all__ = [
     "program_error",
     "too_large_to_show",
     "table_bundle",
+    "TRACE_MIME",
     "trace_bundle",
     "turns_bundle",
     "validation_error",
@@ -230,9 +232,10 @@ def _cell_text(value: Any) -> str:
     return text if len(text) <= CELL_TEXT else text[:CELL_TEXT - 3] + "..."
 
 
-def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
+def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, Any]:
     """The tool calls: one line each (tool, args, ms, ok, and the tool's source when one is
-    not built in); with results in full unless compact."""
+    not built in); with results in full unless compact. Beside text and HTML, the same table
+    as ``TRACE_MIME`` JSON for the Lab extension's renderer (front ends without it skip it)."""
     total = sum(entry.duration_ms for entry in trace.entries)
     count = len(trace.entries)
     title = f"trace: {count} tool call{'s' if count != 1 else ''}, {total:.1f} ms"
@@ -254,7 +257,11 @@ def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
     extra = "".join(f"<div>{html.escape(line)}</div>" for line in files)
     opened = "" if compact else " open"
     markup = f"<details{opened}><summary>{html.escape(title)}</summary>{table['text/html']}"
-    return {"text/plain": plain, "text/html": markup + extra + "</details>"}
+    data = {"title": title, "columns": columns, "rows": [[_cell_text(v) for v in row] for row in rows],
+            "numeric": [_is_number_column([row[i] for row in rows]) for i in range(len(columns))],
+            "files_read": list(trace.files_read), "files_modified": list(trace.files_modified),
+            "open": not compact}
+    return {"text/plain": plain, "text/html": markup + extra + "</details>", TRACE_MIME: data}
 
 
 def uses_comment(names: tuple[str, ...] | list[str]) -> str:

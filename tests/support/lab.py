@@ -22,6 +22,8 @@ import nbformat
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# lackpy's server extension, enabled by the command line (as its install enables it)
+WITH_SERVER_EXTENSION = "--ServerApp.jpserver_extensions=lackpy_kernel.lab=True"
 START_TIMEOUT_S = 120
 CELL_TIMEOUT_S = 120
 
@@ -42,9 +44,10 @@ def free_port() -> int:
 
 class LabServer:
     """``jupyter lab`` serving ``root`` on a free loopback port, with a token, and its own
-    settings (no news pop-up), workspaces and runtime folders under ``state``."""
+    settings (no news pop-up), workspaces and runtime folders under ``state``; ``args`` are
+    more command-line options."""
 
-    def __init__(self, root: Path, state: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, state: Path, env: dict[str, str], *args: str) -> None:
         self.root, self.port, self.token = root, free_port(), secrets.token_hex(16)
         settings = state / "settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True)
@@ -57,7 +60,7 @@ class LabServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
              "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}"],
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", *args],
             cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_until_up(state / "server.log")
 
@@ -101,9 +104,11 @@ def write_notebook(path: Path, kernel_name: str, cells: list[str]) -> Path:
 class NotebookPage:
     """A notebook open in JupyterLab: run its cells, read what each shows."""
 
-    def __init__(self, page: Any, server: LabServer, name: str) -> None:
+    def __init__(self, page: Any, server: LabServer, name: str, workspace: str | None = None) -> None:
+        """Open notebook ``name`` (in Lab's ``workspace`` when given: a page of its own)."""
         self.page, self.server = page, server
-        page.goto(server.url(f"lab/tree/{name}"))
+        page.goto(server.url(f"lab/workspaces/{workspace}/tree/{name}" if workspace else
+                             f"lab/tree/{name}"))
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=START_TIMEOUT_S * 1000)
         self.wait_idle()
 

@@ -1,0 +1,83 @@
+/**
+ * What live validation decides, apart from JupyterLab: which cells are lackpy, what the
+ * kernel said it knows, and where a problem lies in a cell's text. Pure functions, tested
+ * with Node's own test runner (test/logic.test.ts).
+ */
+
+/** A problem as the server extension answers it: 1-based, end excluded. */
+export interface IProblem {
+  line: number;
+  col: number;
+  end_line: number;
+  end_col: number;
+  message: string;
+}
+
+/** How a cell is checked: as a lackpy notebook's cell, or a Python notebook's `%%lackpy`. */
+export type Language = 'lackpy' | 'python';
+
+/** The names a session knows, as the kernel last said (`names` null: not said yet). */
+export interface ISessionNames {
+  names: string[] | null;
+  tools: string[];
+}
+
+export const UNKNOWN_NAMES: ISessionNames = { names: null, tools: [] };
+
+const LACKPY_CELL = /^%%lackpy(\s|$)/;
+
+/**
+ * How to check a cell of a notebook in `notebookLanguage`: every cell of a lackpy
+ * notebook; in a Python notebook only a cell that starts with `%%lackpy`; else null.
+ */
+export function languageOf(
+  notebookLanguage: string,
+  source: string
+): Language | null {
+  if (notebookLanguage === 'lackpy') {
+    return 'lackpy';
+  }
+  if (notebookLanguage === 'python' && LACKPY_CELL.test(source)) {
+    return 'python';
+  }
+  return null;
+}
+
+function stringList(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every(item => typeof item === 'string')
+    ? (value as string[])
+    : null;
+}
+
+/**
+ * The names an execute_reply's metadata says the session knows (`metadata.lackpy`), or
+ * null when it says none (another kernel, or a kit that cannot be resolved).
+ */
+export function namesFromReply(metadata: unknown): ISessionNames | null {
+  const said = (metadata as { lackpy?: { names?: unknown; tools?: unknown } })
+    ?.lackpy;
+  const names = stringList(said?.names);
+  const tools = stringList(said?.tools);
+  return names && tools ? { names, tools } : null;
+}
+
+/** The offset in `text` of 1-based (line, col), kept within the text and its line. */
+function offsetOf(lines: string[], line: number, col: number): number {
+  const index = Math.min(Math.max(line, 1), lines.length) - 1;
+  let offset = 0;
+  for (let i = 0; i < index; i++) {
+    offset += lines[i].length + 1;
+  }
+  return offset + Math.min(Math.max(col, 1), lines[index].length + 1) - 1;
+}
+
+/** Where `problem` lies in `text`: from and to offsets, `to` never before `from`. */
+export function rangeOf(
+  text: string,
+  problem: IProblem
+): { from: number; to: number } {
+  const lines = text.split('\n');
+  const from = offsetOf(lines, problem.line, problem.col);
+  const to = offsetOf(lines, problem.end_line, problem.end_col);
+  return { from, to: Math.max(from, to) };
+}

@@ -1,0 +1,122 @@
+/**
+ * The trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
+ * the kernel sends beside the trace's text/plain and text/html) as a table sorted by a
+ * click on a column's head, and the files read and modified as links that open in Lab.
+ */
+
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
+
+import { ITrace, sortRows } from './trace';
+
+export const TRACE_MIME = 'application/vnd.lackpy.trace+json';
+
+class TraceRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor(private options: IRenderMime.IRendererOptions) {
+    super();
+    this.addClass('lackpy-Trace');
+  }
+
+  private trace: ITrace | null = null;
+  private sortedBy: { column: number; descending: boolean } | null = null;
+
+  async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this.trace = model.data[TRACE_MIME] as unknown as ITrace;
+    this.draw();
+  }
+
+  private draw(): void {
+    const trace = this.trace;
+    if (trace === null) {
+      return;
+    }
+    const details = document.createElement('details');
+    details.open = trace.open || this.node.querySelector('details')?.open === true;
+    const summary = details.appendChild(document.createElement('summary'));
+    summary.textContent = trace.title;
+    details.appendChild(this.table(trace));
+    for (const [label, paths] of [
+      ['read', trace.files_read],
+      ['modified', trace.files_modified]
+    ] as const) {
+      if (paths.length) {
+        details.appendChild(this.files(label, paths));
+      }
+    }
+    this.node.replaceChildren(details);
+  }
+
+  private table(trace: ITrace): HTMLTableElement {
+    const table = document.createElement('table');
+    const head = table.createTHead().insertRow();
+    trace.columns.forEach((column, index) => {
+      const th = document.createElement('th');
+      th.textContent = column;
+      th.title = `sort by ${column}`;
+      th.style.textAlign = trace.numeric[index] ? 'right' : 'left';
+      const sorted = this.sortedBy?.column === index;
+      th.dataset.sorted = sorted ? (this.sortedBy!.descending ? 'descending' : 'ascending') : '';
+      th.onclick = () => {
+        const descending = sorted && !this.sortedBy!.descending;
+        this.sortedBy = { column: index, descending };
+        this.draw();
+      };
+      head.appendChild(th);
+    });
+    const body = table.createTBody();
+    const rows = this.sortedBy
+      ? sortRows(trace.rows, this.sortedBy.column, trace.numeric[this.sortedBy.column],
+                 this.sortedBy.descending)
+      : trace.rows;
+    for (const row of rows) {
+      const tr = body.insertRow();
+      row.forEach((value, index) => {
+        const td = tr.insertCell();
+        td.textContent = value;
+        td.style.textAlign = trace.numeric[index] ? 'right' : 'left';
+      });
+    }
+    return table;
+  }
+
+  private files(label: string, paths: string[]): HTMLElement {
+    const line = document.createElement('div');
+    line.className = 'lackpy-Trace-files';
+    line.append(`${label}: `);
+    paths.forEach((path, index) => {
+      const link = document.createElement('a');
+      link.textContent = path;
+      link.href = path;
+      void this.openInLab(link, path);
+      line.append(...(index ? [', ', link] : [link]));
+    });
+    return line;
+  }
+
+  /** Makes `link` open `path` (relative to the notebook's folder) in Lab. */
+  private async openInLab(link: HTMLAnchorElement, path: string): Promise<void> {
+    const { resolver, linkHandler } = this.options;
+    if (!resolver || !linkHandler) {
+      return;
+    }
+    const resolved = await resolver.resolveUrl(path);
+    if (!resolver.isLocal || resolver.isLocal(resolved)) {
+      link.href = await resolver.getDownloadUrl(resolved);
+      linkHandler.handleLink(link, resolved);
+    }
+  }
+}
+
+const extension: IRenderMime.IExtension = {
+  id: 'lackpy-kernel:trace',
+  description: "Shows a lackpy program's trace as a sortable table.",
+  rendererFactory: {
+    safe: true,
+    mimeTypes: [TRACE_MIME],
+    createRenderer: options => new TraceRenderer(options)
+  },
+  rank: 10, // before text/html (50): the kernel sends both
+  dataType: 'json'
+};
+
+export default extension;

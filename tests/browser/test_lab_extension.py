@@ -1,0 +1,140 @@
+"""lackpy's JupyterLab extension in a real (headless) browser: live validation as a person
+types, and the trace renderer. The extension is the installed one (``pip install``), served
+by ``jupyter lab`` with the server extension its install enabled."""
+
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+
+from tests.support.kernel import KERNEL_NAME, make_workspace
+from tests.support.lab import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    LabServer,
+    NotebookPage,
+    chromium_missing,
+    screenshot_dir,
+    write_notebook,
+)
+
+pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
+
+CELLS = [
+    "earlier = read_file('notes.txt')",
+    "[len(read_file(name)) for name in ['notes.txt', 'app.py', 'notes.txt']]",
+]
+ONE_CALL, THREE_CALLS = range(len(CELLS))
+OPEN_MESSAGE = "the name 'open' is forbidden: use read_file(path) or write_file(path, content)"
+PROBLEM = ".lackpy-Problem"  # an underlined problem (CodeMirror's lint mark, with our class)
+WAIT_MS = 60_000  # the longest a step may take on a busy machine (typing answers in well under 1 s)
+
+
+@pytest.fixture(scope="module")
+def browser(installed_kernelspec, tmp_path_factory):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    root = make_workspace(tmp_path_factory.mktemp("lab-root"))
+    write_notebook(root / "live.ipynb", KERNEL_NAME, CELLS)
+    python = nbformat.v4.new_notebook()
+    python.metadata.kernelspec = {"name": "python3", "display_name": "Python 3",
+                                  "language": "python"}
+    python.cells = [nbformat.v4.new_code_cell("%%lackpy\nrows = 1\nimport os"),
+                    nbformat.v4.new_code_cell("import os")]
+    nbformat.write(python, root / "python.ipynb")
+    server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
+    try:
+        with sync_api.sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            yield server, chromium
+            chromium.close()
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def lab(browser):
+    server, chromium = browser
+    notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), server,
+                            "live.ipynb")
+    notebook.run_all()
+    return notebook
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return screenshot_dir(tmp_path_factory.mktemp("screenshots"))
+
+
+def _type_in_new_cell(lab: NotebookPage, text: str) -> int:
+    """Type ``text`` into a new cell at the end, without running it; returns its index."""
+    last = lab.page.locator(".jp-Notebook .jp-Cell").count() - 1
+    lab.cell(last).locator(".jp-InputPrompt").click()
+    lab.page.keyboard.press("Escape")
+    lab.page.keyboard.press("b")
+    lab.page.keyboard.press("Enter")
+    lab.page.keyboard.type(text)
+    return last + 1
+
+
+def test_the_server_offers_the_extension(lab):
+    offered = lab.page.evaluate(
+        "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+        ".federated_extensions.map(extension => extension.name)")
+    assert "lackpy-kernel" in offered
+
+
+def test_a_forbidden_name_is_underlined_with_the_validators_message_until_fixed(lab, shots):
+    index = _type_in_new_cell(lab, "open('x')")
+    underline = lab.cell(index).locator(PROBLEM)
+    underline.first.wait_for(timeout=WAIT_MS)
+    assert underline.all_inner_texts() == ["open"]
+    underline.first.hover()
+    tooltip = lab.page.locator(".cm-tooltip-lint .cm-diagnostic")
+    tooltip.wait_for(timeout=WAIT_MS)
+    assert tooltip.locator(".cm-diagnosticText").inner_text() == OPEN_MESSAGE
+    assert tooltip.locator(".cm-diagnosticSource").inner_text() == "lackpy"
+    lab.page.screenshot(path=str(shots / "live-validation.png"))
+    lab.page.keyboard.press("Control+a")
+    lab.page.keyboard.type("read_file('notes.txt')")
+    underline.first.wait_for(state="detached", timeout=WAIT_MS)
+    assert lab.source(index) == "read_file('notes.txt')"
+    lab.screenshot(index, shots / "live-validation-fixed.png")
+
+
+def test_a_variable_of_an_earlier_cell_is_not_underlined_and_an_unknown_name_is(lab, shots):
+    index = _type_in_new_cell(lab, "len(earlier) + nowhere")
+    underline = lab.cell(index).locator(PROBLEM)
+    underline.first.wait_for(timeout=WAIT_MS)
+    assert underline.all_inner_texts() == ["nowhere"]
+    lab.screenshot(index, shots / "live-validation-names.png")
+
+
+def test_a_trace_renders_as_a_table_that_sorts_and_links_the_files_it_read(lab, shots):
+    trace = lab.cell(THREE_CALLS).locator(".lackpy-Trace")
+    trace.locator("summary").click()
+    assert trace.locator("summary").inner_text().startswith("trace: 3 tool calls")
+    args = trace.locator("tbody tr td:nth-child(3)")
+    assert args.all_inner_texts() == ["path='notes.txt'", "path='app.py'", "path='notes.txt'"]
+    trace.locator("th", has_text="args").click()
+    assert args.all_inner_texts() == ["path='app.py'", "path='notes.txt'", "path='notes.txt'"]
+    trace.locator("th", has_text="args").click()
+    assert args.all_inner_texts() == ["path='notes.txt'", "path='notes.txt'", "path='app.py'"]
+    links = trace.locator(".lackpy-Trace-files a")
+    assert links.all_inner_texts() == ["notes.txt", "app.py"]
+    lab.screenshot(THREE_CALLS, shots / "trace-renderer.png")
+    links.first.click()
+    opened = lab.page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel", has_text="notes.txt")
+    opened.wait_for(timeout=WAIT_MS)
+
+
+def test_a_python_notebooks_lackpy_cell_is_checked_and_its_python_cells_are_not(browser, shots):
+    server, chromium = browser
+    notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 700}), server,
+                            "python.ipynb", workspace="python")
+    underline = notebook.cell(0).locator(PROBLEM)
+    underline.first.wait_for(timeout=WAIT_MS)
+    assert underline.all_inner_texts() == ["import"]
+    assert notebook.cell(1).locator(PROBLEM).count() == 0
+    notebook.screenshot(0, shots / "python-lackpy-cell.png")
