@@ -190,3 +190,19 @@ async def test_without_a_tryout_the_dispatcher_runs_nothing():
 
     result = await InferenceDispatcher([Model()]).generate("read x", "", {"read_file"})
     assert result.dry_run is None and Model.calls == 1
+
+
+def test_only_effects_that_can_be_staged_are_dry_run(tmp_path):
+    from lackpy_kernel.infer import not_dry_runnable
+    from lackpy_kernel.kit import ToolSpec, builtin_toolbox, resolve_kit
+
+    toolbox = builtin_toolbox(tmp_path)
+    toolbox.register_tool(ToolSpec(name="post_issue", provider="inline", grade_w=3), fn=len)
+    toolbox.register_tool(ToolSpec(name="lookup", provider="inline", grade_w=1), fn=len)
+    kit = resolve_kit(["read_file", "write_file", "post_issue", "lookup"], toolbox)
+    assert not_dry_runnable(["read_file", "write_file", "lookup"], kit, sandboxed=True) is None
+    assert not_dry_runnable(["post_issue"], kit, sandboxed=True) == (
+        "it calls post_issue, which acts outside the sandbox and cannot be staged")
+    assert not_dry_runnable(["write_file"], kit, sandboxed=False) == (
+        "it calls write_file, which may change things, and programs run without the sandbox")
+    assert not_dry_runnable(["read_file", "lookup"], kit, sandboxed=False) is None
