@@ -218,10 +218,12 @@ class Worker:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
         folder = stage_folder(os.path.realpath(request.workspace), child.pid)
+        if staged and request.dry:  # a dry run (a candidate a model wrote): nothing lands
+            reply.result["notes"].append("nothing was written: a dry run's file changes are dropped")
+            discard_stage(folder)
+            staged = []
         landed = None
-        if staged and request.dry:  # a dry run (a generated candidate): nothing lands
-            reply.result["notes"].append(_dropped(staged, "a dry run"))
-        elif staged:
+        if staged:
             reply, landed = settle_files(reply, request, folder, staged)
             commit = commit if reply.result["success"] else None
         wire.write_frame(STDOUT, reply.to_frame())
@@ -260,7 +262,7 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
     that they were dropped; the reply (a failure when the commit was refused: nothing
     written then) and what landed."""
     if not reply.result["success"]:
-        reply.result["notes"].append(_dropped(paths, "a program that fails"))
+        reply.result["notes"].append(_dropped(paths))
         return reply, None
     try:
         if len(paths) > WRITE_BUDGET_FILES:  # a child past its budget forged them
@@ -273,10 +275,10 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
                             f"the program's file changes were not written: {exc}"), None
 
 
-def _dropped(paths: list[str], why: str) -> str:
+def _dropped(paths: list[str]) -> str:
     named = ", ".join(paths[:MAX_NAMED]) + (f" and {len(paths) - MAX_NAMED} more"
                                              if len(paths) > MAX_NAMED else "")
-    return (f"nothing was written: {why} leaves the files as they were "
+    return (f"nothing was written: a program that fails leaves the files as they were "
             f"(its changes to {named} were dropped)")
 
 
