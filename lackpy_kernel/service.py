@@ -22,9 +22,13 @@ from lackpy_kernel.infer import (
     GenerationResult,
     InferenceDispatcher,
     TemplatesProvider,
+    Tryout,
+    TryoutRunner,
     build_providers,
     format_params_description,
     is_available,
+    not_dry_runnable,
+    tryout_of,
     unavailable_reason,
 )
 from lackpy_kernel.infer.prompt import Interpreter
@@ -353,6 +357,7 @@ class LackpyService:
             tool_names=sorted(resolved.callables),  # the names programs call: aliases included
             variables_desc=context.description,
             on_event=on_event,
+            tryout=self.tryout_runner(resolved, params, rules, variables or {}, context.names),
         )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
@@ -369,6 +374,27 @@ class LackpyService:
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return await self._run_once(program, resolved, dict(params or {}), sandbox, rules)
+
+    def tryout_runner(self, resolved: ResolvedKit, params: Mapping[str, Any],
+                      rules: list[Rule] | None, values: Mapping[str, Any],
+                      names: Iterable[str] = ()) -> TryoutRunner:
+        """How the dispatcher dry-runs a program a model wrote: validated, then run under the
+        limits (in the sandbox when it applies) on ``params`` and the ``values`` it reads,
+        its file changes dropped. Not run: a program that reads a notebook variable whose
+        value is not at hand (in ``names`` only), or calls a tool whose effect cannot be
+        staged (``not_dry_runnable``)."""
+        async def tryout(program: str) -> Tryout:
+            read = free_names(program)
+            unknown = sorted((set(names) - set(values)) & read)
+            why = (f"it reads the notebook variable {unknown[0]}, held by the session" if unknown
+                   else not_dry_runnable(validate(program, set(resolved.callables)).calls, resolved,
+                                         sandboxed=self.sandbox_applies()))
+            if why is not None:
+                return Tryout(False, skipped=why)
+            given = {**{name: values[name] for name in read & set(values)}, **params}
+            return tryout_of(await self._run_once(program, resolved, given, None, rules, dry=True),
+                             str(self.workspace))
+        return tryout
 
     def run_check(self, program: str, kit: KitOrResolved = None) -> RunCheck:
         """Whether ``program`` may run unseen: every tool it calls within ``[delegate]
@@ -556,7 +582,8 @@ class LackpyService:
     # -- internals ------------------------------------------------------------
 
     async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
-                        sandbox: bool | None, rules: list[Rule] | None) -> ExecutionResult:
+                        sandbox: bool | None, rules: list[Rule] | None, *,
+                        dry: bool = False) -> ExecutionResult:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
@@ -566,7 +593,7 @@ class LackpyService:
             box = self._sandbox
             result: ExecutionResult = await in_thread(
                 box.run, box.interrupt, program, resolved, params, keep=False,
-                return_variables=True)
+                return_variables=True, dry=dry)
             return result
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
         return runner.run_validated(program, check, resolved.callables, params,

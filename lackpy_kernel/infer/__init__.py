@@ -5,7 +5,8 @@
   chat, on one base with the retry and stream policy.
 - ``prompt``, ``sanitize``: the system prompt and the clean-up of a model's reply.
 - Behind the names below: the provider protocol (``_provider``), the dispatcher and its
-  correction chain (``_dispatcher``, ``_correction``, ``_events``, ``_examples``), the
+  correction chain (``_dispatcher``, ``_correction``, ``_events``, ``_examples``), the dry
+  runs of generated programs and their feedback (``_tryout``), the
   providers a config names (``_factory``), recordings (``_recordings``).
 """
 
@@ -31,6 +32,7 @@ from ._provider import (
     GenerationResult,
     InferenceProvider,
 )
+from ._tryout import ToolCallSeen, Tryout, TryoutRunner, not_dry_runnable, runtime_feedback, tryout_of
 from .prompt import Example, build_system_prompt, format_params_description, select_examples
 from .sanitize import sanitize_output
 from .tiers import ReplayProvider, RulesProvider, TemplatesProvider, record_generation
@@ -55,6 +57,9 @@ __all__ = [
     "RulesProvider",
     "TemplateError",
     "TemplatesProvider",
+    "ToolCallSeen",
+    "Tryout",
+    "TryoutRunner",
     "UnavailableProvider",
     "build_provider",
     "build_providers",
@@ -63,8 +68,11 @@ __all__ = [
     "deterministic_cleanup",
     "format_params_description",
     "is_available",
+    "not_dry_runnable",
     "record_generation",
+    "runtime_feedback",
     "sanitize_output",
     "select_examples",
+    "tryout_of",
     "unavailable_reason",
 ]

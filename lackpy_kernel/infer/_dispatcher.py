@@ -22,7 +22,15 @@ from ._events import (
     ProviderUnavailable,
 )
 from ._examples import general_examples
-from ._provider import DEFAULT_ROUNDS, GenerationResult, InferenceProvider, provider_kind
+from ._provider import (
+    DEFAULT_ROUNDS,
+    DEFAULT_SAMPLES,
+    KIND_MODEL,
+    GenerationResult,
+    InferenceProvider,
+    provider_kind,
+)
+from ._tryout import Tryout, TryoutRunner, is_shape_feedback, output_key, runtime_feedback
 from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
@@ -49,6 +57,15 @@ class InferenceDispatcher:
     again) shown an excerpt of the best attempt so far and its first errors.
     Each reply is cleaned up the same way. ``attempts_log`` says what each
     step did.
+
+    Given a ``tryout`` (the service's dry run), a valid program a model wrote is run before
+    it is returned; a failure, or a non-number where the intent asks "how many", goes back
+    to the model with the error and the context that would fix it
+    (:func:`._tryout.runtime_feedback`), as one more round of the same
+    ``correction_rounds``. A model tier's ``samples`` (default 1) asks for that many
+    programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
+    their output, and a program of the largest group returned (ties: the shortest). One
+    intent never costs a provider more than ``samples + correction_rounds`` model calls.
     """
 
     def __init__(self, providers: Sequence[InferenceProvider]) -> None:
@@ -67,6 +84,7 @@ class InferenceDispatcher:
         tool_names: Iterable[str] | None = None,
         variables_desc: str | None = None,
         on_event: EventCallback | None = None,
+        tryout: TryoutRunner | None = None,
     ) -> GenerationResult:
         """A validated program for ``intent``.
 
@@ -75,6 +93,7 @@ class InferenceDispatcher:
         that match on tools. ``variables_desc`` describes the session's
         variables for the prompt (their names belong in ``allowed_names``).
         ``on_event`` receives the progress events of :mod:`.events`, in order.
+        ``tryout`` dry-runs a model's valid programs (see the class).
         The prompt's examples come from ``example_pool`` and, for the kit's
         tools, :data:`.examples.GENERAL_EXAMPLES`.
 
@@ -98,7 +117,8 @@ class InferenceDispatcher:
             "stop": list(DEFAULT_STOP),
             "max_tokens": default_max_tokens(examples),
         }
-        attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config, _Events(on_event))
+        attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config, _Events(on_event),
+                           tryout)
         failures: list[str] = []
         for provider in list(self.providers):
             outcome = await attempt.with_provider(provider)
@@ -149,11 +169,33 @@ class _Failed:
     reason: str
 
 
+@dataclass
+class _Candidate:
+    """A valid program, the reply it came from, and how the chain got it."""
+
+    raw: str
+    program: str
+    strategy: str | None = None
+    steps: int = 0
+    tryout: Tryout | None = None
+
+
+class _Budget:
+    """The model calls a provider may still make after its first (``correction_rounds``)."""
+
+    def __init__(self, rounds: int) -> None:
+        self.left = rounds
+
+    def spend(self) -> None:
+        self.left -= 1
+
+
 class _Attempt:
     """One dispatch: the shared context, and the log of every step."""
 
     def __init__(self, intent: str, namespace_desc: str, allowed: set[str], extra_rules: list[Rule] | None,
-                 config: dict[str, Any], events: _Events) -> None:
+                 config: dict[str, Any], events: _Events, tryout: TryoutRunner | None = None) -> None:
+        self.tryout = tryout
         self.intent = intent
         self.namespace_desc = namespace_desc
         self.allowed = allowed
@@ -176,6 +218,18 @@ class _Attempt:
         return outcome
 
     async def _write(self, provider: InferenceProvider) -> GenerationResult | str:
+        budget = _Budget(_rounds(provider))
+        samples = _samples(provider)
+        if samples > 1:
+            outcome = await self._sample(provider, samples, budget)
+        else:
+            outcome = await self._first(provider, budget)
+        if isinstance(outcome, str):
+            return outcome
+        return self._result(provider, await self._checked(provider, outcome, budget))
+
+    async def _first(self, provider: InferenceProvider, budget: _Budget) -> _Candidate | str:
+        """The first reply, through the correction chain when it is not valid."""
         raw = await self._call(provider, "generate", provider.generate, self.intent, self.namespace_desc,
                                self._config(provider, "generate"))
         if isinstance(raw, _Failed):
@@ -185,21 +239,23 @@ class _Attempt:
         program = sanitize_output(raw)
         errors = self._check(program) if program.strip() else ["the provider returned an empty program"]
         if not errors:
-            return self._result(provider, raw, program)
+            return _Candidate(raw, program)
         self._note(provider, "generate", "wrote a program that is not valid", program, errors)
-        return await self._correct(provider, raw)
+        return await self._correct(provider, raw, budget)
 
-    async def _correct(self, provider: InferenceProvider, raw: str) -> GenerationResult | str:
+    async def _correct(self, provider: InferenceProvider, raw: str, budget: _Budget,
+                       steps: int = 0) -> _Candidate | str:
         """The correction chain (see :class:`InferenceDispatcher`) for the invalid reply ``raw``."""
         tries = [self._clean(raw)]
         self._step(provider, "cleanup", "; ".join(tries[0].did) or "found nothing to clean", tries[0])
+        steps += 1
         if tries[0].valid:
-            return self._result(provider, raw, tries[0].program, "cleanup", 1)
-        steps = 1
-        for step in self._plan(provider, raw):
+            return _Candidate(raw, tries[0].program, "cleanup", steps)
+        for step in self._plan(provider, raw, budget.left):
             shown = tries[-1] if step == "retry" else max(tries, key=_score)
             reply = self._retry(provider, shown) if step == "retry" else self._fix(provider, shown)
             steps += 1
+            budget.spend()
             answer = await reply
             if isinstance(answer, _Failed):
                 return answer.reason
@@ -210,13 +266,120 @@ class _Attempt:
             tries.append(cleaned)
             self._step(provider, step, "; ".join([_asked(step, shown, tries[:-1]), *cleaned.did]), cleaned)
             if cleaned.valid:
-                return self._result(provider, answer, cleaned.program, step, steps)
+                return _Candidate(answer, cleaned.program, step, steps)
         best = max(tries, key=_score)
         return f"invalid program after correction: {'; '.join(best.errors[:3])}"
 
-    def _plan(self, provider: InferenceProvider, raw: str) -> list[str]:
+    async def _sample(self, provider: InferenceProvider, samples: int, budget: _Budget
+                      ) -> _Candidate | str:
+        """``samples`` programs, dry-run and grouped by output; a program of the largest group,
+        else the correction chain on the best of them."""
+        replies: list[tuple[str, Cleaned]] = []
+        for number in range(1, samples + 1):
+            step = f"sample {number}"
+            raw = await self._call(provider, step, provider.generate, self.intent, self.namespace_desc,
+                                   self._config(provider, "generate"))
+            if isinstance(raw, _Failed):
+                if replies:
+                    break
+                return raw.reason
+            if raw is None:
+                self._note(provider, step, "gave no program", None, [])
+                continue
+            cleaned = self._clean(raw)
+            wrote = "wrote a valid program" if cleaned.valid else "wrote a program that is not valid"
+            self._note(provider, step, "; ".join([wrote, *cleaned.did]), cleaned.program, cleaned.errors)
+            replies.append((raw, cleaned))
+        if not replies:
+            return "no program for this intent"
+        valid = [_Candidate(raw, cleaned.program, "samples", samples)
+                 for raw, cleaned in replies if cleaned.valid]
+        failed: list[tuple[_Candidate, list[str]]] = []
+        passed: list[_Candidate] = []
+        for candidate in valid:
+            errors = await self._dry_run(provider, candidate, check_shape=True)
+            if errors:
+                failed.append((candidate, errors))
+            else:
+                passed.append(candidate)
+        groups = _groups(passed)
+        did = (f"asked for {samples}: {len(valid)} valid, {len(passed)} passed their dry run; "
+               f"groups by output: {', '.join(str(len(g)) for g in groups) or 'none'}")
+        self._note(provider, "samples", did, None, [])
+        self.events.emit(CorrectionStep(provider.name, "samples", did, bool(passed)))
+        if groups:
+            return min(groups[0], key=lambda c: (len(c.program), c.program))
+        if failed:
+            candidate, errors = failed[0]
+            return await self._fed_back(provider, candidate, errors, budget)
+        best = max(replies, key=lambda reply: _score(reply[1]))
+        return await self._correct(provider, best[0], budget, samples)
+
+    async def _checked(self, provider: InferenceProvider, candidate: _Candidate, budget: _Budget
+                       ) -> _Candidate:
+        """``candidate`` once it passed its dry run (or was not run), else after feedback rounds."""
+        if candidate.tryout is not None or not self._dry_runs(provider):
+            return candidate
+        errors = await self._dry_run(provider, candidate, check_shape=True)
+        if not errors:
+            return candidate
+        return await self._fed_back(provider, candidate, errors, budget)
+
+    async def _fed_back(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
+                        budget: _Budget) -> _Candidate:
+        """Rounds of run-time feedback while the budget lasts; the last valid program (checked
+        when one passed)."""
+        shape_told = is_shape_feedback(errors)
+        steps = candidate.steps
+        while errors and budget.left > 0:
+            budget.spend()
+            steps += 1
+            config = dict(self._config(provider, "feedback"), previous_program=candidate.program,
+                          fixer=True)
+            answer = await self._call(provider, "feedback", provider.generate, self.intent,
+                                      self.namespace_desc, config, list(errors))
+            if isinstance(answer, _Failed):
+                break
+            if answer is None:
+                self._step(provider, "feedback", "told the run-time error; it gave no program", None)
+                continue
+            cleaned = self._clean(answer)
+            self._step(provider, "feedback", "; ".join(["told the run-time error", *cleaned.did]),
+                       cleaned)
+            if not cleaned.valid:
+                continue
+            candidate = _Candidate(answer, cleaned.program, "feedback", steps)
+            errors = await self._dry_run(provider, candidate, check_shape=not shape_told)
+            shape_told = shape_told or is_shape_feedback(errors)
+        candidate.steps = steps
+        return candidate
+
+    def _dry_runs(self, provider: InferenceProvider) -> bool:
+        """Whether this provider's programs are dry-run: a model's, when a runner is given and
+        its ``dry_run`` setting (default true) allows."""
+        wanted = getattr(provider, "dry_run", True)
+        return self.tryout is not None and provider_kind(provider) == KIND_MODEL and wanted is not False
+
+    async def _dry_run(self, provider: InferenceProvider, candidate: _Candidate, *,
+                       check_shape: bool) -> list[str]:
+        """Dry-run ``candidate`` (kept on it): the feedback its run gives, ``[]`` when it passed."""
+        if not self._dry_runs(provider) or self.tryout is None:
+            return []
+        tryout = await self.tryout(candidate.program)
+        candidate.tryout = tryout
+        errors = runtime_feedback(self.intent, tryout, check_shape=check_shape)
+        if tryout.skipped is not None:
+            did = f"not run: {tryout.skipped}"
+        elif errors:
+            did = f"ran it: {errors[0]}"
+        else:
+            did = "ran it: it passed"
+        self._note(provider, "dry run", did, candidate.program, errors, tryout=tryout.to_dict())
+        self.events.emit(CorrectionStep(provider.name, "dry run", did, not errors))
+        return errors
+
+    def _plan(self, provider: InferenceProvider, raw: str, rounds: int) -> list[str]:
         """The model calls the chain may make: a retry, then fixers; no retry after a copy of the prompt."""
-        rounds = _rounds(provider)
         if rounds and copies_prompt(raw, self.prompt_text):
             self._step(provider, "retry", "skipped: the reply copies the prompt", None)
             return ["fixer"] * rounds
@@ -267,11 +430,11 @@ class _Attempt:
             return ["the reply holds no code, only comments"]
         return errors
 
-    def _result(self, provider: InferenceProvider, raw: str, program: str, strategy: str | None = None,
-                steps: int = 0) -> GenerationResult:
+    def _result(self, provider: InferenceProvider, candidate: _Candidate) -> GenerationResult:
         return GenerationResult(
-            program, provider.name, 0.0, strategy, steps, self.log if strategy else None,
-            kind=provider_kind(provider), source=getattr(raw, "source", None))
+            candidate.program, provider.name, 0.0, candidate.strategy, candidate.steps,
+            self.log or None, kind=provider_kind(provider), source=getattr(candidate.raw, "source", None),
+            dry_run=candidate.tryout)
 
     def _step(self, provider: InferenceProvider, step: str, did: str, cleaned: Cleaned | None) -> None:
         program, errors = (cleaned.program, cleaned.errors) if cleaned is not None else (None, [])
@@ -279,9 +442,9 @@ class _Attempt:
         self.events.emit(CorrectionStep(provider.name, step, did, cleaned is not None and cleaned.valid))
 
     def _note(self, provider: InferenceProvider, step: str, did: str, program: str | None,
-              errors: list[str]) -> None:
+              errors: list[str], **extra: Any) -> None:
         self.log.append({"provider": provider.name, "step": step, "did": did, "program": program,
-                         "errors": list(errors)})
+                         "errors": list(errors), **extra})
 
 
 def _score(attempt: Cleaned) -> tuple[bool, int]:
@@ -307,6 +470,24 @@ def _rounds(provider: InferenceProvider) -> int:
     rounds = getattr(provider, "correction_rounds", DEFAULT_ROUNDS)
     return rounds if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds >= 0 else (
         DEFAULT_ROUNDS)
+
+
+def _samples(provider: InferenceProvider) -> int:
+    samples = getattr(provider, "samples", DEFAULT_SAMPLES)
+    return samples if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1 else (
+        DEFAULT_SAMPLES)
+
+
+def _groups(passed: Sequence[_Candidate]) -> list[list[_Candidate]]:
+    """``passed`` grouped by their dry run's output (a program not run is a group of its own),
+    the largest group first (ties: the one holding the shortest program)."""
+    groups: dict[str, list[_Candidate]] = {}
+    for candidate in passed:
+        tryout = candidate.tryout
+        ran = tryout is not None and tryout.skipped is None
+        key = "output:" + output_key(tryout.output) if ran and tryout else "program:" + candidate.program
+        groups.setdefault(key, []).append(candidate)
+    return sorted(groups.values(), key=lambda group: (-len(group), min(len(c.program) for c in group)))
 
 
 def _takes_config(method: Callable[..., Any]) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ._tryout import Tryout
+
 
 @runtime_checkable
 class InferenceProvider(Protocol):
@@ -18,7 +20,9 @@ class InferenceProvider(Protocol):
     program, errors, namespace_desc, config=None)`` for the correction
     chain's fresh-fixer step (see :class:`FixingProvider`), ``kind`` (a
     ``KIND_*`` value; default a model), ``correction_rounds`` (model calls
-    the correction chain may make after the first; default 2) and
+    the correction chain may make after the first; default 2), ``samples``
+    (programs asked for at first; default 1), ``dry_run`` (whether its valid
+    programs are dry-run when the dispatcher can; default true) and
     ``unavailable_reason()``.
     """
 
@@ -79,6 +83,8 @@ class ProgramText(str):
 
 # Model calls the correction chain may make after the first, when a provider does not say.
 DEFAULT_ROUNDS = 2
+# Programs a provider is asked for at first, when it does not say (``samples``).
+DEFAULT_SAMPLES = 1
 
 # What a provider is, for the ratchet: a template's runs are counted, a model's recorded.
 KIND_TEMPLATE, KIND_RULES, KIND_REPLAY, KIND_MODEL = "template", "rules", "replay", "model"
@@ -97,7 +103,8 @@ class GenerationResult:
 
     ``provider_name`` is the tier's configured name, ``kind`` what sort of provider it is
     (``template``, ``rules``, ``replay`` or ``model``) and ``source`` where the program came
-    from when the provider says (a template's file).
+    from when the provider says (a template's file). ``dry_run`` is how the program was
+    checked before it was returned (its trace, for the person to see), when it was.
     """
 
     program: str
@@ -108,6 +115,7 @@ class GenerationResult:
     attempts_log: list[dict[str, Any]] | None = None
     kind: str = KIND_MODEL
     source: str | None = None
+    dry_run: Tryout | None = None
 
     @property
     def from_model(self) -> bool:

@@ -67,6 +67,7 @@ class RunRequest:
     memory_mb: int = DEFAULT_LIMITS.memory_mb
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
     max_tool_calls: int | None = DEFAULT_LIMITS.max_tool_calls
+    dry: bool = False  # a dry run: whatever the program staged is dropped, never committed
 
     def to_frame(self) -> dict[str, Any]:
         """Plain data for the wire (``op`` is ``"run"``)."""
@@ -75,7 +76,8 @@ class RunRequest:
                 "protected": self.protected, "params": self.params, "keep": self.keep,
                 "return_variables": self.return_variables, "kits_dir": self.kits_dir,
                 "timeout": self.timeout, "memory_mb": self.memory_mb,
-                "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls}
+                "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls,
+                "dry": self.dry}
 
     @classmethod
     def from_frame(cls, frame: Mapping[str, Any]) -> RunRequest:
@@ -91,7 +93,7 @@ class RunRequest:
                        frame.get("kits_dir"), frame.get("timeout", DEFAULT_LIMITS.timeout),
                        frame.get("memory_mb", DEFAULT_LIMITS.memory_mb),
                        frame.get("max_result_bytes", DEFAULT_LIMITS.max_result_bytes),
-                       frame.get("max_tool_calls"))
+                       frame.get("max_tool_calls"), frame.get("dry") is True)
         except (KeyError, TypeError, AttributeError) as exc:
             raise wire.WireError(f"malformed run request: {type(exc).__name__}") from None
 

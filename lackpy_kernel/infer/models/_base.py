@@ -21,7 +21,20 @@ for ``max_tokens``):
   prompt's examples (:func:`~lackpy_kernel.infer.prompt.default_max_tokens`).
 - ``raw`` (false): send one completion text instead of chat messages.
 - ``correction_rounds`` (2): model calls the correction chain may make after
-  the first (a retry, then fixers); 0 leaves only the free cleanup.
+  the first (a retry, then fixers, and run-time feedback); 0 leaves only the free cleanup.
+- ``samples`` (1): programs asked for at first; with more than one, the valid ones are
+  dry-run and a program of the largest group that agrees on its output is returned (give
+  the tier a ``temperature`` above 0, or the samples are all the same). One intent costs
+  at most ``samples + correction_rounds`` calls.
+- ``constrain`` (unset): ``"grammar"`` sends the lackpy grammar, restricted to the kit's
+  tools and the builtins (:func:`lackpy_kernel.infer.grammar.lackpy_gbnf`), as a decoding
+  constraint, to servers that take llama.cpp's GBNF ``grammar`` (llama.cpp's server,
+  llama-cpp-python's OpenAI-compatible server; the ``openai`` plugin only). A server that
+  refuses it is asked again without it, with a warning, and not sent it again
+  (``grammar_status`` says which).
+- ``dry_run`` (true): run each valid program before it is returned, in the sandbox with
+  its file changes dropped, and feed a run-time error (or a non-number where the intent
+  asks "how many") back as a correction round; false returns the first valid program.
 
 Tool calling uses the connection, the model, ``temperature``, ``stream``, ``max_tokens``
 and the retry policy; the program-writing settings (``stop``, ``raw``,
@@ -37,7 +50,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from lackpy_kernel.errors import ProviderError
-from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, KIND_MODEL
+from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
+from lackpy_kernel.infer.grammar import lackpy_gbnf
 from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
@@ -58,6 +72,7 @@ class Sampling:
     stop: tuple[str, ...] = DEFAULT_STOP
     max_tokens: int = FALLBACK_MAX_TOKENS
     on_text: TextCallback | None = None
+    grammar: str | None = None  # a GBNF grammar the reply must follow (``constrain``)
 
 
 @dataclass(frozen=True)
@@ -68,13 +83,23 @@ class GenerationSettings:
     max_tokens: int | None = None
     raw: bool = False
     correction_rounds: int = DEFAULT_ROUNDS
+    samples: int = DEFAULT_SAMPLES
+    dry_run: bool = True
+    constrain: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, token_key: str = "max_tokens",
-                      raw_allowed: bool = True) -> GenerationSettings:
+                      raw_allowed: bool = True, constraints: tuple[str, ...] = ()
+                      ) -> GenerationSettings:
         """The settings from a provider table; ``ValueError`` naming a bad key."""
+        constrain = optional_str("constrain", settings.get("constrain"))
+        if constrain is not None and constrain not in constraints:
+            offered = (f"this provider takes: {', '.join(map(repr, constraints))}" if constraints
+                       else "this provider's API takes no decoding constraint; remove `constrain`")
+            raise ValueError(f"constrain = {constrain!r} is not offered: {offered}")
         stop = settings.get("stop")
         rounds = optional_int("correction_rounds", settings.get("correction_rounds"), minimum=0)
+        samples = optional_int("samples", settings.get("samples"), minimum=1)
         raw = require_bool("raw", settings.get("raw", False))
         if raw and not raw_allowed:
             raise ValueError("raw completion is not offered by this provider's API; remove `raw`")
@@ -83,10 +108,13 @@ class GenerationSettings:
             max_tokens=optional_int(token_key, settings.get(token_key), minimum=1),
             raw=raw,
             correction_rounds=DEFAULT_ROUNDS if rounds is None else rounds,
+            samples=DEFAULT_SAMPLES if samples is None else samples,
+            dry_run=require_bool("dry_run", settings.get("dry_run", True)),
+            constrain=constrain,
         )
 
 
-GENERATION_KEYS = ("stop", "max_tokens", "raw", "correction_rounds")
+GENERATION_KEYS = ("stop", "max_tokens", "raw", "correction_rounds", "samples", "dry_run", "constrain")
 COMMON_KEYS = frozenset({"plugin", "model", "temperature", "stream", *GENERATION_KEYS, *POLICY_KEYS})
 
 
@@ -108,6 +136,7 @@ class ModelProvider:
     settings_keys: ClassVar[frozenset[str]] = COMMON_KEYS
     token_key: ClassVar[str] = "max_tokens"  # the settings' name for the token limit
     raw_allowed: ClassVar[bool] = True
+    constraints: ClassVar[tuple[str, ...]] = ()  # the ``constrain`` values its API takes
     kind = KIND_MODEL
 
     def __init__(
@@ -126,6 +155,8 @@ class ModelProvider:
         self.stream = stream
         self.policy = policy if policy is not None else RetryPolicy()
         self.generation = generation if generation is not None else GenerationSettings()
+        # with ``constrain``: "not sent yet", "taken" or "refused: why" (``lackpy doctor``)
+        self.grammar_status = "not sent yet"
 
     @classmethod
     def from_settings(cls, name: str, settings: Mapping[str, Any]) -> Self:
@@ -140,7 +171,8 @@ class ModelProvider:
             stream=require_bool("stream", settings.get("stream", True)),
             policy=RetryPolicy.from_settings(settings),
             generation=GenerationSettings.from_settings(settings, token_key=cls.token_key,
-                                                        raw_allowed=cls.raw_allowed),
+                                                        raw_allowed=cls.raw_allowed,
+                                                        constraints=cls.constraints),
         )
 
     @classmethod
@@ -156,6 +188,16 @@ class ModelProvider:
     def correction_rounds(self) -> int:
         """Model calls the correction chain may make after the first."""
         return self.generation.correction_rounds
+
+    @property
+    def samples(self) -> int:
+        """Programs asked for at first (see the module doc)."""
+        return self.generation.samples
+
+    @property
+    def dry_run(self) -> bool:
+        """Whether the dispatcher dry-runs this tier's valid programs (see the module doc)."""
+        return self.generation.dry_run
 
     def available(self) -> bool:
         """True when the client package is installed; makes no request."""
@@ -225,7 +267,10 @@ class ModelProvider:
         if stop is None:
             stop = tuple(config.get("stop", DEFAULT_STOP))
         max_tokens = self.generation.max_tokens or config.get("max_tokens") or FALLBACK_MAX_TOKENS
-        return Sampling(stop, int(max_tokens), config.get("on_text"))
+        grammar = None
+        if self.generation.constrain == "grammar" and not self.grammar_status.startswith("refused"):
+            grammar = lackpy_gbnf(config.get("tool_names") or config.get("allowed_names") or ())
+        return Sampling(stop, int(max_tokens), config.get("on_text"), grammar)
 
     async def chat(self, system: str, user: str, sampling: Sampling) -> str:
         """One system + user exchange with the model: its answer text."""

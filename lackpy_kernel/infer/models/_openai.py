@@ -12,6 +12,7 @@ usage, or one completion).
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,6 +47,8 @@ OPENAI_URL = "https://api.openai.com/v1"
 # Sent as the key to a server of one's own (base_url set) when the key's variable is unset;
 # the client refuses to run without one, local servers ignore it.
 NO_KEY = "no-key-needed"
+# The statuses with which a server refuses a request's grammar (unknown field, bad grammar).
+GRAMMAR_REFUSALS = frozenset({400, 422, 500})
 
 
 class OpenAIProvider(ModelProvider):
@@ -63,6 +66,7 @@ class OpenAIProvider(ModelProvider):
     stream_label = "the stream"
     default_model = DEFAULT_MODEL
     settings_keys = frozenset({*COMMON_KEYS, "base_url", "api_key_env"})
+    constraints = ("grammar",)  # llama.cpp's ``grammar`` (GBNF), sent in the request body
 
     def __init__(
         self,
@@ -146,16 +150,37 @@ class OpenAIProvider(ModelProvider):
             part = choice.delta if self.stream else choice.message
             return (part.content if part is not None else None) or ""
 
-        async def send(client: Any, secrets: tuple[str, ...]) -> str:
+        async def once(client: Any, secrets: tuple[str, ...], extra: dict[str, Any]) -> str:
             api = client.chat.completions if endpoint == "chat" else client.completions
             if not self.stream:
-                text = text_of(await api.create(**request, stream=False))
+                text = text_of(await api.create(**request, **extra, stream=False))
             else:
-                text = await self.collect_text(await api.create(**request, stream=True), text_of,
-                                               redacting(sampling.on_text, secrets))
+                text = await self.collect_text(await api.create(**request, **extra, stream=True),
+                                               text_of, redacting(sampling.on_text, secrets))
             return redact(text, secrets)
 
+        async def send(client: Any, secrets: tuple[str, ...]) -> str:
+            if sampling.grammar is None:
+                return await once(client, secrets, {})
+            try:
+                text = await once(client, secrets, {"extra_body": {"grammar": sampling.grammar}})
+            except openai.APIStatusError as exc:
+                if exc.status_code not in GRAMMAR_REFUSALS:
+                    raise
+                self.grammar_refused(redact(f"HTTP {exc.status_code}: {exc.message}", secrets))
+                return await once(client, secrets, {})
+            self.grammar_status = "taken"
+            return text
+
+        import openai
+
         return await self.exchange(send)
+
+    def grammar_refused(self, why: str) -> None:
+        """Note that the server refused the grammar (it is not sent again), with a warning."""
+        self.grammar_status = f"refused: {why[:200]}"
+        warnings.warn(f"{self.what} refused the lackpy grammar ({why[:200]}); decoding "
+                      "without it (remove `constrain` to silence this)", RuntimeWarning, stacklevel=2)
 
     def is_transient(self, error: BaseException) -> bool:
         """What the server says (``x-should-retry``), else its transient statuses and connection errors."""

@@ -120,14 +120,16 @@ class Sandbox:
         *,
         keep: bool = True,
         return_variables: bool = False,
+        dry: bool = False,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
 
         ``keep=True`` runs in the session and keeps its variables on success;
-        ``keep=False`` runs on an empty namespace and leaves the session alone.
+        ``keep=False`` runs on an empty namespace and leaves the session alone. ``dry``
+        drops whatever the program staged (its file changes never land).
         """
-        prepared = self._prepare(program, kit, params, keep, return_variables)
+        prepared = self._prepare(program, kit, params, keep, return_variables, dry)
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
@@ -143,15 +145,16 @@ class Sandbox:
         *,
         keep: bool = True,
         return_variables: bool = False,
+        dry: bool = False,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
         stays as it was) and raises CancelledError, unless the result came first."""
         if not self.ready or not self._run_lock.acquire(blocking=False):
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
-                                    return_variables=return_variables)
+                                    return_variables=return_variables, dry=dry)
         try:
-            prepared = self._prepare(program, kit, params, keep, return_variables)
+            prepared = self._prepare(program, kit, params, keep, return_variables, dry)
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
@@ -214,7 +217,8 @@ class Sandbox:
         return self.limits.timeout + GRACE_SECONDS
 
     def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool) -> tuple[RunRequest, KitPlan] | ExecutionResult:
+                 return_variables: bool, dry: bool = False
+                 ) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
         bad = find_non_plain(params or {})
@@ -229,7 +233,7 @@ class Sandbox:
         return RunRequest(program, str(self.workspace), plan.builtins, plan.tools,
                           plan.import_path, _protected(self.protected), dict(params or {}), keep,
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
-                          limits.max_result_bytes, limits.max_tool_calls), plan
+                          limits.max_result_bytes, limits.max_tool_calls, dry), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""

@@ -218,6 +218,10 @@ class Worker:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
         folder = stage_folder(os.path.realpath(request.workspace), child.pid)
+        if staged and request.dry:  # a dry run (a candidate a model wrote): nothing lands
+            reply.result["notes"].append("nothing was written: a dry run's file changes are dropped")
+            discard_stage(folder)
+            staged = []
         landed = None
         if staged:
             reply, landed = settle_files(reply, request, folder, staged)

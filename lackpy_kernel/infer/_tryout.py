@@ -1,0 +1,257 @@
+"""Dry runs of generated programs, and what their failures tell the model.
+
+The dispatcher hands each valid program a model wrote to a :data:`TryoutRunner` (the
+service's: the program validated and run under the limits, in the sandbox, its file changes
+staged and dropped) and gets a :class:`Tryout` back. :func:`runtime_feedback` turns a
+failed tryout, or an answer of the wrong shape, into the errors of one more correction
+round: the error and the context that would fix it (for a missing file, the workspace paths
+nearest the name asked for; for an unknown key, the keys the value has; what the tools
+returned), bounded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import reprlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit.pathmatch import compile_pattern, match_files
+from lackpy_kernel.kit.spec import CHILD
+from lackpy_kernel.kit.workspace import Workspace
+
+SHOWN_CHARS = 160  # at most this much of a value in a message to the model
+NEAREST_PATHS = 4  # workspace paths offered for a missing file
+SHOWN_CALLS = 3  # tool calls whose results are shown
+MAX_KEYS = 20  # keys offered for an unknown key
+LISTED_PATHS = 2000  # workspace files compared with a missing file's name
+READ_GRADE_W = 1  # the highest world coupling a program run outside the sandbox may dry-run
+_MISSING_FILE = re.compile(r"no file '(?P<name>[^']*)' in the workspace")
+_KEY_ERROR = re.compile(r"^KeyError: (?P<key>'[^']*'|\S+)")
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = SHOWN_CHARS
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 12
+_SHORT.maxlevel = 3
+_REPR_KEY = re.compile(r"[{,]\s*'([^'\\]{1,60})':")
+_NUMBER_INTENT = re.compile(r"\b(how many|count|number of)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ToolCallSeen:
+    """One tool call of a dry run: ``shown`` is the call as text, ``result`` its value."""
+
+    shown: str
+    result: Any = None
+    success: bool = True
+
+
+@dataclass(frozen=True)
+class Tryout:
+    """What the dry run of one program did.
+
+    ``skipped`` says why it was not run (a tool that cannot be staged; the program then
+    counts as passing); ``paths`` are the workspace's files, for a missing file's hint;
+    ``trace`` the run's trace as plain data, for the person to see (``%trace``).
+    """
+
+    success: bool
+    output: Any = None
+    error: str | None = None
+    calls: tuple[ToolCallSeen, ...] = ()
+    paths: tuple[str, ...] = ()
+    skipped: str | None = None
+    trace: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        """Whether the program ran to its end (or was not run, and so counts as passing)."""
+        return self.success or self.skipped is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the attempts log keeps of it: plain data, bounded."""
+        return {"success": self.success, "skipped": self.skipped, "error": self.error,
+                "output": shown(self.output) if self.success else None}
+
+
+TryoutRunner = Callable[[str], Awaitable[Tryout]]
+
+
+class _Entry(Protocol):
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+    @property
+    def result(self) -> Any: ...
+
+    @property
+    def success(self) -> bool: ...
+
+
+class _Trace(Protocol):
+    @property
+    def entries(self) -> Sequence[_Entry]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class RunResult(Protocol):
+    """What a run returns (``lackpy_kernel.run.ExecutionResult``), as far as a tryout reads it."""
+
+    @property
+    def success(self) -> bool: ...
+
+    @property
+    def output(self) -> Any: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def trace(self) -> _Trace: ...
+
+
+def tryout_of(result: RunResult, workspace: str | None = None) -> Tryout:
+    """The tryout of a finished dry run; a failure lists ``workspace``'s files (for a hint)."""
+    calls = tuple(ToolCallSeen(_call_text(entry.tool, entry.args), entry.result, entry.success)
+                  for entry in result.trace.entries)
+    paths = tuple(workspace_files(workspace)) if workspace and not result.success else ()
+    return Tryout(result.success, result.output, result.error, calls, paths,
+                  trace=result.trace.to_dict())
+
+
+def not_dry_runnable(calls: Iterable[str], kit: ResolvedKit, *, sandboxed: bool) -> str | None:
+    """Why a program calling ``calls`` is not dry-run, or None: in the sandbox, a tool graded
+    above read that runs outside the program's process (its effect cannot be staged);
+    outside the sandbox, any tool graded above read."""
+    for name in sorted(set(calls)):
+        spec = kit.tools.get(name)
+        if spec is None or spec.grade_w <= READ_GRADE_W:
+            continue
+        if not sandboxed:
+            return f"it calls {name}, which may change things, and programs run without the sandbox"
+        if spec.where != CHILD:
+            return f"it calls {name}, which acts outside the sandbox and cannot be staged"
+    return None
+
+
+def workspace_files(root: str) -> list[str]:
+    """Up to ``LISTED_PATHS`` of the workspace's files, workspace-relative; [] when unreadable."""
+    try:
+        return match_files(Workspace(root), compile_pattern("**/*"), LISTED_PATHS)
+    except (OSError, ValueError):
+        return []
+
+
+def _call_text(tool: str, args: Mapping[str, Any]) -> str:
+    return f"{tool}({', '.join(shown(value) for value in args.values())})"
+
+
+def asks_for_a_number(intent: str) -> bool:
+    """Whether ``intent`` asks "how many", "count" or "number of"."""
+    return _NUMBER_INTENT.search(intent) is not None
+
+
+def runtime_feedback(intent: str, tryout: Tryout, *, check_shape: bool = True) -> list[str]:
+    """The errors one more correction round shows the model; ``[]`` when the program passed.
+
+    A failure gives its error and the context that would fix it. With ``check_shape``, a
+    program that ran but returned something other than a number for an intent that asks
+    for one gives "the intent asks for a number".
+    """
+    if tryout.skipped is not None:
+        return []
+    if not tryout.success:
+        error = " ".join((tryout.error or "the program failed").split())
+        return [f"the program ran and failed: {error}", *_hints(error, tryout)]
+    if check_shape and asks_for_a_number(intent) and not _is_number(tryout.output):
+        return [f"the intent asks for a number, but the program returned "
+                f"{type(tryout.output).__name__} {shown(tryout.output)}; return a number "
+                f"(len(...), sum(...) or count(...))"]
+    return []
+
+
+def is_shape_feedback(errors: Sequence[str]) -> bool:
+    """Whether ``errors`` are the answer-shape check's (fed back once only)."""
+    return bool(errors) and errors[0].startswith("the intent asks for a number")
+
+
+def _hints(error: str, tryout: Tryout) -> list[str]:
+    missing = _MISSING_FILE.search(error)
+    if missing is not None:
+        near = nearest_paths(missing.group("name"), tryout.paths)
+        hint = (f"files in the workspace nearest {missing.group('name')!r}: {', '.join(near)}"
+                if near else "the workspace has no such file; find_files('**/*') lists them")
+        return [hint, *_returned(tryout.calls)]
+    key = _KEY_ERROR.match(error)
+    if key is not None:
+        keys = _keys_seen(tryout.calls)
+        if keys:
+            return [f"there is no key {key.group('key')}; the keys are: {', '.join(keys)}"]
+    return _returned(tryout.calls)
+
+
+def nearest_paths(name: str, paths: Iterable[str]) -> list[str]:
+    """The workspace paths most like ``name`` (by the whole path and by the file's name)."""
+    scored: list[tuple[float, str]] = []
+    for path in paths:
+        base, wanted = path.rsplit("/", 1)[-1], name.rsplit("/", 1)[-1]
+        score = max(difflib.SequenceMatcher(None, name, path).ratio(),
+                    difflib.SequenceMatcher(None, wanted, base).ratio())
+        score += 0.5 if _stem(base) == _stem(wanted) else 0.0
+        scored.append((score, path))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [path for _, path in scored[:NEAREST_PATHS]]
+
+
+def _stem(name: str) -> str:
+    return name.split(".", 1)[0].lower()
+
+
+def _returned(calls: Sequence[ToolCallSeen]) -> list[str]:
+    done = [call for call in calls if call.success][-SHOWN_CALLS:]
+    if not done:
+        return []
+    return ["the tools returned: " + "; ".join(f"{call.shown} -> {shown(call.result)}"
+                                               for call in done)]
+
+
+def _keys_seen(calls: Sequence[ToolCallSeen]) -> list[str]:
+    """The keys of the last dict a tool returned (or of the first dict in its list); a trace
+    keeps big results as their bounded repr, whose keys are read back from the text."""
+    for call in reversed(calls):
+        result = call.result
+        if isinstance(result, list) and result:
+            result = result[0]
+        if isinstance(result, Mapping):
+            return [repr(key) for key in list(result)[:MAX_KEYS]]
+        if isinstance(result, str):
+            keys = list(dict.fromkeys(_REPR_KEY.findall(result[:SHOWN_CHARS * 4])))[:MAX_KEYS]
+            if keys:
+                return [f"'{key}'" for key in keys]
+    return []
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def shown(value: Any) -> str:
+    """``value`` as short Python text for a prompt or a log (at most ``SHOWN_CHARS``
+    characters; big containers and strings are cut before they are written out)."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS - 3] + "..."
+
+
+def output_key(value: Any) -> str:
+    """A key that groups equal outputs (samples that agree)."""
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)

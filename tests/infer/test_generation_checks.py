@@ -1,0 +1,208 @@
+"""Generation that checks its work: a model's valid program is dry-run before it is returned;
+a run-time failure or a wrong shape goes back to the model with what would fix it; ``samples``
+picks among programs by what they do. Real service, real OpenAI client, loopback server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
+from lackpy_kernel.infer._tryout import ToolCallSeen, nearest_paths
+from lackpy_kernel.service import LackpyService
+from tests.support import loopback as lb
+
+NOTES = "alpha\nbeta\ngamma\n"
+
+
+@pytest.fixture(autouse=True)
+def _env(model_env):
+    """No proxy or base-URL variable reaches the clients."""
+
+
+def workspace_with(tmp_path: Path, url: str, *, sandbox: bool = False, **settings: object) -> Path:
+    (tmp_path / "notes.txt").write_text(NOTES)
+    (tmp_path / "todo.txt").write_text("buy milk\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "util.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / ".lackpy").mkdir()
+    extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    (tmp_path / ".lackpy" / "config.toml").write_text(
+        '[inference]\norder = ["local"]\n\n[inference.providers.local]\nplugin = "openai"\n'
+        f'base_url = "{url}/v1"\nmodel = "tiny"\nraw = true\nretry_delay = 0.01\n'
+        f"request_timeout = 5\nmax_retries = 0\n{extra}"
+        f"\n[sandbox]\nenabled = {str(sandbox).lower()}\n")
+    return tmp_path
+
+
+async def delegate(workspace: Path, intent: str, kit: object = "debug") -> dict:
+    with LackpyService(workspace) as service:
+        return await service.delegate(intent, kit=kit)
+
+
+def prompts(server) -> list[str]:
+    return [lb.prompt_of(request) for request in server.requests]
+
+
+async def test_a_missing_file_goes_back_with_the_nearest_workspace_paths(tmp_path, model_server):
+    model_server.script(lb.openai_answer("read_file('txt.txt').splitlines()"),
+                        lb.openai_answer("read_file('notes.txt').splitlines()"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "return the lines of the text file")
+    assert result["success"] and result["output"] == ["alpha", "beta", "gamma"]
+    assert result["correction_strategy"] == "feedback"
+    assert len(model_server.requests) == 2
+    second = prompts(model_server)[1]
+    assert "no file 'txt.txt' in the workspace" in second
+    assert "nearest 'txt.txt': todo.txt, notes.txt, src/util.py" in second
+    assert "read_file('txt.txt')" in second  # the program that failed is shown
+
+
+async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, model_server):
+    listing = "read_file('notes.txt').splitlines()"
+    model_server.script(lb.openai_answer(listing), lb.openai_answer(listing + "\n"),
+                        lb.openai_answer("len(read_file('notes.txt').splitlines())"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3)
+    result = await delegate(workspace, "how many lines are in notes.txt")
+    assert "the intent asks for a number, but the program returned list" in prompts(model_server)[1]
+    # told once: the second list is not sent back again, and the round left over is not spent
+    assert len(model_server.requests) == 2
+    assert result["output"] == ["alpha", "beta", "gamma"]
+
+
+async def test_a_failure_in_a_later_statement_carries_what_the_tools_returned(tmp_path, model_server):
+    model_server.script(
+        lb.openai_answer("found = find_definitions('helper')\nfound[0]['path']"),
+        lb.openai_answer("found = find_definitions('helper')\nfound[0]['file']"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "which file defines helper")
+    assert result["output"] == "src/util.py"
+    second = prompts(model_server)[1]
+    assert "KeyError: 'path'" in second
+    assert "there is no key 'path'; the keys are: 'file', 'kind', 'line', 'name'" in second
+
+
+async def test_the_rounds_bound_the_calls_even_when_every_program_fails(tmp_path):
+    with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
+        workspace = workspace_with(tmp_path, server.url, correction_rounds=2)
+        result = await delegate(workspace, "read the missing file")
+        assert len(server.requests) == 3  # the first call and two rounds, no more
+    assert result["program"] == "read_file('nope.txt')"  # valid, and the log says it failed
+    assert not result["success"]
+
+
+async def test_samples_and_rounds_bound_the_calls_together(tmp_path):
+    with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
+        workspace = workspace_with(tmp_path, server.url, samples=3, correction_rounds=1)
+        with LackpyService(workspace) as service:
+            generated = await service.generate("read the missing file", kit="debug")
+        assert len(server.requests) == 4  # samples + correction_rounds
+    did = [entry["did"] for entry in generated.attempts_log if entry["step"] == "samples"]
+    assert did == ["asked for 3: 3 valid, 0 passed their dry run; groups by output: none"]
+
+
+async def test_samples_return_the_shortest_program_of_the_largest_group(tmp_path, model_server):
+    model_server.script(
+        lb.openai_answer("read_file('nope.txt')"),  # fails: dropped
+        lb.openai_answer("len(read_file('notes.txt'))"),  # 18, alone
+        lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlen(lines)"),  # 3
+        lb.openai_answer("len(read_file('notes.txt').splitlines())"),  # 3, the shortest of the two
+        lb.openai_answer("while True:\n    1"))  # not valid
+    workspace = workspace_with(tmp_path, model_server.url, samples=5, temperature=0.8)
+    events = []
+    with LackpyService(workspace) as service:
+        generated = await service.generate("how many lines are in notes.txt", kit="debug",
+                                           on_event=events.append)
+    assert generated.program == "len(read_file('notes.txt').splitlines())"
+    assert generated.correction_strategy == "samples"
+    assert len(model_server.requests) == 5
+    assert all(request.json["temperature"] == 0.8 for request in model_server.requests)
+    shown = [event.did for event in events if getattr(event, "step", "") == "samples"]
+    assert shown == ["asked for 5: 4 valid, 3 passed their dry run; groups by output: 2, 1"]
+    assert generated.dry_run is not None and generated.dry_run.output == 3
+
+
+async def test_dry_run_false_returns_the_first_valid_program_unrun(tmp_path, model_server):
+    model_server.script(lb.openai_answer("read_file('txt.txt')"))
+    workspace = workspace_with(tmp_path, model_server.url, dry_run=False)
+    with LackpyService(workspace) as service:
+        generated = await service.generate("read the text file", kit="debug")
+    assert generated.program == "read_file('txt.txt')" and generated.dry_run is None
+    assert len(model_server.requests) == 1
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("samples", 0, "samples must be >= 1"), ("dry_run", "yes", "dry_run must be true or false")])
+async def test_bad_settings_name_the_key(tmp_path, key, value, message):
+    workspace = workspace_with(tmp_path, "http://127.0.0.1:9", **{key: value})
+    with LackpyService(workspace) as service:
+        listing = {p["name"]: p["reason"] for p in service.providers_list()}
+    assert message in listing["local"]
+
+
+async def test_a_program_reading_a_session_variable_is_not_dry_run(tmp_path, model_server):
+    model_server.script(lb.openai_answer("len(rows)"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    from lackpy_kernel.service import NotebookContext
+
+    context = NotebookContext(names=frozenset({"rows"}), description="rows: list (3 items)")
+    with LackpyService(workspace) as service:
+        generated = await service.generate("how many rows", kit="debug", context=context)
+    assert generated.dry_run is not None
+    assert generated.dry_run.skipped == "it reads the notebook variable rows, held by the session"
+
+
+def test_feedback_for_a_missing_file_lists_the_nearest_paths_and_the_tools_results():
+    tryout = Tryout(False, error="FileNotFoundError: no file 'names.txt' in the workspace",
+                    calls=(ToolCallSeen("find_files('*.txt')", ["notes.txt", "todo.txt"]),),
+                    paths=("notes.txt", "todo.txt", "src/util.py", "data/names.csv"))
+    errors = runtime_feedback("read the names", tryout)
+    assert errors[0].startswith("the program ran and failed: FileNotFoundError")
+    assert errors[1] == ("files in the workspace nearest 'names.txt': data/names.csv, notes.txt, "
+                         "todo.txt, src/util.py")
+    assert errors[2] == "the tools returned: find_files('*.txt') -> ['notes.txt', 'todo.txt']"
+
+
+def test_nearest_paths_prefers_the_same_file_name_in_another_folder():
+    assert nearest_paths("people.csv", ["notes.txt", "data/people.csv", "peep.py"])[0] == \
+        "data/people.csv"
+
+
+def test_a_number_passes_the_shape_check_and_a_bool_does_not():
+    assert runtime_feedback("how many files", Tryout(True, output=3)) == []
+    assert runtime_feedback("count the files", Tryout(True, output=True))
+    assert runtime_feedback("list the files", Tryout(True, output=["a"])) == []
+
+
+async def test_without_a_tryout_the_dispatcher_runs_nothing():
+    class Model:
+        name, kind = "m", "model"
+        calls = 0
+
+        def available(self):
+            return True
+
+        async def generate(self, intent, namespace_desc, config=None, error_feedback=None):
+            Model.calls += 1
+            return "read_file('x')"
+
+    result = await InferenceDispatcher([Model()]).generate("read x", "", {"read_file"})
+    assert result.dry_run is None and Model.calls == 1
+
+
+def test_only_effects_that_can_be_staged_are_dry_run(tmp_path):
+    from lackpy_kernel.infer import not_dry_runnable
+    from lackpy_kernel.kit import ToolSpec, builtin_toolbox, resolve_kit
+
+    toolbox = builtin_toolbox(tmp_path)
+    toolbox.register_tool(ToolSpec(name="post_issue", provider="inline", grade_w=3), fn=len)
+    toolbox.register_tool(ToolSpec(name="lookup", provider="inline", grade_w=1), fn=len)
+    kit = resolve_kit(["read_file", "write_file", "post_issue", "lookup"], toolbox)
+    assert not_dry_runnable(["read_file", "write_file", "lookup"], kit, sandboxed=True) is None
+    assert not_dry_runnable(["post_issue"], kit, sandboxed=True) == (
+        "it calls post_issue, which acts outside the sandbox and cannot be staged")
+    assert not_dry_runnable(["write_file"], kit, sandboxed=False) == (
+        "it calls write_file, which may change things, and programs run without the sandbox")
+    assert not_dry_runnable(["read_file", "lookup"], kit, sandboxed=False) is None
