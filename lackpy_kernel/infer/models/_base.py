@@ -22,6 +22,8 @@ for ``max_tokens``):
 - ``raw`` (false): send one completion text instead of chat messages.
 - ``correction_rounds`` (2): model calls the correction chain may make after
   the first (a retry, then fixers); 0 leaves only the free cleanup.
+- ``price_in``, ``price_out``: the price per million input and output tokens; each call's
+  tokens (the server's own counts) and cost go to the usage record (:mod:`lackpy_kernel.telemetry`).
 
 Tool calling uses the connection, the model, ``temperature``, ``stream``, ``max_tokens``
 and the retry policy; the program-writing settings (``stop``, ``raw``,
@@ -34,11 +36,13 @@ import importlib
 import importlib.util
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, KIND_MODEL
 from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt
+from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
 from ._policy import POLICY_KEYS, RetryPolicy, default_describe, default_is_transient, iter_with_idle_timeout
@@ -87,7 +91,8 @@ class GenerationSettings:
 
 
 GENERATION_KEYS = ("stop", "max_tokens", "raw", "correction_rounds")
-COMMON_KEYS = frozenset({"plugin", "model", "temperature", "stream", *GENERATION_KEYS, *POLICY_KEYS})
+COMMON_KEYS = frozenset({"plugin", "model", "temperature", "stream", *GENERATION_KEYS, *POLICY_KEYS,
+                         *PRICE_KEYS})
 
 
 class ModelProvider:
@@ -109,6 +114,8 @@ class ModelProvider:
     token_key: ClassVar[str] = "max_tokens"  # the settings' name for the token limit
     raw_allowed: ClassVar[bool] = True
     kind = KIND_MODEL
+    prices = Prices()  # ``price_in`` / ``price_out`` per million tokens
+    usage_file: Path | None = None  # where each call is recorded (the workspace's usage record)
 
     def __init__(
         self,
@@ -132,7 +139,7 @@ class ModelProvider:
         """A provider from a ``[inference.providers.<name>]`` table; a bad or unknown key raises
         ``ValueError`` naming it."""
         check_settings(cls.plugin, name, settings, cls.settings_keys)
-        return cls(
+        provider = cls(
             name,
             **cls.own_settings(settings),
             model=optional_str("model", settings.get("model", cls.default_model)) or cls.default_model,
@@ -142,6 +149,8 @@ class ModelProvider:
             generation=GenerationSettings.from_settings(settings, token_key=cls.token_key,
                                                         raw_allowed=cls.raw_allowed),
         )
+        provider.prices = Prices.from_settings(settings)
+        return provider
 
     @classmethod
     def own_settings(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,7 +276,8 @@ class ModelProvider:
 
     async def exchange(self, send: Send[T]) -> T:
         """``send(client, secrets)`` under the retry policy, on a fresh client each attempt
-        (closed after it). ``secrets`` (the key, if any) are redacted from what this raises;
+        (closed after it), counted as one model call (its tokens, its cost, in ``usage_file``).
+        ``secrets`` (the key, if any) are redacted from what this raises;
         ``send`` redacts them from what it returns. Raises ProviderError
         (ProviderTimeoutError, StreamStallError) once the attempts are used up."""
         sdk = self.import_client()  # ProviderError naming the extra if missing
@@ -281,8 +291,12 @@ class ModelProvider:
             finally:
                 await client.close()
 
-        result: T = await self.policy.run(attempt, self.is_transient, what=self.what,
-                                          describe=self.describe, secrets=secrets)
+        with model_call(provider=self.plugin, tier=self.name, model=self.model, prices=self.prices,
+                        usage_file=self.usage_file):
+            result: T = await self.policy.run(attempt, self.is_transient, what=self.what,
+                                              describe=self.describe, secrets=secrets)
+            if isinstance(result, ModelTurn):
+                count_tokens(result.usage.input_tokens, result.usage.output_tokens)
         return result
 
     def stream_chunks(self, chunks: AsyncIterable[T]) -> AsyncIterator[T]:

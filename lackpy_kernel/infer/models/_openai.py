@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
+from lackpy_kernel.telemetry import count_tokens
 
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
@@ -138,6 +139,8 @@ class OpenAIProvider(ModelProvider):
             request["temperature"] = float(self.temperature)
 
         def text_of(chunk: Any) -> str:
+            if chunk.usage is not None:  # the answer, or a stream's last chunk
+                count_tokens(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
             if not chunk.choices:
                 return ""
             choice = chunk.choices[0]
@@ -151,8 +154,8 @@ class OpenAIProvider(ModelProvider):
             if not self.stream:
                 text = text_of(await api.create(**request, stream=False))
             else:
-                text = await self.collect_text(await api.create(**request, stream=True), text_of,
-                                               redacting(sampling.on_text, secrets))
+                chunks = await api.create(**request, stream=True, stream_options={"include_usage": True})
+                text = await self.collect_text(chunks, text_of, redacting(sampling.on_text, secrets))
             return redact(text, secrets)
 
         return await self.exchange(send)
