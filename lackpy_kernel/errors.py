@@ -39,6 +39,8 @@
     * PlanStepError (RuntimeError): a plan run ended with a step's error
       (``Envelope.raise_for_error()``).
     * MissingExtraError (ImportError): an optional extra is not installed; the message names it.
+    * TelemetryError (RuntimeError): the usage record cannot be read, or ``[telemetry]`` cannot
+      export (the message says what to do).
     * TemporalError (RuntimeError): a plan on Temporal went wrong outside its steps (no worker
       answered, a run that is not there or not paused, a workflow that was terminated).
         * TemporalUnreachableError (ConnectionError): the Temporal server cannot be reached.
@@ -317,6 +319,10 @@ class PlanStepError(LackpyError, RuntimeError):
 class MissingExtraError(LackpyError, ImportError):
     """An optional extra is not installed: the message names it and the ``pip install`` that
     adds it (``pip install 'lackpy-kernel[temporal]'``)."""
+
+
+class TelemetryError(LackpyError, RuntimeError):
+    """The usage record cannot be read, or the configured telemetry cannot export."""
 
 
 class TemporalError(LackpyError, RuntimeError):

@@ -20,6 +20,7 @@ from lackpy_kernel.errors import TemplateError
 from lackpy_kernel.infer import KIND_TEMPLATE, GenerationResult, record_generation
 from lackpy_kernel.infer.tiers import REPLAY_FILE, update_counts
 from lackpy_kernel.kit.atomic import atomic_write_text
+from lackpy_kernel.telemetry import USAGE_FILE, record_answer
 
 INTENT_LOG = "intents.jsonl"
 INTENT_LOG_LIMIT = 200
@@ -44,7 +45,8 @@ class Ratchet:
         return self.config_dir / INTENT_LOG
 
     def generated(self, intent: str, generated: GenerationResult, tool_names: Iterable[str]) -> None:
-        """Remember that ``intent`` produced ``generated``, and record a model's program."""
+        """Remember that ``intent`` produced ``generated``, record a model's program, and count
+        an answer from a template, rule or replay in the usage record."""
         tools = sorted(set(tool_names))
         entries = _read_log(self.intent_log)[-(INTENT_LOG_LIMIT - 1):]
         entries.append({"intent": intent, "program": generated.program, "tools": tools,
@@ -54,6 +56,8 @@ class Ratchet:
             atomic_write_text(self.intent_log, "".join(json.dumps(e) + "\n" for e in entries))
         except OSError as exc:
             self._notice(f"could not save the intent log to {self.intent_log}: {exc}")
+        if not generated.from_model:  # a model call saved, for `lackpy usage`
+            record_answer(self.config_dir / USAGE_FILE, kind=generated.kind, tier=generated.provider_name)
         if self.record and generated.from_model:
             record_generation(self.config_dir / REPLAY_FILE, intent, tools, generated.program,
                               generated.provider_name)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.telemetry import USAGE_FILE
+
 from ._provider import InferenceProvider
 from .tiers import REPLAY_FILE, ReplayProvider, RulesProvider, TemplatesProvider
 
@@ -42,7 +44,8 @@ def build_providers(
 
 
 def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> InferenceProvider:
-    """The provider called ``name``; an UnavailableProvider when it cannot be made."""
+    """The provider called ``name``; an UnavailableProvider when it cannot be made. A model
+    tier records its calls in ``config_dir``'s usage record."""
     plugin = settings.get("plugin", name)
     if plugin == "templates":
         return TemplatesProvider(config_dir / "templates", name=name)
@@ -56,6 +59,8 @@ def build_provider(name: str, settings: Mapping[str, Any], config_dir: Path) -> 
         known = ", ".join([*DETERMINISTIC_PLUGINS, *MODEL_PLUGINS])
         return UnavailableProvider(name, f"unknown plugin {plugin!r}; known plugins: {known}")
     try:
-        return MODEL_PLUGINS[plugin].from_settings(name, dict(settings))
+        provider = MODEL_PLUGINS[plugin].from_settings(name, dict(settings))
     except (ValueError, TypeError) as exc:
         return UnavailableProvider(name, f"bad settings in [inference.providers.{name}]: {exc}")
+    provider.usage_file = config_dir / USAGE_FILE
+    return provider

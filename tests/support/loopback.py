@@ -369,12 +369,16 @@ def _openai_chunk(request: Request, piece: str, finish: str | None) -> dict[str,
 
 
 def openai_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> Step:
-    """SSE ``data:`` chunks, one per piece (chat deltas or completion text, by path), then ``[DONE]``."""
+    """SSE ``data:`` chunks, one per piece (chat deltas or completion text, by path), a usage
+    chunk (10 tokens in, 5 out) when the request asks for one, then ``[DONE]``."""
     pieces = list(pieces)
 
     def step(handler: _Handler, request: Request) -> None:
         chunks = [_openai_chunk(request, piece, None) for piece in pieces]
         chunks.append(_openai_chunk(request, "", "stop"))
+        if ((request.json or {}).get("stream_options") or {}).get("include_usage"):
+            chunks.append({**_openai_chunk(request, "", None), "choices": [], "usage": {
+                "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
         events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
         chunked(events, "text/event-stream", stall_after=stall_after)(handler, request)
 

@@ -35,6 +35,8 @@ for ``max_tokens``):
 - ``dry_run`` (true): run each valid program before it is returned, in the sandbox with
   its file changes dropped, and feed a run-time error (or a non-number where the intent
   asks "how many") back as a correction round; false returns the first valid program.
+- ``price_in``, ``price_out``: the price per million input and output tokens; each call's
+  tokens (the server's own counts) and cost go to the usage record (:mod:`lackpy_kernel.telemetry`).
 
 Tool calling uses the connection, the model, ``temperature``, ``stream``, ``max_tokens``
 and the retry policy; the program-writing settings (``stop``, ``raw``,
@@ -47,12 +49,14 @@ import importlib
 import importlib.util
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
 from lackpy_kernel.infer.grammar import lackpy_gbnf
 from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt
+from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
 from ._policy import POLICY_KEYS, RetryPolicy, default_describe, default_is_transient, iter_with_idle_timeout
@@ -115,7 +119,8 @@ class GenerationSettings:
 
 
 GENERATION_KEYS = ("stop", "max_tokens", "raw", "correction_rounds", "samples", "dry_run", "constrain")
-COMMON_KEYS = frozenset({"plugin", "model", "temperature", "stream", *GENERATION_KEYS, *POLICY_KEYS})
+COMMON_KEYS = frozenset({"plugin", "model", "temperature", "stream", *GENERATION_KEYS, *POLICY_KEYS,
+                         *PRICE_KEYS})
 
 
 class ModelProvider:
@@ -138,6 +143,8 @@ class ModelProvider:
     raw_allowed: ClassVar[bool] = True
     constraints: ClassVar[tuple[str, ...]] = ()  # the ``constrain`` values its API takes
     kind = KIND_MODEL
+    prices = Prices()  # ``price_in`` / ``price_out`` per million tokens
+    usage_file: Path | None = None  # where each call is recorded (the workspace's usage record)
 
     def __init__(
         self,
@@ -163,7 +170,7 @@ class ModelProvider:
         """A provider from a ``[inference.providers.<name>]`` table; a bad or unknown key raises
         ``ValueError`` naming it."""
         check_settings(cls.plugin, name, settings, cls.settings_keys)
-        return cls(
+        provider = cls(
             name,
             **cls.own_settings(settings),
             model=optional_str("model", settings.get("model", cls.default_model)) or cls.default_model,
@@ -174,6 +181,8 @@ class ModelProvider:
                                                         raw_allowed=cls.raw_allowed,
                                                         constraints=cls.constraints),
         )
+        provider.prices = Prices.from_settings(settings)
+        return provider
 
     @classmethod
     def own_settings(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,7 +321,8 @@ class ModelProvider:
 
     async def exchange(self, send: Send[T]) -> T:
         """``send(client, secrets)`` under the retry policy, on a fresh client each attempt
-        (closed after it). ``secrets`` (the key, if any) are redacted from what this raises;
+        (closed after it), counted as one model call (its tokens, its cost, in ``usage_file``).
+        ``secrets`` (the key, if any) are redacted from what this raises;
         ``send`` redacts them from what it returns. Raises ProviderError
         (ProviderTimeoutError, StreamStallError) once the attempts are used up."""
         sdk = self.import_client()  # ProviderError naming the extra if missing
@@ -326,8 +336,12 @@ class ModelProvider:
             finally:
                 await client.close()
 
-        result: T = await self.policy.run(attempt, self.is_transient, what=self.what,
-                                          describe=self.describe, secrets=secrets)
+        with model_call(provider=self.plugin, tier=self.name, model=self.model, prices=self.prices,
+                        usage_file=self.usage_file):
+            result: T = await self.policy.run(attempt, self.is_transient, what=self.what,
+                                              describe=self.describe, secrets=secrets)
+            if isinstance(result, ModelTurn):
+                count_tokens(result.usage.input_tokens, result.usage.output_tokens)
         return result
 
     def stream_chunks(self, chunks: AsyncIterable[T]) -> AsyncIterator[T]:

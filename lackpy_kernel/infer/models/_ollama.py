@@ -12,6 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from lackpy_kernel.telemetry import count_tokens
+
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
     AssistantMessage,
@@ -122,6 +124,8 @@ class OllamaProvider(ModelProvider):
             request["keep_alive"] = self.keep_alive
 
         def text_of(chunk: Any) -> str:
+            if chunk.done:  # the last answer carries the counts
+                count_tokens(chunk.prompt_eval_count, chunk.eval_count)
             return (chunk.message.content if endpoint == "chat" else chunk.response) or ""
 
         async def send(client: Any, secrets: tuple[str, ...]) -> str:

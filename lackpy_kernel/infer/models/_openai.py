@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
+from lackpy_kernel.telemetry import count_tokens
 
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
@@ -142,6 +143,8 @@ class OpenAIProvider(ModelProvider):
             request["temperature"] = float(self.temperature)
 
         def text_of(chunk: Any) -> str:
+            if chunk.usage is not None:  # the answer, or a stream's last chunk
+                count_tokens(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
             if not chunk.choices:
                 return ""
             choice = chunk.choices[0]
@@ -155,8 +158,9 @@ class OpenAIProvider(ModelProvider):
             if not self.stream:
                 text = text_of(await api.create(**request, **extra, stream=False))
             else:
-                text = await self.collect_text(await api.create(**request, **extra, stream=True),
-                                               text_of, redacting(sampling.on_text, secrets))
+                chunks = await api.create(**request, **extra, stream=True,
+                                          stream_options={"include_usage": True})
+                text = await self.collect_text(chunks, text_of, redacting(sampling.on_text, secrets))
             return redact(text, secrets)
 
         async def send(client: Any, secrets: tuple[str, ...]) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import UsageError
+from lackpy_kernel.telemetry import USAGE_FILE
 
 from ._anthropic import AnthropicProvider
 from ._base import ModelProvider
@@ -29,7 +30,8 @@ def tool_chat_model(plugin: str, name: str, settings: Mapping[str, Any], config_
     """The tool-calling model of ``plugin`` (anthropic, ollama, openai, replay) configured by
     ``settings`` (a ``[inference.providers.NAME]`` table, plus the engine's own knobs).
 
-    Raises UsageError for an unknown plugin, settings the plugin refuses, or a client
+    Its calls are recorded in ``config_dir``'s usage record. Raises UsageError for an unknown
+    plugin, settings the plugin refuses, or a client
     package that is not installed.
     """
     if plugin not in TOOL_CHAT_PLUGINS:
@@ -49,4 +51,5 @@ def tool_chat_model(plugin: str, name: str, settings: Mapping[str, Any], config_
         tier = tier_class.from_settings(name, tier_settings)
     except (ValueError, TypeError) as exc:
         raise UsageError(f"provider {name!r}: {exc}") from None
+    tier.usage_file = config_dir / USAGE_FILE
     return tier.tool_chat()

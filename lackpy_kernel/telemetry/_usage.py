@@ -1,0 +1,150 @@
+"""What a model call cost: its tokens (the vendor's own counts), its price, and who hears of it.
+
+A vendor's request code calls :func:`count_tokens` with the counts its server sent (Ollama's
+``prompt_eval_count``/``eval_count``, OpenAI's and Anthropic's ``usage``); :func:`model_call`
+wraps one model call (every attempt of it), adds those counts up, prices them, writes the call
+to the workspace's usage record and tells every :func:`tallying` block around it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.timing import ms_since
+
+from ._store import record_call
+
+PRICE_KEYS = ("price_in", "price_out")  # [inference.providers.X]: per million tokens
+PER = 1_000_000
+
+
+@dataclass(frozen=True)
+class Prices:
+    """A provider's prices per million input and output tokens; None where not configured."""
+
+    input: float | None = None
+    output: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Prices:
+        """``price_in`` and ``price_out`` of a provider table; ``ValueError`` naming a bad one."""
+        return cls(*(_price(key, settings.get(key)) for key in PRICE_KEYS))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """What the tokens cost, in the prices' currency; None when neither price is set."""
+        if self.input is None and self.output is None:
+            return None
+        return (input_tokens * (self.input or 0.0) + output_tokens * (self.output or 0.0)) / PER
+
+
+def _price(key: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{key} must be a number of at least 0 (the price per million tokens), "
+                         f"got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call: the vendor (``provider``), the configured tier, the model, the tokens
+    it read and wrote, what they cost (None: not priced), how long it took and whether it
+    answered."""
+
+    provider: str
+    tier: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    ms: float
+    ok: bool
+
+
+@dataclass
+class Tally:
+    """The model calls made inside a :func:`tallying` block, added up."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+
+    def add(self, call: ModelCall) -> None:
+        self.calls += 1
+        self.input_tokens += call.input_tokens
+        self.output_tokens += call.output_tokens
+        if call.cost is not None:
+            self.cost = (self.cost or 0.0) + call.cost
+
+    def summary(self) -> str:
+        """``"2 model calls, 120 tokens in, 30 out, $0.0012"``; "" when no model was called."""
+        if not self.calls:
+            return ""
+        calls = "1 model call" if self.calls == 1 else f"{self.calls} model calls"
+        text = f"{calls}, {self.input_tokens} tokens in, {self.output_tokens} out"
+        return text if self.cost is None else f"{text}, {format_cost(self.cost)}"
+
+
+def format_cost(cost: float) -> str:
+    """A cost as ``$0.0012`` (four decimals; small costs are the common case)."""
+    return f"${cost:.4f}"
+
+
+@dataclass
+class _Counts:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+_counts: ContextVar[_Counts | None] = ContextVar("lackpy_model_call", default=None)
+_tallies: ContextVar[tuple[Tally, ...]] = ContextVar("lackpy_tallies", default=())
+
+
+def count_tokens(input_tokens: int | None, output_tokens: int | None) -> None:
+    """Add a server's token counts to the model call in progress (none: nothing to add to)."""
+    counts = _counts.get()
+    if counts is not None:
+        counts.input_tokens += input_tokens or 0
+        counts.output_tokens += output_tokens or 0
+
+
+@contextmanager
+def tallying() -> Iterator[Tally]:
+    """A Tally of every model call made inside the block (in this task and those it starts)."""
+    tally = Tally()
+    token = _tallies.set((*_tallies.get(), tally))
+    try:
+        yield tally
+    finally:
+        _tallies.reset(token)
+
+
+@contextmanager
+def model_call(*, provider: str, tier: str, model: str, prices: Prices,
+               usage_file: Path | None) -> Iterator[None]:
+    """One model call (all its attempts): counts what :func:`count_tokens` hears inside, then
+    records it in ``usage_file`` (None: nowhere) and in the tallies around it. Re-raises what
+    the block raises, the call recorded as failed."""
+    counts = _Counts()
+    token = _counts.set(counts)
+    started = time.perf_counter()
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _counts.reset(token)
+        call = ModelCall(provider, tier, model, counts.input_tokens, counts.output_tokens,
+                         prices.cost(counts.input_tokens, counts.output_tokens), ms_since(started), ok)
+        for tally in _tallies.get():
+            tally.add(call)
+        if usage_file is not None:
+            record_call(usage_file, call)
