@@ -140,11 +140,12 @@ class LackpyKernel(Kernel):
                         reply_content: dict[str, Any]) -> dict[str, Any]:
         """The execute_reply's metadata, with the names the session knows under ``lackpy``
         (``names``: tools, parameters, variables; ``tools``: the kit's), for the Lab
-        extension's live validation; without them when the kit cannot be resolved."""
+        extension's live validation; without them when the kit cannot be resolved (the
+        cell has already said why: the reply itself must still go out)."""
         try:
             tools = self.lackpy.resolved_kit().callables
             metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()), "tools": sorted(tools)}
-        except KitError:
+        except Exception:  # a kit error or a provider's bug: the cell has shown it
             pass
         return metadata
 
