@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from lackpy_kernel.infer.tiers import (
     TemplateError,
+    TemplateIndex,
     TemplatesProvider,
     compile_pattern,
     fill_placeholders,
@@ -405,3 +406,20 @@ async def test_a_capture_an_f_string_field_cannot_hold_is_refused_never_placed(f
     assert eval(compile(program.splitlines()[1], "pad", "eval"), {"total": 3}) == "     3"
     with pytest.raises(TemplateError, match="cannot be written into this f-string"):
         await generate(provider, "pad to 6\\n")  # Python 3.11 allows no backslash there
+
+
+@given(st.lists(patterns_and_intents(), min_size=1, max_size=6), st.lists(PIECES, max_size=8))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+def test_the_index_answers_as_trying_every_template_in_name_order(tmp_path_factory, cases, extra):
+    # Patterns bucketed by the words they start with, by those they end with, or by neither.
+    folder = tmp_path_factory.mktemp("templates")
+    patterns = [pattern for pattern, _ in cases]
+    for index, pattern in enumerate(patterns):
+        write(folder, f"t{index}", pattern, f"'{index}'")
+    index = TemplateIndex(folder)
+    for intent in [*(intent for _, intent in cases), "".join(extra)]:
+        expected = next((str(number) for number, pattern in enumerate(patterns)
+                         if compile_pattern(pattern).match(intent) is not None), None)
+        found = index.find(intent)
+        assert (None if found is None else found[0].name[1:]) == expected, (patterns, intent)

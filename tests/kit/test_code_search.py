@@ -39,6 +39,7 @@ def tree(tmp_path: Path) -> Path:
     _write(root, "huge.py", "def target():\n    pass\n" + "#" * (code_search.MAX_SOURCE_BYTES + 1))
     _write(root, "deep.py", "x = " + "not " * 600 + "target()\n")
     _write(root, ".venv/lib/hidden.py", "def target():\n    pass\n")
+    os.mkfifo(root / "fifo.py")  # opening it must not block
     os.symlink(root / "pkg0", root / "pkg0" / "loop")  # a folder link loop
     os.symlink("self", root / "self")  # a link to itself
     os.symlink(root / "accents.py", root / "alias.py")  # searched under its own name only
@@ -109,7 +110,7 @@ def test_identifiers_are_found_as_the_parser_normalizes_them(tree):
 def test_odd_files_are_skipped(tree):
     files = set(code_search.find_definitions(Workspace(tree), "target"))
     assert {"latin.py", "pkg0/sub0/mod0.py"} <= files
-    assert files.isdisjoint({"binary.py", "broken.py", "huge.py", ".venv/lib/hidden.py",
+    assert files.isdisjoint({"binary.py", "broken.py", "huge.py", ".venv/lib/hidden.py", "fifo.py",
                              "pkg0/loop/sub0/mod0.py"})
 
 

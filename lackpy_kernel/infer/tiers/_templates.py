@@ -185,10 +185,10 @@ class _File:
 
 
 class TemplateIndex:
-    """The templates of one folder, indexed by the whole words their patterns start with.
+    """The templates of one folder, indexed by the whole words their patterns start (or end) with.
 
     ``find`` costs one ``stat`` of the folder, a dictionary look-up per distinct number
-    of leading words, a linear-time match of each candidate and one ``stat`` of the
+    of leading (or trailing) words, a linear-time match of each candidate and one ``stat`` of the
     matching template's file: not a pass over every template. When the folder's
     modification time changes, the folder is listed again and only the files whose own
     ``stat`` changed are read again; a count update made by ``update_counts`` in this
@@ -211,10 +211,12 @@ class TemplateIndex:
         self._racy = False  # the folder may have changed unseen since it was last listed
         self._files = _Files()
         self._order: list[str] = []  # the names of the files with a usable pattern, sorted
-        # Buckets by leading words: the first place in _order, then each place's next one.
-        self._heads: dict[str, int] = {}  # by the leading words, joined by spaces
+        # Buckets by the words every match starts or ends with (see _bucket_key): the first
+        # place in _order, then each place's next one.
+        self._heads: dict[str, int] = {}
         self._next: Sequence[int] = []
-        self._word_counts: list[int] = []  # the lengths of the bucket keys, ascending
+        self._word_counts: list[int] = []  # how many words the keys by leading words hold
+        self._tail_counts: list[int] = []  # ... and those by trailing words, ascending
         self._stale = False  # a pattern came, went or changed since _order was built
 
     def find(self, intent: str) -> tuple[Template, dict[str, str]] | None:
@@ -295,7 +297,7 @@ class TemplateIndex:
         self._saved_stamp = saved.folder_stamp
         if saved.folder_stamp == stamp:
             self._folder_stamp, self._racy = stamp, False  # written only once settled
-            head_keys, head_positions, self._next, self._word_counts = saved.buckets
+            head_keys, head_positions, self._next, self._word_counts, self._tail_counts = saved.buckets
             self._order = saved.order()
             self._heads = dict(zip(head_keys, head_positions, strict=True))
             self._stale = False
@@ -309,7 +311,7 @@ class TemplateIndex:
             return
         problems = {path.name: problem for path, problem in self.problems.items()}
         heads = (list(self._heads), array("q", self._heads.values()), array("q", self._next),
-                 self._word_counts)
+                 self._word_counts, self._tail_counts)
         if self._file.save(_Saved.of(self._folder_stamp, self._files, problems, heads)):
             self._saved_stamp = self._folder_stamp
 
@@ -404,13 +406,14 @@ class TemplateIndex:
         self._stale = False
         files = self._files
         self._order = sorted(filter(files.usable, files))
-        keys = [files.leading(name) or "" for name in self._order]
+        keys = [files.key(name) or "" for name in self._order]
         self._heads, self._next = {}, [-1] * len(self._order)
         for position in range(len(self._order) - 1, -1, -1):
             key = keys[position]
             self._next[position] = self._heads.get(key, -1)
             self._heads[key] = position
-        self._word_counts = sorted({key.count(" ") + 1 if key else 0 for key in self._heads})
+        self._word_counts = sorted({_words_in(key) for key in self._heads if key[0] == _LEADING})
+        self._tail_counts = sorted({_words_in(key) for key in self._heads if key[0] == _TRAILING})
 
     # -- matching ---------------------------------------------------------------
 
@@ -419,13 +422,15 @@ class TemplateIndex:
         folded = fold(squeezed)
         words = folded.split(" ") if folded else []
         candidates: list[int] = []
-        for count in self._word_counts:
-            if count > len(words):
-                break
-            position = self._heads.get(" ".join(words[:count]), -1)
-            while position >= 0:
-                candidates.append(position)
-                position = self._next[position]
+        for kind, counts in ((_LEADING, self._word_counts), (_TRAILING, self._tail_counts)):
+            for count in counts:
+                if count > len(words):
+                    break
+                kept = words[:count] if kind == _LEADING else words[len(words) - count:]
+                position = self._heads.get(kind + " ".join(kept), -1)
+                while position >= 0:
+                    candidates.append(position)
+                    position = self._next[position]
         for position in sorted(candidates):
             name = self._order[position]
             compiled = self._files[name].compiled
@@ -545,6 +550,24 @@ def _read_regular(path: str) -> tuple[tuple[int, int, int, int], str | None]:
     return _file_stamp(info), data.decode("utf-8")
 
 
+_LEADING, _TRAILING = "^", "$"
+
+
+def _bucket_key(compiled: IntentPattern) -> str:
+    """The index's key for a pattern: the whole words every intent it matches starts with,
+    or those it ends with when they are more, joined by spaces after ``_LEADING`` or
+    ``_TRAILING``. (The last piece's first word may be the end of a capture: not whole.)"""
+    leading = compiled.leading_words
+    trailing = compiled.pieces[-1].split(" ")[1:] if len(compiled.pieces) > 1 else []
+    if len(trailing) > len(leading):
+        return _TRAILING + " ".join(trailing)
+    return _LEADING + " ".join(leading)
+
+
+def _words_in(key: str) -> int:
+    return key.count(" ") + 1 if len(key) > 1 else 0
+
+
 class _Saved:
     """An index as its file keeps it: one entry per template file, in name order, in a few
     flat columns that load without making an object per template.
@@ -552,23 +575,23 @@ class _Saved:
     Entry ``i`` is ``names[i]``; its ``stat`` stamp, ``stamps[4 * i:4 * i + 4]``;
     ``flags[i]`` (``_SETTLED``, ``_HAS_TEXT``, ``_USABLE``); its text and its pattern, UTF-8
     in ``texts`` and ``patterns`` up to ``text_ends[i]`` and ``pattern_ends[i]``; its
-    pattern's leading words joined by spaces, the ``i``-th of ``leading`` split at NULs.
+    index's bucket key (``_bucket_key``), the ``i``-th of ``keys`` split at NULs.
     ``buckets`` are ``TemplateIndex``'s buckets (the heads' keys and positions, the next
     positions, the word counts), so that loading them builds little.
     """
 
     def __init__(self, folder_stamp: tuple[int, int, int], names: list[str], stamps: array[int],
                  flags: bytes, texts: bytes, text_ends: array[int], patterns: bytes,
-                 pattern_ends: array[int], leading: str, problems: dict[str, str],
+                 pattern_ends: array[int], keys: str, problems: dict[str, str],
                  buckets: _Buckets) -> None:
         self.folder_stamp = folder_stamp
         self.names, self.stamps, self.flags = names, stamps, flags
         self.texts, self.text_ends = texts, text_ends
         self.patterns, self.pattern_ends = patterns, pattern_ends
         self.problems, self.buckets = problems, buckets
-        self._leading, self._leading_split = leading, list[str]()
+        self._keys, self._keys_split = keys, list[str]()
         count = len(names)
-        head_keys, head_positions, next_positions, _ = buckets
+        head_keys, head_positions, next_positions, _, _ = buckets
         if not (len(stamps) == 4 * count and len(flags) == len(text_ends) == len(pattern_ends)
                 == count and len(head_keys) == len(head_positions)
                 and len(next_positions) == flags.translate(_USABLE_ONLY).count(1)
@@ -581,7 +604,7 @@ class _Saved:
         """The columns of ``files``."""
         names = sorted(files)
         stamps, text_ends, pattern_ends = array("q"), array("q"), array("q")
-        flags, texts, patterns, leading = bytearray(), bytearray(), bytearray(), []
+        flags, texts, patterns, keys = bytearray(), bytearray(), bytearray(), []
         for name in names:
             stamp, settled, text, pattern, key = files.entry(name)
             stamps.extend(stamp)
@@ -591,28 +614,30 @@ class _Saved:
             patterns += (pattern or "").encode("utf-8", "surrogatepass")
             text_ends.append(len(texts))
             pattern_ends.append(len(patterns))
-            leading.append(key or "")
+            keys.append(key or "")
         return cls(folder_stamp, names, stamps, bytes(flags), bytes(texts), text_ends,
-                   bytes(patterns), pattern_ends, "\0".join(leading), problems, buckets)
+                   bytes(patterns), pattern_ends, "\0".join(keys), problems, buckets)
 
     def to_payload(self) -> tuple[Any, ...]:
         """What ``marshal`` writes; ``from_payload`` reads it back."""
-        head_keys, head_positions, next_positions, word_counts = self.buckets
+        head_keys, head_positions, next_positions, word_counts, tail_counts = self.buckets
         return (self.folder_stamp, "\0".join(self.names), self.stamps.tobytes(), self.flags,
                 self.texts, self.text_ends.tobytes(), self.patterns, self.pattern_ends.tobytes(),
-                self._leading, self.problems, "\0".join(head_keys), head_positions.tobytes(),
-                next_positions.tobytes(), word_counts)
+                self._keys, self.problems, "\0".join(head_keys), head_positions.tobytes(),
+                next_positions.tobytes(), word_counts, tail_counts)
 
     @classmethod
     def from_payload(cls, payload: tuple[Any, ...]) -> _Saved:
         """Raises ValueError or TypeError when the payload is not one ``to_payload`` made."""
         (folder_stamp, names, stamps, flags, texts, text_ends, patterns, pattern_ends,
-         leading, problems, head_keys, head_positions, next_positions, word_counts) = payload
+         keys, problems, head_keys, head_positions, next_positions, word_counts,
+         tail_counts) = payload
         buckets = (head_keys.split("\0") if head_positions else [], _longs(head_positions),
-                   _longs(next_positions), [int(count) for count in word_counts])
+                   _longs(next_positions), [int(count) for count in word_counts],
+                   [int(count) for count in tail_counts])
         return cls(tuple(folder_stamp), names.split("\0") if names else [], _longs(stamps),
                    bytes(flags), bytes(texts), _longs(text_ends), bytes(patterns),
-                   _longs(pattern_ends), str(leading), dict(problems), buckets)
+                   _longs(pattern_ends), str(keys), dict(problems), buckets)
 
     def order(self) -> list[str]:
         """The names of the usable entries, in order."""
@@ -628,22 +653,22 @@ class _Saved:
         stamp = self.stamps[4 * row:4 * row + 4]
         return (stamp[0], stamp[1], stamp[2], stamp[3]), bool(self.flags[row] & _SETTLED)
 
-    def leading(self, row: int) -> str | None:
-        """Entry ``row``'s leading words joined by spaces; None when it is not usable."""
+    def key(self, row: int) -> str | None:
+        """Entry ``row``'s bucket key; None when it is not usable."""
         if not self.flags[row] & _USABLE:
             return None
-        if not self._leading_split:
-            self._leading_split = self._leading.split("\0")
-        return self._leading_split[row]
+        if not self._keys_split:
+            self._keys_split = self._keys.split("\0")
+        return self._keys_split[row]
 
     def entry(self, row: int) -> tuple[tuple[int, int, int, int], bool, str | None, str | None, str | None]:
-        """(stamp, settled, text, pattern, leading words) of entry ``row``."""
+        """(stamp, settled, text, pattern, bucket key) of entry ``row``."""
         stamp, settled = self.stamp(row)
         flags = self.flags[row]
         text = _text(self.texts, self.text_ends, row) if flags & _HAS_TEXT else None
         usable = bool(flags & _USABLE)
         pattern = _text(self.patterns, self.pattern_ends, row) if usable else None
-        return stamp, settled, text, pattern, self.leading(row)
+        return stamp, settled, text, pattern, self.key(row)
 
     def file(self, row: int) -> _File:
         """Entry ``row`` as the index holds a file. Raises TemplateError for a pattern that
@@ -654,7 +679,7 @@ class _Saved:
 
 _SETTLED, _HAS_TEXT, _USABLE = 1, 2, 4
 _USABLE_ONLY = bytes(1 if flag & _USABLE else 0 for flag in range(256))  # for bytes.translate
-_Buckets = tuple[list[str], "array[int]", "array[int]", list[int]]
+_Buckets = tuple[list[str], "array[int]", "array[int]", list[int], list[int]]
 
 
 def _text(column: bytes, ends: array[int], row: int) -> str:
@@ -724,18 +749,18 @@ class _Files(MutableMapping[str, _File]):
 
     def usable(self, name: str) -> bool:
         """Whether the file has a usable pattern."""
-        return self.leading(name) is not None
+        return self.key(name) is not None
 
-    def leading(self, name: str) -> str | None:
-        """The leading words of the file's pattern joined by spaces; None when unusable."""
+    def key(self, name: str) -> str | None:
+        """The file's bucket key (``_bucket_key``); None when unusable."""
         file = self._read.get(name)
         if file is not None:
-            return None if file.compiled is None else " ".join(file.compiled.leading_words)
+            return None if file.compiled is None else _bucket_key(file.compiled)
         row = self._saved_row(name)
-        return None if row is None or self._saved is None else self._saved.leading(row)
+        return None if row is None or self._saved is None else self._saved.key(row)
 
     def entry(self, name: str) -> tuple[tuple[int, int, int, int], bool, str | None, str | None, str | None]:
-        """(stamp, settled, text, pattern, leading words) of the file, without making it a
+        """(stamp, settled, text, pattern, bucket key) of the file, without making it a
         ``_File`` first."""
         file = self._read.get(name)
         row = self._saved_row(name) if file is None else None
@@ -744,7 +769,7 @@ class _Files(MutableMapping[str, _File]):
         file = self[name]
         compiled = file.compiled
         return (file.stamp, file.settled, file.text, None if compiled is None else compiled.text,
-                None if compiled is None else " ".join(compiled.leading_words))
+                None if compiled is None else _bucket_key(compiled))
 
     def _saved_row(self, name: str) -> int | None:
         """The saved entry of ``name`` not yet taken, or None."""
@@ -805,7 +830,7 @@ class _IndexFile:
         return True
 
 
-_INDEX_MAGIC = f"lackpy templates index 1, python {sys.version_info[0]}.{sys.version_info[1]}\n".encode()
+_INDEX_MAGIC = f"lackpy templates index 2, python {sys.version_info[0]}.{sys.version_info[1]}\n".encode()
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
