@@ -309,10 +309,11 @@ def _read_journal(fd: int) -> list[Change]:
 
 def _drop_stale_stages(staging: str) -> None:
     """Remove the staging folders whose process is gone (a kill before its worker
-    committed or dropped it)."""
+    committed or dropped it): ``<pid>``, or ``<pid>-<n>`` for a run in a caller's process."""
     with suppress(OSError):
         for name in os.listdir(staging):
-            if name.isdigit() and not _alive(int(name)):
+            pid = name.partition("-")[0]
+            if pid.isdigit() and not _alive(int(pid)):
                 remove_tree(os.path.join(staging, name))
 
 

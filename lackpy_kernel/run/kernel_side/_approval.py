@@ -21,7 +21,7 @@ from lackpy_kernel.errors import ChangeRefusedError
 from lackpy_kernel.kit.changes import Change
 
 from .. import wire
-from ..failures import DECLINED
+from ..failures import ASK_INTERRUPTED, DECLINED
 
 __all__ = ["NO_ONE_TO_ASK", "Approver", "decide", "decide_async"]
 
@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 
 def decide(approve: Approver | None, question: Any) -> wire.Frame:
     """The answer to the worker's ``question`` (a ``Change`` frame), asking ``approve``
-    here; an awaitable answer is run to completion on a loop of its own. Raises WireError
-    for a malformed question; KeyboardInterrupt while asking stops the run."""
+    here; an awaitable answer is run to completion on a loop of its own. A refusal when
+    ``approve`` refuses, fails, or is interrupted (KeyboardInterrupt: the question was
+    abandoned). Raises WireError for a malformed question."""
     change = _change_of(question)
     if approve is None:
         return _answer(False, NO_ONE_TO_ASK)
@@ -46,6 +47,8 @@ def decide(approve: Approver | None, question: Any) -> wire.Frame:
             verdict = asyncio.run(_awaited(verdict))
     except ChangeRefusedError as exc:
         return _answer(False, str(exc))
+    except KeyboardInterrupt:  # the question was abandoned: the run was stopped meanwhile
+        return _answer(False, ASK_INTERRUPTED)
     except Exception as exc:  # an approver's bug must still answer the worker, which waits
         log.exception("lackpy: asking for approval failed")
         return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
@@ -65,6 +68,8 @@ async def decide_async(approve: Approver | None, question: Any) -> wire.Frame:
             verdict = await asyncio.to_thread(cast(Callable[[Change], bool], approve), change)
     except ChangeRefusedError as exc:
         return _answer(False, str(exc))
+    except KeyboardInterrupt:  # the question was abandoned: the run was stopped meanwhile
+        return _answer(False, ASK_INTERRUPTED)
     except Exception as exc:  # an approver's bug must still answer the worker, which waits
         log.exception("lackpy: asking for approval failed")
         return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")

@@ -89,3 +89,17 @@ def test_the_opt_out_writes_without_asking(tmp_path):
         assert (workspace / "notes.txt").read_text() == "x"
     finally:
         kernel.close()
+
+
+def test_the_stop_button_while_asking_writes_nothing_and_the_next_question_is_asked(
+        kernel, workspace):
+    msg_id = kernel.client.execute(WRITE_TWO, allow_stdin=True, stop_on_error=False)
+    assert kernel.client.get_stdin_msg(timeout=60)["msg_type"] == "input_request"
+    kernel.manager.interrupt_kernel()
+    stopped = kernel.wait(msg_id)
+    assert stopped.error["ename"] == "KeyboardInterrupt"
+    assert files(workspace) == ("alpha\nbeta\ngamma\n", False)
+    outcome, request = answered(kernel, WRITE_TWO, "y")  # the question was not left behind
+    assert request["prompt"] == QUESTION and outcome.status == "ok", outcome.reply
+    assert files(workspace) == ("changed\n", True)
+    assert kernel.execute("%undo").status == "ok"
