@@ -72,3 +72,15 @@ async def test_in_this_process_a_failed_program_writes_nothing_either(service):
     assert any("nothing was written" in note for note in result.notes)
     assert unchanged(service)
     assert not list((service.workspace / ".lackpy" / "staging").iterdir())
+
+
+@pytest.mark.parametrize("sandbox", WHERE)
+async def test_a_file_changed_while_the_person_decided_is_not_overwritten(service, sandbox):
+    def edits_meanwhile(change: Change) -> bool:
+        (service.workspace / "notes.txt").write_text("edited by hand")
+        return True
+
+    result = await service.run_program(WRITES, KIT, sandbox=sandbox, approve=edits_meanwhile)
+    assert "notes.txt changed while the change was shown" in result.error
+    assert (service.workspace / "notes.txt").read_text() == "edited by hand"
+    assert not (service.workspace / "sub").exists()

@@ -13,6 +13,7 @@ the sandbox's pipe as plain data (``to_frame``/``from_frame``) and renders as te
 from __future__ import annotations
 
 import difflib
+import hashlib
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -126,6 +127,29 @@ def describe_changes(workspace: Workspace, changes: Iterable[tuple[str, bytes | 
     to delete) would make to ``workspace``, as its files hold now."""
     budget = _Budget()
     return Change(tuple(_described(workspace, path, after, budget) for path, after in changes))
+
+
+def snapshot(workspace: Workspace, paths: Iterable[str]) -> dict[str, str | None]:
+    """What each of ``paths`` holds now, as a digest (None: not there; a file too large or
+    unreadable is named by its size and time), to tell later whether it changed."""
+    taken: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            data = read_bytes(workspace, path, MAX_READ_BYTES)
+            taken[path] = None if data is None else hashlib.sha256(data).hexdigest()
+        except (TooBig, OSError):
+            try:
+                info = (workspace.root / path).lstat()
+                taken[path] = f"{info.st_size}:{info.st_mtime_ns}"
+            except OSError:
+                taken[path] = "unreadable"
+    return taken
+
+
+def changed_since(workspace: Workspace, taken: dict[str, str | None]) -> list[str]:
+    """The paths of ``taken`` (a ``snapshot``) whose content changed since (printable)."""
+    now = snapshot(workspace, taken)
+    return [printable(path) for path, digest in taken.items() if now[path] != digest]
 
 
 def file_change(path: str, before: bytes | None, after: bytes | None,

@@ -53,6 +53,12 @@ def refused_message(paths: list[str], why: str) -> str:
             "was written, and the variables are as they were before it")
 
 
+def changed_meanwhile(paths: list[str]) -> str:
+    """Why an approved change did not land: ``paths`` changed while it was shown."""
+    return (f"{named_files(paths)} changed while the change was shown, so what was approved "
+            "is not what would land; run the program again to see the change as it is now")
+
+
 def named_files(paths: list[str]) -> str:
     """The first ``MAX_NAMED`` of ``paths``, printable, and how many more."""
     return ", ".join(printable(path) for path in paths[:MAX_NAMED]) + (

@@ -20,11 +20,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from lackpy_kernel.kit import Workspace
-from lackpy_kernel.kit.changes import describe_changes
+from lackpy_kernel.kit.changes import changed_since, describe_changes, snapshot
 from lackpy_kernel.kit.journal import commit_changes, staged_changes
 from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, staging
 
-from .failures import dropped_note, refused_message
+from .failures import changed_meanwhile, dropped_note, refused_message
 from .kernel_side import Approver
 from .kernel_side._approval import decide_async
 from .runner import CHANGE_REFUSED, ExecutionResult
@@ -62,11 +62,13 @@ class HereStage:
             workspace = Workspace(self.root, self.protected)
             changes = staged_changes(workspace, self.stage.folder, paths)
             if ask:
+                before = snapshot(workspace, paths)
                 answer = await decide_async(approve, describe_changes(workspace, changes)
                                             .to_frame())
-                if not answer["apply"]:
-                    return _failed(result, CHANGE_REFUSED, refused_message(paths,
-                                                                           answer["reason"]))
+                moved = changed_since(workspace, before) if answer["apply"] else []
+                why = changed_meanwhile(moved) if moved else answer["reason"]
+                if not answer["apply"] or moved:
+                    return _failed(result, CHANGE_REFUSED, refused_message(paths, why))
             commit_changes(workspace, changes).finish()
         except OSError as exc:
             return _failed(result, type(exc).__name__,

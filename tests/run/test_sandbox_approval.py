@@ -204,3 +204,14 @@ def test_cancelling_run_async_while_asking_writes_nothing(sandbox, workspace):
     assert tree(workspace) == {**BEFORE, "c.txt": "c"}
     assert sandbox.variable_types == {}
 
+
+
+def test_a_file_changed_while_the_person_decided_is_not_overwritten(sandbox, workspace):
+    def edits_meanwhile(change: Change) -> bool:
+        (workspace / "a.txt").write_text("edited by hand while asked")
+        return True
+
+    result = sandbox.run(WRITE_TWO, KIT, approve=edits_meanwhile)
+    assert result.error_type == "ChangeRefusedError"
+    assert "a.txt changed while the change was shown" in result.error
+    assert tree(workspace) == {"a.txt": "edited by hand while asked"}

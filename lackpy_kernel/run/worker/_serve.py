@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from lackpy_kernel.errors import WriteBudgetError
 from lackpy_kernel.kit import Workspace
-from lackpy_kernel.kit.changes import Change, describe_changes
+from lackpy_kernel.kit.changes import Change, changed_since, describe_changes, snapshot
 from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
 from lackpy_kernel.kit.journal import Landed, commit_changes, commit_stage, recover, staged_changes
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
@@ -20,7 +20,15 @@ from .. import wire
 from ..child import PythonTools, Snapshot, preresolve, wall_plan
 from ..commit import UnitLog, load_unit
 from ..context import describe_variables
-from ..failures import ASK_INTERRUPTED, DECLINED, dropped_note, failed_after, failure, refused_message
+from ..failures import (
+    ASK_INTERRUPTED,
+    DECLINED,
+    changed_meanwhile,
+    dropped_note,
+    failed_after,
+    failure,
+    refused_message,
+)
 from ..protocol import Commit, Reply, RunRequest
 from ..runner import CHANGE_REFUSED
 from ..walls import WallPlan
@@ -296,7 +304,11 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
         if not request.approve:
             return reply, commit_stage(workspace, folder, paths)
         changes = staged_changes(workspace, folder, paths)  # what is shown is what lands
+        before = snapshot(workspace, paths)
         refused = ask(describe_changes(workspace, changes))
+        moved = changed_since(workspace, before) if refused is None else []
+        if moved:
+            refused = CHANGE_REFUSED, changed_meanwhile(moved)
         if refused is not None:
             error_type, why = refused
             return failed_after(reply.result["trace"], error_type, refused_message(paths, why)), None
