@@ -118,6 +118,7 @@ class LackpyKernel(Kernel):
                          user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
+        self._allow_stdin = allow_stdin  # what KernelPort.ask checks (IPythonKernel sets it too)
         self._announce_problems()
         try:
             await self._cancellable(self._run_cell(code))
@@ -132,6 +133,7 @@ class LackpyKernel(Kernel):
         except Exception as exc:  # a bug of ours must still answer the cell, not hang it
             self.log.exception("lackpy: the cell failed unexpectedly")
             reply = self._error_reply(CellError(type(exc).__name__, f"lackpy failed: {exc}"))
+        self.output.end()
         if store_history and code.strip():
             self._remember(code)
         return reply
@@ -198,6 +200,7 @@ class LackpyKernel(Kernel):
         def handle_sigint(*_args: Any) -> None:
             if self.lackpy.running_here:  # validating or running here: only an exception stops it
                 raise KeyboardInterrupt
+            self.output.end()  # a question the cell asks is abandoned at once
             loop.call_soon_threadsafe(task.cancel)
 
         previous = signal.signal(signal.SIGINT, handle_sigint)

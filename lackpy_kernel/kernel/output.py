@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+import zmq
 
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
 CellError = NotebookError  # the kernel's name for the error that ends a cell
 # its cells are lackpy already; its session's programs run where the first one ran
 KERNEL_LACKS = frozenset({"lackpy", "delegate --no-sandbox"})
+ASK_POLL_MS = 10  # how often a question checks whether its cell was stopped
 
 
 class CellOutput:
@@ -32,12 +36,41 @@ class CellOutput:
         self.silent = False
         self.payload: list[dict[str, Any]] = []
         self.last_output = ""  # the text of the cell's result, kept in the history
+        self.cell_over = threading.Event()  # set when the cell that is running ends
+        self._asking = threading.Lock()  # one question on the stdin channel at a time
 
     def start(self, *, silent: bool) -> None:
         """Begin a new cell."""
         self.silent = silent
         self.payload = []
         self.last_output = ""
+        self.cell_over = threading.Event()
+
+    def end(self) -> None:
+        """The cell ended (its reply is sent): a question it left unanswered is abandoned."""
+        self.cell_over.set()
+
+    def ask(self, prompt: str, *, password: bool = False) -> str:
+        """The front end's answer to ``prompt``: an ``input_request`` on the stdin channel,
+        asked from any thread of the cell. A cell that ends before the answer (the stop
+        button) abandons the question: KeyboardInterrupt. EOFError for end of input (the
+        answer ``\\x04``). Unlike ipykernel's ``raw_input``, a question never outlives its
+        cell, so an abandoned one cannot take the next question's answer."""
+        kernel, cell_over = self.kernel, self.cell_over
+        session = kernel.session
+        assert session is not None  # a running kernel has its session
+        with self._asking:
+            ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
+            parent = kernel.get_parent("shell")
+            _drop_stale_replies(kernel.stdin_socket)
+            session.send(kernel.stdin_socket, "input_request",
+                                {"prompt": prompt, "password": password}, parent, ident=ident)
+            while not cell_over.is_set():
+                if kernel.stdin_socket.poll(ASK_POLL_MS):
+                    _, reply = session.recv(kernel.stdin_socket)
+                    if reply is not None:
+                        return _answer(reply)
+        raise KeyboardInterrupt("the cell was stopped before the question was answered")
 
     def stream(self, name: StreamName, text: str) -> None:
         """Write ``text`` to the cell's stdout or stderr."""
@@ -105,10 +138,9 @@ class KernelPort:
         self.output.next_input(text, replace=replace)
 
     def ask(self, prompt: str, *, password: bool = False) -> str:
-        kernel = self.output.kernel
-        if not getattr(kernel, "_allow_stdin", False):
+        if not getattr(self.output.kernel, "_allow_stdin", False):
             raise no_input(prompt)
-        return kernel.getpass(prompt) if password else kernel.raw_input(prompt)
+        return self.output.ask(prompt, password=password)
 
     def program_cell(self, cell: ProgramCell) -> str:
         """The cell's variables in a comment, then ``%kit`` (when one was chosen) and
@@ -139,3 +171,19 @@ class KernelPort:
     def notebook_values(self, names: set[str] | frozenset[str] | None = None
                         ) -> Mapping[str, Any] | None:
         return None
+
+
+def _drop_stale_replies(socket: zmq.Socket[Any]) -> None:
+    """Read away answers to questions no one waits for any more."""
+    while True:
+        try:
+            socket.recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return
+
+
+def _answer(reply: dict[str, Any]) -> str:
+    value = reply.get("content", {}).get("value", "")
+    if value == "\x04":
+        raise EOFError("the front end ended the input")
+    return str(value)

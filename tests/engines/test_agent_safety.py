@@ -8,8 +8,10 @@ import dataclasses
 
 import pytest
 
+from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Agent, Plan, Step
 from lackpy_kernel.errors import KitError, UsageError
+from lackpy_kernel.service import LackpyService
 from tests.support import agents
 from tests.support import loopback as lb
 
@@ -120,6 +122,17 @@ def test_a_write_tool_is_refused_below_the_write_ceiling(ask, service, workspace
                                tools="read_file,write_file")
     assert results[0].startswith("ToolApprovalError: write_file is a write tool, and this agent "
                                  "runs tools up to 'read' without asking, so it did not run")
+    assert not (workspace / "new.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["in-process", "sandbox"])
+def test_a_write_no_one_can_approve_is_refused_naming_the_setting(ask, workspace, sandbox):
+    config = LackpyConfig(sandbox_enabled=sandbox, sandbox_timeout=10)  # approve = "write"
+    with LackpyService(workspace, config) as service:
+        _, (results,) = ask(service, [("write_file", {"path": "new.txt", "content": "x"})],
+                            tools="read_file,write_file", auto_run="write")
+    assert "changes to new.txt were not applied: no one can be asked" in results[0]
+    assert '[sandbox] approve = "never"' in results[0]
     assert not (workspace / "new.txt").exists()
 
 

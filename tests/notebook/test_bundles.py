@@ -1,9 +1,16 @@
-"""How tables look (lackpy_kernel.notebook.bundles): text columns aligned left, number
+"""How tables and changes look (lackpy_kernel.notebook.bundles): text columns aligned left, number
 columns right, in the text and in the HTML (JupyterLab right-aligns cells unless told)."""
 
 from __future__ import annotations
 
-from lackpy_kernel.notebook.bundles import output_bundle, table_bundle, turns_bundle
+from lackpy_kernel.kit.changes import Change, file_change
+from lackpy_kernel.notebook.bundles import (
+    CHANGES_MIME,
+    change_bundle,
+    output_bundle,
+    table_bundle,
+    turns_bundle,
+)
 
 
 def test_text_columns_align_left_and_number_columns_right():
@@ -35,3 +42,16 @@ def test_the_agent_turns_and_a_list_of_dicts_align_alike():
     rows = output_bundle([{"name": "a", "size": 1, "ok": True}, {"name": "bb", "size": 20}])
     assert ("<td style='text-align: left'>a</td><td style='text-align: right'>1</td>"
             "<td style='text-align: left'>True</td>") in rows["text/html"]
+
+
+def test_a_change_bundle_escapes_hostile_names_and_lines_in_its_html():
+    change = Change((file_change("<img src=x onerror=alert(1)>.txt", b"safe\n",
+                                 b"</pre><script>alert('x')</script>\n\x1b[31mred\n"),))
+    bundle = change_bundle(change)
+    markup = bundle["text/html"]
+    assert "<script>" not in markup and "<img" not in markup
+    assert "&lt;img src=x onerror=alert(1)&gt;.txt" in markup
+    assert "+&lt;/pre&gt;&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in markup
+    assert "\x1b" not in markup and "\x1b" not in bundle["text/plain"]
+    assert "+\\x1b[31mred" in bundle["text/plain"]
+    assert Change.from_frame(bundle[CHANGES_MIME]) == change  # the Lab dialog's data

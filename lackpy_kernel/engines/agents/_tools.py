@@ -203,9 +203,14 @@ class Toolset:
         if not check.valid:
             listed = "; ".join(str(issue) for issue in check.issues)
             raise UsageError(f"the call is not valid lackpy, nothing ran: {listed}")
-        if not self.service.sandbox_applies():
-            return await in_daemon_thread(RestrictedRunner().run_validated, program, check,
-                                          kit.callables, params, sources=trace_sources(kit))
+        if not self.service.sandbox_applies():  # staged as in the sandbox; no one to ask
+            stage = self.service.stage_here()
+            try:
+                ran = await in_daemon_thread(stage.run, lambda: RestrictedRunner().run_validated(
+                    program, check, kit.callables, params, sources=trace_sources(kit)))
+                return await stage.settle(ran, ask=self.service.approves_writes, approve=None)
+            finally:
+                stage.discard()
         if self.pool is None:
             self.pool = SandboxPool(self.service)
         with self.pool.box() as box:
