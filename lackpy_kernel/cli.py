@@ -14,10 +14,20 @@ from typing import TYPE_CHECKING, Any
 from lackpy_kernel.config import load_config
 from lackpy_kernel.engines import Envelope, Plan
 from lackpy_kernel.engines.plans import PlanLibrary, RunStatus
-from lackpy_kernel.errors import ConfigError, KitError, LackpyError, UsageError, error_text
+from lackpy_kernel.errors import (
+    ChangeRefusedError,
+    ConfigError,
+    KitError,
+    LackpyError,
+    UsageError,
+    error_text,
+)
 from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_last
+from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.notebook.approval import QUESTION, is_yes
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
+from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
 from lackpy_kernel.service import LackpyService, jsonable
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
@@ -83,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run in this process, without time or memory limits")
     limits.add_argument("--timeout", type=float, help="seconds a program may run")
     limits.add_argument("--memory-mb", type=int, help="memory a program may use")
+    limits.add_argument("--yes", action="store_true",
+                        help="apply the program's file changes without asking (they are "
+                             "shown on stderr); without it, [sandbox] approve = \"write\" "
+                             "asks on the terminal and refuses them where there is none")
 
     parser = argparse.ArgumentParser(prog="lackpy", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -230,9 +244,34 @@ def _sandbox(args: argparse.Namespace) -> bool | None:
     return False if args.no_sandbox else None
 
 
+def _approver(args: argparse.Namespace) -> Approver:
+    """Shows a program's change on stderr, then applies it with ``--yes``, else asks
+    ``QUESTION`` on the terminal (stdin when it is one, else the controlling terminal);
+    without a terminal it refuses, naming ``[sandbox] approve`` and ``--yes``."""
+    def approve(change: Change) -> bool:
+        print(change.to_text(), file=sys.stderr)
+        if args.yes:
+            print("applied (--yes)", file=sys.stderr)
+            return True
+        if sys.stdin.isatty():
+            print(QUESTION, end="", file=sys.stderr, flush=True)
+            return is_yes(sys.stdin.readline())
+        try:
+            with open("/dev/tty", "r+", encoding="utf-8") as terminal:
+                terminal.write(QUESTION)
+                terminal.flush()
+                return is_yes(terminal.readline())
+        except OSError:
+            raise ChangeRefusedError(f"there is no terminal to ask on, so {NO_ONE_TO_ASK}; "
+                                     "or pass --yes to apply them") from None
+
+    return approve
+
+
 def cmd_delegate(service: LackpyService, args: argparse.Namespace) -> int:
     result = asyncio.run(service.delegate(args.intent, args.kit, dict(args.param),
-                                          sandbox=_sandbox(args), variables=args.variables))
+                                          sandbox=_sandbox(args), variables=args.variables,
+                                          approve=_approver(args)))
     if args.json:
         _print_json(result)
     else:
@@ -259,7 +298,7 @@ def cmd_generate(service: LackpyService, args: argparse.Namespace) -> int:
 def cmd_run(service: LackpyService, args: argparse.Namespace) -> int:
     program = _read_program(args.file)
     result = asyncio.run(service.run_program(program, args.kit, dict(args.param),
-                                             sandbox=_sandbox(args)))
+                                             sandbox=_sandbox(args), approve=_approver(args)))
     if args.json:
         _print_json(result.to_dict())
     else:

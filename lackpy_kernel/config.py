@@ -23,13 +23,16 @@ AUTO_RUN_LEVELS = {"none": -1, "pure": 0, "read": 1, "exec": 2, "write": 3}
 # [delegate] context: what a model's prompt says about the notebook's variables.
 CONTEXT_MODES = {"previews": "names, types, sizes and short previews", "names": "names, types and sizes",
                  "none": "nothing"}
+# [sandbox] approve: which of a program's file changes a person sees and applies before they
+# land; "never" is the explicit opt-out for unattended runs (tests, CI, papermill).
+APPROVE_MODES = {"write": "ask before any file change lands", "never": "let every change land unseen"}
 
 # section -> key -> accepted types
 SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "inference": {"order": (list,), "record": (bool,), "providers": (dict,)},
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
-                "max_result_mb": (int,), "max_tool_calls": (int,)},
+                "max_result_mb": (int,), "max_tool_calls": (int,), "approve": (str,)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
@@ -37,7 +40,8 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
 CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
-    ("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES}
+    ("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES,
+    ("sandbox", "approve"): APPROVE_MODES}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -81,6 +85,7 @@ class LackpyConfig:
     sandbox_memory_mb: int = 512
     sandbox_max_result_mb: int = 64
     sandbox_max_tool_calls: int = 10_000
+    sandbox_approve: str = "write"  # see APPROVE_MODES
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
     agent_model: str | None = None  # %agent's and %replan's model, and its provider
@@ -258,6 +263,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_memory_mb = sandbox.get("memory_mb", config.sandbox_memory_mb)
     config.sandbox_max_result_mb = sandbox.get("max_result_mb", config.sandbox_max_result_mb)
     config.sandbox_max_tool_calls = sandbox.get("max_tool_calls", config.sandbox_max_tool_calls)
+    config.sandbox_approve = sandbox.get("approve", config.sandbox_approve)
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
     agent = data.get("agent", {})

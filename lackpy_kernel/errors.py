@@ -30,6 +30,8 @@
                 * ResultTooLargeError: its result or variables are over the reply limit.
             * ProgramInterrupted: stopped by the user (the stop button, Ctrl-C).
             * SandboxError: the sandbox worker itself failed.
+            * ChangeRefusedError (PermissionError): its file changes were not approved
+              (declined, or no one could be asked; ``[sandbox] approve``).
     * PlanCompileError (ValueError): a plan that cannot run as declared; raised at construction.
         * PlanRegistryError (KeyError): a saved plan names a callable its registry lacks.
     * PlanRuntimeError (RuntimeError): a plan went wrong in a way that is a bug in the plan
@@ -64,6 +66,7 @@ from typing import Any
 
 __all__ = [
     "AgentOutputError",
+    "ChangeRefusedError",
     "ConcurrentPlanRunError",
     "ConfigError",
     "GenerationError",
@@ -267,6 +270,11 @@ class ProgramInterrupted(LackpyRuntimeError):
 
 class SandboxError(LackpyRuntimeError):
     """The sandbox worker failed (it is restarted with the session on the next program)."""
+
+
+class ChangeRefusedError(LackpyRuntimeError, PermissionError):
+    """The program's file changes were not approved (declined, or no one could be asked;
+    ``[sandbox] approve``): nothing was written and the variables are as they were."""
 
 
 class PlanCompileError(LackpyError, ValueError):

@@ -11,6 +11,13 @@ tool, no provider able to write a program, a template that cannot be saved)
 as MCP tool errors carrying the service's message. A program that fails
 validation or raises while it runs is a normal result with ``success``
 false, because that is an answer, not a failure of the call.
+
+A program's file changes land only once the person approves them (``[sandbox] approve =
+"write"``, the default): ``run_program`` and ``delegate`` ask through MCP elicitation
+(a form with one ``apply`` field; the message shows the diff) where the client supports
+it and the session lets the server ask while a tool runs (protocol versions up to
+2025-11-25), and otherwise refuse them naming the setting. A refused change is a failed program
+(``success`` false, ``error_type`` ChangeRefusedError), nothing written.
 """
 
 import argparse
@@ -22,12 +29,18 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 try:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
-    from mcp_types import ToolAnnotations
+    from mcp.shared.exceptions import NoBackChannelError
+    from mcp_types import (
+        ClientCapabilities,
+        ElicitationCapability,
+        FormElicitationCapability,
+        ToolAnnotations,
+    )
 except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was FastMCP)
     raise ImportError(
         f"the lackpy MCP server needs the official MCP SDK, version 2 or later ({exc}); "
@@ -35,9 +48,11 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
     ) from exc
 
 import lackpy_kernel
-from lackpy_kernel.errors import LackpyError, error_text
+from lackpy_kernel.errors import ChangeRefusedError, LackpyError, error_text
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.kit import Kit as KitSpec
+from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
 from lackpy_kernel.service import LackpyService, jsonable
 
 SERVER_NAME = "lackpy"
@@ -101,6 +116,14 @@ _DELEGATES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempo
                              open_world_hint=True)
 _WRITES_CONFIG = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                  idempotent_hint=True, open_world_hint=False)
+_ELICITS = ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability()))
+APPROVAL_QUESTION = "lackpy: apply these changes to the files?"
+
+
+class Approval(BaseModel):
+    """The form a person answers to let a program's file changes land."""
+
+    apply: bool = Field(description="Apply the changes shown (false: discard them)")
 
 
 def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
@@ -164,11 +187,13 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         return await service.generate(intent, kit, params, variables=variables)
 
     async def _delegate(intent: str, kit: KitSpec, params: dict[str, Any] | None,
-                        variables: dict[str, Any] | None) -> dict[str, Any]:
-        return await service.delegate(intent, kit, params, variables=variables)
+                        variables: dict[str, Any] | None, ctx: Context) -> dict[str, Any]:
+        return await service.delegate(intent, kit, params, variables=variables,
+                                      approve=eliciting(ctx))
 
     @tool(_RUNS_PROGRAMS)
-    async def run_program(program: Program, kit: Kit = None, params: Params = None,
+    async def run_program(ctx: Context, program: Program, kit: Kit = None,
+                          params: Params = None,
                           include_variables: IncludeVariables = False) -> dict[str, Any]:
         """Validate, then run a lackpy program with the kit's tools (in the sandbox when enabled).
 
@@ -178,15 +203,17 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         raises at run time is a normal result with success false and the error text.
         Values that are not JSON (sets, objects) come back as their repr; values too large
         to send come back as a short text saying so. `variables` is empty unless
-        include_variables is true.
+        include_variables is true. File changes land only once the user approves them
+        (asked through elicitation; refused where the client cannot ask).
         """
-        result = await _acall(service.run_program, program, kit, params)
+        result = await _acall(service.run_program, program, kit, params,
+                              approve=eliciting(ctx))
         if not include_variables:
             result.variables = {}
         return _json_dict(result.to_dict())
 
     @tool(_DELEGATES)
-    async def delegate(intent: Intent, kit: Kit = None, params: Params = None,
+    async def delegate(ctx: Context, intent: Intent, kit: Kit = None, params: Params = None,
                        variables: Variables = None) -> dict[str, Any]:
         """Generate a lackpy program for an intent and run it, in one step.
 
@@ -195,9 +222,10 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         error, correction_strategy, uses}. `generation_tier` names the provider that wrote
         the program ("templates", "rules", a model tier, ...); `uses` lists the variables it
         reads. A program that fails at run time is a normal result with success false; no
-        provider producing a valid program is an error.
+        provider producing a valid program is an error. File changes land only once the
+        user approves them, as for run_program.
         """
-        return _json_dict(await _acall(_delegate, intent, kit, params, variables))
+        return _json_dict(await _acall(_delegate, intent, kit, params, variables, ctx))
 
     @tool(_WRITES_CONFIG)
     async def create(program: Program,
@@ -289,6 +317,25 @@ def main(workspace: str | os.PathLike[str] | None = None) -> int:
     finally:
         server.lackpy_service.close()  # type: ignore[attr-defined]
     return 0
+
+
+def eliciting(ctx: Context) -> Approver:
+    """The approver of one tool call: it shows the change and asks through MCP elicitation
+    (accepting with ``apply`` true applies it; declining, cancelling or false discards it),
+    and refuses it, naming ``[sandbox] approve``, where the client cannot elicit."""
+    async def approve(change: Change) -> bool:
+        if not ctx.session.check_client_capability(_ELICITS):
+            raise ChangeRefusedError(f"this MCP client does not support elicitation, so "
+                                     f"{NO_ONE_TO_ASK}")
+        try:
+            answer = await ctx.elicit(f"{APPROVAL_QUESTION}\n\n{change.to_text()}", Approval)
+        except NoBackChannelError:
+            raise ChangeRefusedError(
+                f"this MCP session (protocol {ctx.protocol_version}) cannot ask while a tool "
+                f"runs, so {NO_ONE_TO_ASK}") from None
+        return answer.action == "accept" and answer.data.apply
+
+    return approve
 
 
 def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:

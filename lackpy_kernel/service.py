@@ -61,7 +61,8 @@ from lackpy_kernel.run import (
     validation_failure,
 )
 from lackpy_kernel.run.context import describe_variables
-from lackpy_kernel.run.kernel_side import in_thread
+from lackpy_kernel.run.here import HereStage
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -359,16 +360,19 @@ class LackpyService:
 
     async def run_program(self, program: str, kit: KitOrResolved = None,
                           params: dict[str, Any] | None = None, sandbox: bool | None = None,
-                          rules: list[Rule] | None = None, extra_tools: list[str] | None = None
-                          ) -> ExecutionResult:
+                          rules: list[Rule] | None = None, extra_tools: list[str] | None = None,
+                          *, approve: Approver | None = None) -> ExecutionResult:
         """Validate, then run ``program`` on an empty namespace: in the sandbox worker unless
-        the config or ``sandbox=False`` says otherwise.
+        the config or ``sandbox=False`` says otherwise. Its file changes land when it ends
+        well, once ``approve`` let them where ``[sandbox] approve = "write"`` (without an
+        approver they are refused: see ``Approver``).
 
-        Returns a failed result rather than raising for an invalid program, a runtime error
-        or a limit; raises KitError for a kit that cannot be resolved.
+        Returns a failed result rather than raising for an invalid program, a runtime error,
+        a limit or a refused change; raises KitError for a kit that cannot be resolved.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
-        return await self._run_once(program, resolved, dict(params or {}), sandbox, rules)
+        return await self._run_once(program, resolved, dict(params or {}), sandbox, rules,
+                                    approve)
 
     def run_check(self, program: str, kit: KitOrResolved = None) -> RunCheck:
         """Whether ``program`` may run unseen: every tool it calls within ``[delegate]
@@ -388,13 +392,15 @@ class LackpyService:
                          sandbox: bool | None = None, rules: list[Rule] | None = None,
                          interpreter: Any = None, extra_tools: list[str] | None = None,
                          on_event: Callable[[GenerationEvent], None] | None = None,
-                         variables: Mapping[str, Any] | None = None) -> Delegation:
+                         variables: Mapping[str, Any] | None = None,
+                         approve: Approver | None = None) -> Delegation:
         """Write a program for ``intent`` and, with ``run``, run it once: the whole delegate
         sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
 
         ``variables`` (plain data) are the notebook's values the program may use: described
         in the prompt and given to the run as parameters; ``uses`` says which it reads.
-        ``sandbox`` False runs it in this process. The other options are ``write``'s.
+        ``sandbox`` False runs it in this process; ``approve`` is asked before its file
+        changes land (``run_program``). The other options are ``write``'s.
         Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
@@ -410,7 +416,7 @@ class LackpyService:
             # a one-shot run gets the variables it reads, as parameters
             given = {**{name: variables[name] for name in delegation.uses}, **params}
             self.ran(delegation, await self._run_once(delegation.program, resolved, given,
-                                                      sandbox, rules), started)
+                                                      sandbox, rules, approve), started)
         return delegation
 
     async def write(self, intent: str, kit: KitOrResolved = None,
@@ -459,14 +465,17 @@ class LackpyService:
                        rules: list[Rule] | None = None, _program_override: str | None = None,
                        mode: str | None = None, interpreter: Any = None,
                        extra_tools: list[str] | None = None, *,
-                       variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                       variables: Mapping[str, Any] | None = None,
+                       approve: Approver | None = None) -> dict[str, Any]:
         """Generate a program for ``intent`` and run it; the documented result dict
         (``Delegation.to_dict``). ``variables`` are values the program may use (described
-        in the prompt). Raises as ``delegation`` does, and UsageError for an unknown ``mode``."""
+        in the prompt); ``approve`` is asked before its file changes land. Raises as
+        ``delegation`` does, and UsageError for an unknown ``mode``."""
         _check_mode(mode)
         delegation = await self.delegation(
             intent, kit, params, program=_program_override, sandbox=sandbox, rules=rules,
-            interpreter=interpreter, extra_tools=extra_tools, variables=variables)
+            interpreter=interpreter, extra_tools=extra_tools, variables=variables,
+            approve=approve)
         return delegation.to_dict()
 
     async def create(self, program: str, kit: KitOrResolved = None, name: str = "",
@@ -521,12 +530,22 @@ class LackpyService:
             return False
         return True
 
+    @property
+    def approves_writes(self) -> bool:
+        """Whether a program's file changes wait for a person (``[sandbox] approve``)."""
+        return self.config.sandbox_approve == "write"
+
     def new_sandbox(self) -> Sandbox:
-        """A sandbox worker for this workspace with the configured limits (started lazily):
-        kits resolve against the service's toolbox, whose tools that run in the kernel it
-        calls here for the program."""
+        """A sandbox worker for this workspace with the configured limits and approval
+        (started lazily): kits resolve against the service's toolbox, whose tools that run
+        in the kernel it calls here for the program."""
         return Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir, toolbox=self.toolbox,
-                       protected=self.tool_sources.protected)
+                       protected=self.tool_sources.protected,
+                       approve_writes=self.approves_writes)
+
+    def stage_here(self) -> HereStage:
+        """A stage for one program run in this process (see ``lackpy_kernel.run.here``)."""
+        return HereStage(self.workspace, self.tool_sources.protected)
 
     def sandbox_limits(self) -> SandboxLimits:
         """The configured per-program limits."""
@@ -556,21 +575,24 @@ class LackpyService:
     # -- internals ------------------------------------------------------------
 
     async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
-                        sandbox: bool | None, rules: list[Rule] | None) -> ExecutionResult:
+                        sandbox: bool | None, rules: list[Rule] | None,
+                        approve: Approver | None) -> ExecutionResult:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
         if self.sandbox_applies(requested=sandbox):
             if self._sandbox is None:
                 self._sandbox = self.new_sandbox()
-            box = self._sandbox
-            result: ExecutionResult = await in_thread(
-                box.run, box.interrupt, program, resolved, params, keep=False,
-                return_variables=True)
-            return result
+            return await self._sandbox.run_async(program, resolved, params, keep=False,
+                                                 return_variables=True, approve=approve)
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
-        return runner.run_validated(program, check, resolved.callables, params,
-                                    sources=trace_sources(resolved))
+        stage = self.stage_here()
+        try:
+            result = stage.run(lambda: runner.run_validated(
+                program, check, resolved.callables, params, sources=trace_sources(resolved)))
+            return await stage.settle(result, ask=self.approves_writes, approve=approve)
+        finally:
+            stage.discard()
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:

@@ -18,6 +18,7 @@ from lackpy_kernel.infer import GenerationEvent
 from lackpy_kernel.kit import Kit, ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
 from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.service import (
     Delegation,
     KitOrResolved,
@@ -40,6 +41,9 @@ class LackpySession:
     session keeps to the place its first program ran, so its variables never
     split in two. A program that fails, however it fails (an interrupt
     included), leaves the variables exactly as they were.
+
+    ``approve`` (see ``Approver``), set by the host, is asked before a program's file
+    changes land where ``[sandbox] approve = "write"``; without one they are refused.
     """
 
     def __init__(self, service: LackpyService, kit: Kit = None) -> None:
@@ -48,6 +52,7 @@ class LackpySession:
         self.params: dict[str, Any] = {}
         self.last_result: ExecutionResult | None = None
         self.running_here = False  # True while this thread validates or runs a program (see run)
+        self.approve: Approver | None = None
         self._sandboxed: bool | None = None  # where programs run, fixed by the first one
         self._sandbox: Sandbox | None = None
         self._variables: dict[str, Any] = {}  # in-process sessions only
@@ -121,7 +126,7 @@ class LackpySession:
         if variables is not None:
             delegation = await self.service.delegation(
                 intent, resolved, given, run=run, ask=not approved, sandbox=sandbox,
-                rules=rules, on_event=on_event, variables=variables)
+                rules=rules, on_event=on_event, variables=variables, approve=self.approve)
             if delegation.result is not None:
                 self.last_result = delegation.result
             return delegation
@@ -146,7 +151,7 @@ class LackpySession:
         KitError."""
         result = await self.service.run_program(program, self.resolved_kit(kit),
                                                 self.params if params is None else params,
-                                                sandbox=sandbox)
+                                                sandbox=sandbox, approve=self.approve)
         return self._finish(result)
 
     def context(self) -> NotebookContext:
@@ -205,9 +210,10 @@ class LackpySession:
         if not check.valid:
             result = validation_failure(check.issues)
         elif self._runs_sandboxed():
-            result = await self._session_sandbox().run_async(program, resolved, dict(params))
+            result = await self._session_sandbox().run_async(program, resolved, dict(params),
+                                                             approve=self.approve)
         else:
-            result = self._run_here(program, check, resolved, params)
+            result = await self._run_here(program, check, resolved, params)
         return self._finish(result)
 
     def _finish(self, result: ExecutionResult) -> ExecutionResult:
@@ -220,18 +226,25 @@ class LackpySession:
             self._sandboxed = self.service.sandbox_applies()
         return self._sandboxed
 
-    def _run_here(self, program: str, check: ValidationResult, resolved: ResolvedKit,
-                  params: dict[str, Any]) -> ExecutionResult:
+    async def _run_here(self, program: str, check: ValidationResult, resolved: ResolvedKit,
+                        params: dict[str, Any]) -> ExecutionResult:
         scratch = copy.deepcopy(self._variables)  # a failed program must not change them
-        self.running_here = True
+        runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
+        stage = self.service.stage_here()
         try:
-            runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
-            result = runner.run_validated(program, check, resolved.callables, params, scratch,
-                                          sources=trace_sources(resolved))
-        except KeyboardInterrupt:
-            return _interrupted()
+            self.running_here = True
+            try:
+                result = stage.run(lambda: runner.run_validated(
+                    program, check, resolved.callables, params, scratch,
+                    sources=trace_sources(resolved)))
+            except KeyboardInterrupt:
+                return _interrupted()
+            finally:
+                self.running_here = False
+            result = await stage.settle(result, ask=self.service.approves_writes,
+                                        approve=self.approve)
         finally:
-            self.running_here = False
+            stage.discard()
         if result.success:
             self._variables = result.variables
         return result

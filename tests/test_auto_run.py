@@ -27,8 +27,12 @@ def workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def session_in(workspace: Path, auto_run: str = "read") -> LackpySession:
-    config = LackpyConfig(kit_default=KIT, delegate_auto_run=auto_run, sandbox_enabled=False)
+def session_in(workspace: Path, auto_run: str = "read", approve: str = "never"
+               ) -> LackpySession:
+    """A session whose config has ``auto_run`` and ``approve`` (by default its changes land
+    unseen: these tests write with no one to ask)."""
+    config = LackpyConfig(kit_default=KIT, delegate_auto_run=auto_run, sandbox_enabled=False,
+                          sandbox_approve=approve)
     return LackpySession(LackpyService(workspace, config))
 
 
@@ -64,6 +68,16 @@ async def test_the_config_can_lower_the_ceiling_to_nothing(workspace):
 async def test_the_config_can_let_writes_run(workspace):
     delegation = await session_in(workspace, "write").delegate("copy the notes", run=True)
     assert delegation.ran and (workspace / "copy.txt").exists()
+
+
+async def test_a_program_auto_run_lets_run_still_asks_before_its_changes_land(workspace):
+    session = session_in(workspace, "write", approve="write")
+    asked = []
+    session.approve = lambda change: asked.append(change.paths) is not None  # declines
+    delegation = await session.delegate("copy the notes", run=True)
+    assert delegation.ran and asked == [["copy.txt"]]
+    assert delegation.result.error_type == "ChangeRefusedError"
+    assert not (workspace / "copy.txt").exists()
 
 
 async def test_the_ceiling_applies_to_the_tools_a_program_calls_not_the_kit(workspace):

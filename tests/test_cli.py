@@ -8,9 +8,11 @@ import pytest
 
 
 def lackpy(*args, cwd, stdin=None):
+    """Run ``lackpy`` as a script does: without a terminal (a session of its own)."""
     return subprocess.run(
         [sys.executable, "-m", "lackpy_kernel", *args],
         cwd=cwd, input=stdin, capture_output=True, text=True, timeout=60,
+        start_new_session=True,
     )
 
 
@@ -53,7 +55,7 @@ def test_a_reader_that_leaves_early_gets_no_traceback(workspace, json_option):
 
 
 def test_program_from_stdin_and_a_tool_list_kit(workspace):
-    done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
+    done = lackpy("run", "-", "--kit", "read_file,write_file", "--yes", cwd=workspace,
                   stdin="write_file('out.txt', 'x')")
     assert done.returncode == 0, done.stderr
     assert (workspace / "out.txt").read_text() == "x"
@@ -61,7 +63,7 @@ def test_program_from_stdin_and_a_tool_list_kit(workspace):
 
 @pytest.mark.parametrize("last, written", [("read_file('missing.txt')", False), ("1", True)])
 def test_a_run_is_atomic_for_files(workspace, last, written):
-    done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
+    done = lackpy("run", "-", "--kit", "read_file,write_file", "--yes", cwd=workspace,
                   stdin=f"write_file('one.txt', '1')\nwrite_file('sub/two.txt', '2')\n{last}")
     assert done.returncode == (0 if written else 1), done.stderr
     assert (workspace / "one.txt").exists() is written
@@ -72,7 +74,7 @@ def test_a_run_is_atomic_for_files(workspace, last, written):
 def test_undo_takes_back_the_last_runs_file_changes(workspace):
     nothing = lackpy("undo", cwd=workspace)
     assert nothing.stdout == "nothing to undo: no program's file changes are kept\n"
-    done = lackpy("run", "-", "--kit", "read_file,write_file", cwd=workspace,
+    done = lackpy("run", "-", "--kit", "read_file,write_file", "--yes", cwd=workspace,
                   stdin="write_file('notes.txt', 'changed')\nwrite_file('sub/new.txt', 'n')")
     assert done.returncode == 0, done.stderr
     (workspace / "sub" / "new.txt").write_text("edited by hand")

@@ -71,6 +71,9 @@ def test_builtin_tiers_are_always_first(tmp_path):
         ("[inference]\norder = [1]\n", "order must list names"),
         ("kit = 3\n", "'kit' must be a [kit] table"),
         ("[inference.providers]\nx = 1\n", "[inference.providers.x] must be a table"),
+        ("[sandbox]\napprove = 'nevr'\n",
+         "line 2: [sandbox] approve must be one of write, never, not 'nevr'; did you mean 'never'?"),
+        ("[sandbox]\napprove = false\n", "line 2: [sandbox] approve must be a string"),
     ],
 )
 def test_malformed_files_name_file_line_and_key(tmp_path, text, expected):
@@ -94,6 +97,12 @@ def test_a_value_nested_past_the_parsers_depth_is_a_config_error(tmp_path, value
     write(tmp_path, f"x = {value}\n")
     with pytest.raises(ConfigError, match="nested too deeply"):
         load_config(tmp_path)
+
+
+def test_file_changes_wait_for_a_person_unless_the_config_opts_out(tmp_path):
+    assert load_config(tmp_path).sandbox_approve == "write"
+    write(tmp_path, '[sandbox]\napprove = "never"\n')
+    assert load_config(tmp_path).sandbox_approve == "never"
 
 
 def test_config_is_a_plain_dataclass():

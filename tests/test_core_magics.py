@@ -16,6 +16,7 @@ NOTES = "alpha\nbeta\ngamma\n"
 CONFIG = f"""
 [sandbox]
 timeout = 5
+approve = "never"  # these tests write files with no one to ask: the changes land unseen
 
 [tools.providers.words]
 plugin = "python"

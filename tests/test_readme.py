@@ -7,6 +7,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.notebook.bundles import CHANGES_MIME
+from tests.support.kernel import KERNEL_NAME, Kernel
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 WALKTHROUGH = "### The ratchet, from the command line"
@@ -59,3 +63,71 @@ def test_lackpy_mcp_without_the_mcp_extra_names_the_extra(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 2
     assert "pip install 'lackpy-kernel[mcp]'" in done.stderr
+
+
+# -- the kernel tour's write: the change shown, the question, %undo ---------------------
+
+TOUR_WRITE = "[6]: %kit read_file,write_file"
+TOUR_NOTES = "alpha\nbeta\ngamma\n"  # the tour's notes.txt (len(text) is 17)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def tour_write_block() -> list[list[str]]:
+    """The tour's write cells as the README shows them: one list of lines a cell."""
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index(TOUR_WRITE):].split("```", 1)[0]
+    return [cell.splitlines() for cell in block.strip("\n").split("\n\n")]
+
+
+def cell_code(lines: list[str]) -> tuple[int, str]:
+    """A shown cell's number and code: its first line, and, for a cell that ends in an
+    expression (``'written'``), the lines down to it; the rest is output."""
+    number, first = lines[0][1:].split("]: ", 1)
+    ends = [at for at, line in enumerate(lines) if line.startswith("     '")]
+    code = [first, *(line[5:] for line in lines[1:ends[0] + 1])] if ends else [first]
+    return int(number), "\n".join(code)
+
+
+def transcript(number: int, code: str, outcome: Any, asked: str | None) -> list[str]:
+    """What the kernel sent for a cell, shown as the README shows it."""
+    lines = [f"[{number}]: {code.splitlines()[0]}",
+             *(f"     {line}" for line in code.splitlines()[1:])]
+    for message in outcome.messages:
+        data = message["content"].get("data", {})
+        if message["msg_type"] == "display_data":
+            lines += [f"     {line}" for line in data["text/plain"].splitlines()]
+            if CHANGES_MIME in data and asked is not None:
+                lines.append(f"     {asked}y")
+        elif message["msg_type"] == "execute_result":
+            lines.append(f"Out[{number}]: {data['text/plain']}")
+    return lines
+
+
+def masked(lines: list[str]) -> list[str]:
+    """Timings (and the columns they widen) masked."""
+    return [" ".join(_NUMBER.sub("N", line).split()) for line in lines]
+
+
+def test_the_tours_write_runs_as_written_shows_the_change_and_asks(installed_kernelspec,
+                                                                     tmp_path):
+    (tmp_path / "notes.txt").write_text(TOUR_NOTES)
+    kernel = Kernel(tmp_path, KERNEL_NAME)
+    try:
+        assert kernel.execute("text = read_file('notes.txt')").status == "ok"  # cell [1]
+        for shown in tour_write_block():
+            number, code = cell_code(shown)
+            msg_id = kernel.client.execute(code, allow_stdin=True, stop_on_error=False)
+            asked = None
+            if "write_file(" in code:
+                request = kernel.client.get_stdin_msg(timeout=60)
+                asked = request["content"]["prompt"]
+                kernel.client.input("y")
+            outcome = kernel.wait(msg_id)
+            assert outcome.status == "ok", outcome.reply
+            assert masked(transcript(number, code, outcome, asked)) == masked(shown)
+            if asked is not None:
+                assert (tmp_path / "shout.txt").read_text() == "ALPHA\nBETA\nGAMMA\n"
+    finally:
+        kernel.close()
+    assert (tmp_path / "notes.txt").read_text() == TOUR_NOTES  # %undo took it back
+    assert not (tmp_path / "shout.txt").exists()

@@ -17,6 +17,8 @@ from lackpy_kernel.service import LackpyService
 def workspace(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
     (tmp_path / "mod.py").write_text("def main():\n    helper()\n\ndef helper():\n    pass\n")
+    (tmp_path / ".lackpy").mkdir()  # these tests write files with no one to ask
+    (tmp_path / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
     return tmp_path
 
 

@@ -118,6 +118,7 @@ class LackpyKernel(Kernel):
                          user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
+        self._allow_stdin = allow_stdin  # what KernelPort.ask checks (IPythonKernel sets it too)
         self._announce_problems()
         try:
             await self._cancellable(self._run_cell(code))

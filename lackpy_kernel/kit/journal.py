@@ -63,15 +63,33 @@ class Landed:
 
 def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Landed:
     """Write the staged copies in ``folder`` of ``paths`` (workspace-relative) to the
-    workspace, all or none; what landed, for ``Landed.finish``. Raises WorkspaceError (or
-    OSError) before anything is written when a path may not be written: outside the
-    workspace, in ``.lackpy/``, a protected file, reached through a link made during the
-    run, a folder, a file with other names (hard links), or a staged copy that is not a
-    plain file. Once landed, the files' pre-images are kept for ``undo.undo_last``."""
+    workspace, all or none (``staged_changes``, then ``commit_changes``); what landed."""
+    return _commit(workspace, staged_changes(workspace, folder, paths))
+
+
+def staged_changes(workspace: Workspace, folder: str, paths: Iterable[str]) -> list[Change]:
+    """Each of ``paths`` (workspace-relative, once) with its staged copy's content in
+    ``folder``. Raises WorkspaceError (or OSError) when a path may not be written: outside
+    the workspace, in ``.lackpy/``, a protected file, reached through a link made during
+    the run, a folder, a file with other names (hard links), or a staged copy that is not
+    a plain file."""
     unique = list(dict.fromkeys(paths))
     for relative in unique:  # first: a path read from the stage is a plain relative one
         _check_target(workspace, relative)
-    changes = [(relative, _staged_bytes(folder, relative)) for relative in unique]
+    return [(relative, _staged_bytes(folder, relative)) for relative in unique]
+
+
+def commit_changes(workspace: Workspace, changes: list[Change]) -> Landed:
+    """Write ``changes`` (from ``staged_changes``) to the workspace, all or none, each path
+    checked again; what landed, for ``Landed.finish``. Raises as ``staged_changes``. Once
+    landed, the files' pre-images are kept for ``undo.undo_last``."""
+    for relative, _ in changes:  # the workspace may have changed while a person looked
+        _check_target(workspace, relative)
+    return _commit(workspace, changes)
+
+
+def _commit(workspace: Workspace, changes: list[Change]) -> Landed:
+    unique = [relative for relative, _ in changes]
     images = pre_images(workspace, changes)
     if len(changes) == 1:  # one atomic replace is all or nothing already
         _apply(workspace, changes)

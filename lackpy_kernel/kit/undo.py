@@ -49,9 +49,9 @@ def pre_images(workspace: Workspace, changes: Iterable[tuple[str, bytes]]
     """What each of ``changes`` (path, new content) will replace, read before the commit;
     None when one cannot be read or is over ``MAX_UNDO_BYTES`` (the commit keeps no record)."""
     try:
-        return [PreImage(relative, _read(workspace, relative, MAX_UNDO_BYTES), _digest(data))
+        return [PreImage(relative, read_bytes(workspace, relative, MAX_UNDO_BYTES), _digest(data))
                 for relative, data in changes]
-    except (OSError, _TooBig):
+    except (OSError, TooBig):
         return None
 
 
@@ -93,7 +93,7 @@ def undo_last(workspace: Workspace) -> list[str]:
         images = _decode(_read_at(folder, name), name)
         for image in images:
             _check_path(workspace, image.path)
-            now = _read(workspace, image.path)
+            now = read_bytes(workspace, image.path)
             if now is None or _digest(now) != image.after:
                 how = "is gone" if now is None else "was edited"
                 raise WorkspaceError(f"{image.path!r} changed since the last commit of a "
@@ -130,13 +130,13 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class _TooBig(Exception):
+class TooBig(Exception):
     """A file over the bound of what an undo record keeps."""
 
 
-def _read(workspace: Workspace, relative: str, limit: int | None = None) -> bytes | None:
+def read_bytes(workspace: Workspace, relative: str, limit: int | None = None) -> bytes | None:
     """The file's content, or None when it does not exist (its own name is never followed
-    as a link). Raises _TooBig past ``limit`` bytes."""
+    as a link). Raises TooBig past ``limit`` bytes."""
     parent, _, name = relative.rpartition("/")
     try:
         fd = os.open(workspace.root / parent, _DIR_FLAGS)
@@ -153,7 +153,7 @@ def _read(workspace: Workspace, relative: str, limit: int | None = None) -> byte
 def _read_at(folder: int, name: str, limit: int | None = None) -> bytes:
     with os.fdopen(os.open(name, _READ_FLAGS, dir_fd=folder), "rb") as stream:
         if limit is not None and os.fstat(stream.fileno()).st_size > limit:
-            raise _TooBig(name)
+            raise TooBig(name)
         return stream.read()
 
 

@@ -22,6 +22,7 @@ from lackpy_kernel.infer import (
     ProviderTried,
     ProviderUnavailable,
 )
+from lackpy_kernel.kit.changes import Change, FileChange
 from lackpy_kernel.lang import Issue
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.plain import display_problem, jsonable
@@ -32,9 +33,14 @@ TABLE_ROWS = 200
 CELL_TEXT = 80
 EXCERPT_CHARS = 120  # the most of a source line shown under one validation issue
 JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
+CHANGES_MIME = "application/vnd.lackpy.changes+json"  # a Change as data, for the Lab dialog
+_LINE_STYLES = {"+": "background: rgba(46, 160, 67, 0.18)", "-": "background: rgba(248, 81, 73, 0.18)",
+                "@": "color: #6a737d"}
 
 __all__ = [
+    "CHANGES_MIME",
     "ErrorReport",
+    "change_bundle",
     "delegation_status",
     "GenerationProgress",
     "generation_progress",
@@ -255,6 +261,33 @@ def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, str]:
     opened = "" if compact else " open"
     markup = f"<details{opened}><summary>{html.escape(title)}</summary>{table['text/html']}"
     return {"text/plain": plain, "text/html": markup + extra + "</details>"}
+
+
+def change_bundle(change: Change) -> dict[str, Any]:
+    """A program's file changes as a person approves them: text/plain (``Change.to_text``),
+    text/html (a table of the files, then each file's diff, everything escaped) and
+    ``CHANGES_MIME`` (``Change.to_frame()``, for a front end that draws its own)."""
+    rows = "".join(f"<tr><td style='text-align: left'>{file.status}</td>"
+                   f"<td style='text-align: left'><code>{html.escape(file.path)}</code></td>"
+                   f"<td style='text-align: left'>{html.escape(file.note or file.counts)}</td></tr>"
+                   for file in change.files)
+    diffs = "".join(_file_diff_html(file) for file in change.files)
+    markup = (f"<div class='lackpy-changes'><div><b>{html.escape(change.summary())}</b></div>"
+              f"<table><tbody>{rows}</tbody></table>{diffs}</div>")
+    return {"text/plain": change.to_text(), "text/html": markup,
+            CHANGES_MIME: change.to_frame()}
+
+
+def _file_diff_html(file: FileChange) -> str:
+    if not file.lines and not file.omitted:
+        return ""
+    lines = "".join(f"<div style='{_LINE_STYLES.get(line[:1], '')}'>{html.escape(line) or ' '}"
+                    "</div>" for line in file.lines)
+    if file.omitted:
+        lines += f"<div>... {file.omitted} more line{'s' if file.omitted != 1 else ''} not shown</div>"
+    title = html.escape(f"{file.path} ({file.status}, {file.counts})")
+    return (f"<details open><summary><code>{title}</code></summary>"
+            f"<pre style='margin: 0'>{lines}</pre></details>")
 
 
 def uses_comment(names: tuple[str, ...] | list[str]) -> str:

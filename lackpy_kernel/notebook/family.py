@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lackpy_kernel.errors import UsageError
+from lackpy_kernel.notebook.approval import asking
 from lackpy_kernel.notebook.declare import Magic, declared_magics
 from lackpy_kernel.notebook.port import NotebookPort
 from lackpy_kernel.session import LackpySession
@@ -25,12 +26,14 @@ class MagicFamily:
     """The magics of one notebook: they act on ``session`` and write to ``port``.
 
     ``declared`` maps each magic this host offers (see ``offered``) to its declaration
-    and its handler.
+    and its handler. The session's programs ask the person through ``port`` before their
+    file changes land (``notebook.approval``).
     """
 
     def __init__(self, port: NotebookPort, session: LackpySession) -> None:
         self.port = port
         self.session = session
+        session.approve = asking(port)
         self.service = session.service
         offered = self.offered(port.offers)
         self.declared = {name: (offered[name], handler)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from lackpy_kernel.kit.changes import printable
+
 from .protocol import Reply, RunRequest
 from .runner import ExecutionResult
+
+MAX_NAMED = 5  # files a message names
+DECLINED = "they were declined"  # why a change did not land, when the person said no
+ASK_INTERRUPTED = "the run was interrupted while waiting for the answer"
 
 
 def failure(error_type: str, message: str) -> Reply:
@@ -33,3 +39,21 @@ def tool_timeout_message(tool: str, source: str, seconds: float) -> str:
     """Why a call of ``tool`` was stopped at its own timeout, and what to do."""
     return (f"tool {tool!r} from {source} took longer than its {seconds:g} s timeout; raise "
             "timeout in the source's settings (or overrides.TOOL.timeout)")
+
+
+def dropped_note(paths: list[str]) -> str:
+    """The note of a failed program that had changed ``paths``: none of them was written."""
+    return (f"nothing was written: a program that fails leaves the files as they were "
+            f"(its changes to {named_files(paths)} were dropped)")
+
+
+def refused_message(paths: list[str], why: str) -> str:
+    """Why a program's changes to ``paths`` did not land (``why``), and what that left."""
+    return (f"the program's changes to {named_files(paths)} were not applied: {why}. Nothing "
+            "was written, and the variables are as they were before it")
+
+
+def named_files(paths: list[str]) -> str:
+    """The first ``MAX_NAMED`` of ``paths``, printable, and how many more."""
+    return ", ".join(printable(path) for path in paths[:MAX_NAMED]) + (
+        f" and {len(paths) - MAX_NAMED} more" if len(paths) > MAX_NAMED else "")

@@ -11,9 +11,10 @@ Each is made where it is sent and read back where it arrives, once, at the edge:
 - ``SandboxLimits``: a program's limits, whose defaults both the kernel's requests and the
   worker's own (its first warm-up) use.
 
-The smaller frames (``cancel``, ``reset``, a tool call and its answer, the child's events)
-are dicts named where they are made. This module imports only what the worker, started with
-``python -S``, imports anyway.
+The smaller frames (``cancel``, ``reset``, a tool call and its answer, the child's events,
+an approval's question ``{"approve": Change.to_frame()}`` and its answer
+``{"op": "approve", "apply": bool, "reason": str}``) are dicts named where they are made.
+This module imports only what the worker, started with ``python -S``, imports anyway.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class RunRequest:
     ``kit`` (the built-in tools), ``tools`` (alias -> the plain-data description of each other
     tool, see ``kernel_side.plan_kit``), ``import_path`` (for the worker that imports Python
     tools), the files and folders the write tools refuse (``protected``: a list, or each
-    with the tool source it is code of), and its limits."""
+    with the tool source it is code of), its limits, and whether its file changes wait
+    for a person's approval before they land (``approve``, ``[sandbox] approve``)."""
 
     program: str
     workspace: str
@@ -67,6 +69,7 @@ class RunRequest:
     memory_mb: int = DEFAULT_LIMITS.memory_mb
     max_result_bytes: int = DEFAULT_LIMITS.max_result_bytes
     max_tool_calls: int | None = DEFAULT_LIMITS.max_tool_calls
+    approve: bool = False
 
     def to_frame(self) -> dict[str, Any]:
         """Plain data for the wire (``op`` is ``"run"``)."""
@@ -75,7 +78,8 @@ class RunRequest:
                 "protected": self.protected, "params": self.params, "keep": self.keep,
                 "return_variables": self.return_variables, "kits_dir": self.kits_dir,
                 "timeout": self.timeout, "memory_mb": self.memory_mb,
-                "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls}
+                "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls,
+                "approve": self.approve}
 
     @classmethod
     def from_frame(cls, frame: Mapping[str, Any]) -> RunRequest:
@@ -91,7 +95,7 @@ class RunRequest:
                        frame.get("kits_dir"), frame.get("timeout", DEFAULT_LIMITS.timeout),
                        frame.get("memory_mb", DEFAULT_LIMITS.memory_mb),
                        frame.get("max_result_bytes", DEFAULT_LIMITS.max_result_bytes),
-                       frame.get("max_tool_calls"))
+                       frame.get("max_tool_calls"), approve=frame.get("approve") is True)
         except (KeyError, TypeError, AttributeError) as exc:
             raise wire.WireError(f"malformed run request: {type(exc).__name__}") from None
 

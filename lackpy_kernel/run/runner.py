@@ -26,6 +26,7 @@ OUTPUT_NAME = "__lackpy_output__"  # programs cannot name it: '__' names are res
 STDOUT_LIMIT = 1_000_000
 VALIDATION_ERROR = "LackpyValidationError"
 KIT_ERROR = "KitError"
+CHANGE_REFUSED = "ChangeRefusedError"  # the error_type of a program whose file changes were refused
 # error_type -> the exception raise_for_error raises (programs cannot raise: no `raise` in lackpy).
 _FAILURES: dict[str, type[errors.LackpyRuntimeError]] = {
     "TimeoutError": errors.ProgramTimeoutError,
@@ -33,6 +34,7 @@ _FAILURES: dict[str, type[errors.LackpyRuntimeError]] = {
     "ResultTooLarge": errors.ResultTooLargeError,
     "KeyboardInterrupt": errors.ProgramInterrupted,
     "SandboxError": errors.SandboxError,
+    CHANGE_REFUSED: errors.ChangeRefusedError,
 }
 
 

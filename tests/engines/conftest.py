@@ -13,13 +13,16 @@ from tests.support import loopback
 def workspace(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     (tmp_path / "todo.txt").write_text("write tests\n")
+    (tmp_path / ".lackpy").mkdir()  # plans and agents here write with no one to ask
+    (tmp_path / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
     return tmp_path
 
 
 @pytest.fixture
 def service(workspace):
     """Programs run in this process (fast); the sandbox has tests of its own below."""
-    with LackpyService(workspace, LackpyConfig(sandbox_enabled=False)) as running:
+    with LackpyService(workspace, LackpyConfig(sandbox_enabled=False,
+                                               sandbox_approve="never")) as running:
         yield running
 
 

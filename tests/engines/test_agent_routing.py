@@ -96,7 +96,7 @@ def test_an_unknown_provider_name_says_what_exists(model_server, workspace):
 
 
 def test_a_provider_whose_plugin_cannot_call_tools_is_refused(workspace):
-    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy").mkdir(exist_ok=True)
     (workspace / ".lackpy" / "config.toml").write_text(
         '[inference.providers.tmpl]\nplugin = "templates"\n')
     with pytest.raises(UsageError, match="plugin 'templates', which cannot call tools"):

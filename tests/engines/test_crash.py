@@ -31,6 +31,8 @@ def place(tmp_path):
     """A workspace whose plan Store logs every write."""
     (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     (tmp_path / "spin.txt").write_text("0")
+    (tmp_path / ".lackpy").mkdir()  # the plan's steps write with no one to ask
+    (tmp_path / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
     database = tmp_path / "plans.sqlite"
     Store(database).close()
     with sqlite3.connect(database) as raw:

@@ -6,6 +6,8 @@ import pytest
 
 from tests.support.kernel import Kernel, make_workspace
 
+UNSEEN = '[sandbox]\napprove = "never"\n'  # these tests write with no one to ask
+
 COPY = "%delegate --kit read_file,write_file --run copy the notes"
 TEMPLATE = ("%%create copy --pattern 'copy the notes'\n"
             "write_file('copy.txt', read_file('notes.txt'))\n'copied'")
@@ -20,7 +22,7 @@ def with_copy_template(kernel: Kernel) -> Kernel:
 
 @pytest.fixture(scope="module")
 def writer(tmp_path_factory):
-    kernel = Kernel(make_workspace(tmp_path_factory.mktemp("ws")))
+    kernel = Kernel(make_workspace(tmp_path_factory.mktemp("ws"), UNSEEN))
     yield with_copy_template(kernel)
     kernel.close()
 
@@ -80,7 +82,7 @@ def test_a_cell_cannot_raise_the_ceiling_by_rewriting_the_config(writer):
 
 
 def test_the_config_lowers_the_ceiling(tmp_path):
-    kernel = Kernel(make_workspace(tmp_path, '[delegate]\nauto_run = "none"\n'))
+    kernel = Kernel(make_workspace(tmp_path, UNSEEN + '[delegate]\nauto_run = "none"\n'))
     try:
         outcome = kernel.execute("%delegate --run read the file notes.txt")
         assert outcome.of("execute_result") == []
@@ -90,7 +92,8 @@ def test_the_config_lowers_the_ceiling(tmp_path):
 
 
 def test_the_config_can_let_writes_run_unseen(tmp_path):
-    kernel = with_copy_template(Kernel(make_workspace(tmp_path, '[delegate]\nauto_run = "write"\n')))
+    kernel = with_copy_template(Kernel(make_workspace(
+        tmp_path, UNSEEN + '[delegate]\nauto_run = "write"\n')))
     try:
         assert kernel.execute(COPY).result() == "copied"
         assert (tmp_path / "copy.txt").exists()

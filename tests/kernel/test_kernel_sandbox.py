@@ -73,7 +73,7 @@ def _bytes_written(pid: int) -> int:
 
 
 def test_a_cell_is_atomic_for_files(tmp_path):
-    workspace = make_workspace(tmp_path)
+    workspace = make_workspace(tmp_path, '[sandbox]\napprove = "never"\n')  # no one to ask
     kernel = Kernel(workspace)
     try:
         assert kernel.execute("%kit read_file,write_file").status == "ok"

@@ -33,6 +33,7 @@ CONFIG = f"""
 [sandbox]
 timeout = 3
 memory_mb = 256
+approve = "never"  # these tests write files with no one to ask: the changes land unseen
 
 [tools.providers.words]
 plugin = "python"

@@ -20,7 +20,7 @@ PLAN_STORE = ".lackpy/plans.sqlite"
 @pytest.fixture(scope="module", params=HOSTS)
 def host(request, installed_kernelspec, tmp_path_factory):
     workspace = make_workspace(tmp_path_factory.mktemp(f"plans-{request.param}"),
-                               "[sandbox]\ntimeout = 60\n")
+                               '[sandbox]\ntimeout = 60\napprove = "never"\n')  # no one asked
     with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
         yield running
 

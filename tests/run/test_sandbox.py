@@ -31,7 +31,7 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def sandbox(workspace):
-    with Sandbox(workspace, LIMITS) as box:
+    with Sandbox(workspace, LIMITS, approve_writes=False) as box:
         yield box
 
 

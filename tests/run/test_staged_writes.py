@@ -50,7 +50,7 @@ def workspace(tmp_path):
 
 @pytest.fixture
 def sandbox(workspace):
-    with Sandbox(workspace, LIMITS) as box:
+    with Sandbox(workspace, LIMITS, approve_writes=False) as box:
         yield box
 
 
@@ -127,7 +127,7 @@ def test_a_link_planted_during_the_run_is_refused_at_the_commit(workspace, tmp_p
 
     toolbox = builtin_toolbox(workspace)
     toolbox.register_tool(ToolSpec("plant", "custom"), plant)
-    with Sandbox(workspace, LIMITS, toolbox=toolbox) as box:
+    with Sandbox(workspace, LIMITS, toolbox=toolbox, approve_writes=False) as box:
         result = box.run("write_file('a.txt', 'new a')\nwrite_file('sub/x.txt', 'evil')\n"
                          "plant()", [*KIT, "plant"])
     assert not result.success

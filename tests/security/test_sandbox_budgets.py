@@ -67,7 +67,7 @@ def test_writing_into_folders_that_exist_spends_no_folder_budget(tmp_path, monke
 
 @pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 def test_the_folder_budget_holds_in_the_sandbox_and_the_session_survives(tmp_path):
-    with Sandbox(tmp_path, SandboxLimits(timeout=60)) as box:
+    with Sandbox(tmp_path, SandboxLimits(timeout=60), approve_writes=False) as box:
         box.run("kept = 1", ALL_TOOLS)
         result = box.run("for i in range(5000):\n    write_file('d' + str(i) + '/f', 'x')",
                          ALL_TOOLS)

@@ -38,8 +38,11 @@ def evil(canary) -> str:
 
 
 def configure(workspace, tables: str) -> None:
+    """The workspace's config: ``tables``, and changes that land unseen (these programs
+    write with no one to ask: what stops a write here is the wall, not a person)."""
     (workspace / ".lackpy").mkdir(exist_ok=True)
-    (workspace / ".lackpy" / "config.toml").write_text(textwrap.dedent(tables))
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[sandbox]\napprove = "never"\n' + textwrap.dedent(tables))
 
 
 @pytest.fixture

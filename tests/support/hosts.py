@@ -51,6 +51,7 @@ class Shown:
     evalue: str | None = None
     traceback: list[str] = field(default_factory=list)
     next_input: dict[str, Any] | None = None  # the set_next_input payload: text, replace
+    asked: str | None = None  # the prompt of the input request the cell made, if answered
 
     @property
     def text(self) -> str:
@@ -68,9 +69,17 @@ class Host:
     def __init__(self, name: str, kernel: Kernel) -> None:
         self.name, self.kernel = name, kernel
 
-    def run(self, code: str, timeout: float = 60) -> Shown:
-        """Execute ``code`` as one cell and collect what it showed."""
-        outcome = self.kernel.execute(code, timeout=timeout)
+    def run(self, code: str, timeout: float = 60, *, answer: str | None = None) -> Shown:
+        """Execute ``code`` as one cell and collect what it showed; with ``answer``, stdin
+        is allowed and the cell's one input request gets that answer."""
+        if answer is None:
+            outcome, asked = self.kernel.execute(code, timeout=timeout), None
+        else:
+            msg_id = self.kernel.client.execute(code, allow_stdin=True, stop_on_error=False)
+            request = self.kernel.client.get_stdin_msg(timeout=timeout)
+            assert request["msg_type"] == "input_request", request
+            self.kernel.client.input(answer)
+            outcome, asked = self.kernel.wait(msg_id, timeout), request["content"]["prompt"]
         content = outcome.reply["content"]
         results = outcome.of("execute_result")
         payload = [p for p in content.get("payload", []) if p.get("source") == "set_next_input"]
@@ -82,18 +91,20 @@ class Host:
             result=results[0]["data"]["text/plain"] if results else None,
             ename=content.get("ename"), evalue=content.get("evalue"),
             traceback=content.get("traceback", []),
-            next_input=payload[0] if payload else None)
+            next_input=payload[0] if payload else None, asked=asked)
 
     def shown_text(self, text: str) -> str:
         """How the host shows a result that is the string ``text``."""
         return text if self.name == "kernel" else repr(text)
 
-    def program(self, code: str, *, kit: str | None = None, timeout: float = 60) -> Shown:
+    def program(self, code: str, *, kit: str | None = None, timeout: float = 60,
+                answer: str | None = None) -> Shown:
         """Run the lackpy program ``code`` (with ``kit``): a plain cell in the kernel (after
-        ``%kit``, which stays set), a ``%%lackpy`` cell in Python."""
+        ``%kit``, which stays set), a ``%%lackpy`` cell in Python; ``answer`` as ``run``."""
         if self.name == "kernel":
-            return self.run(f"%kit {kit}\n{code}" if kit else code, timeout)
-        return self.run(f"%%lackpy{f' --kit {kit}' if kit else ''}\n{code}", timeout)
+            return self.run(f"%kit {kit}\n{code}" if kit else code, timeout, answer=answer)
+        return self.run(f"%%lackpy{f' --kit {kit}' if kit else ''}\n{code}", timeout,
+                        answer=answer)
 
 
 def run_error(host: Host, error_type: str) -> str:

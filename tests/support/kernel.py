@@ -62,8 +62,10 @@ class Kernel:
             self.client.wait_for_ready(timeout=60)
 
     def execute(self, code: str, timeout: float = 60, **options: Any) -> Outcome:
-        # A test's cell that fails on purpose must not abort the cells sent after it.
+        # A test's cell that fails on purpose must not abort the cells sent after it; no
+        # one answers a question (as under nbval): a test that answers sends its own.
         options.setdefault("stop_on_error", False)
+        options.setdefault("allow_stdin", False)
         msg_id = self.client.execute(code, **options)
         return self.wait(msg_id, timeout)
 

@@ -1,11 +1,13 @@
 """What runs in the caller's process (the kernel, the service, the CLI): the ``Sandbox``,
 which starts the worker, sends it programs and survives its death, and the kernel's side of
 forwarding (``plan_kit``: what a request says about a kit's tools; ``ToolHost``: runs the
-calls of the tools that run here)."""
+calls of the tools that run here), and the approval of a program's file changes
+(``Approver``)."""
 
 from ..protocol import SandboxLimits
+from ._approval import NO_ONE_TO_ASK, Approver
 from ._sandbox import GRACE_SECONDS, Sandbox, in_thread, sandbox_supported
 from ._tools import HostedRun, KitPlan, ToolHost, plan_kit
 
-__all__ = ["GRACE_SECONDS", "HostedRun", "KitPlan", "Sandbox", "SandboxLimits", "ToolHost",
-           "in_thread", "plan_kit", "sandbox_supported"]
+__all__ = ["GRACE_SECONDS", "NO_ONE_TO_ASK", "Approver", "HostedRun", "KitPlan", "Sandbox",
+           "SandboxLimits", "ToolHost", "in_thread", "plan_kit", "sandbox_supported"]

@@ -27,6 +27,7 @@ from ..plain import find_non_plain
 from ..protocol import Reply, RunRequest, SandboxLimits
 from ..runner import KIT_ERROR, ExecutionResult
 from ..spawn import adopt_early, spawn_worker, stop_worker
+from ._approval import Approver, blocking, decide, decide_async
 from ._tools import HostedRun, KitPlan, ToolHost, plan_kit
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
@@ -58,6 +59,10 @@ class Sandbox:
     own, each time the program calls it (see ``ToolHost``). The write tools refuse
     the files in ``protected`` (``ToolSources.protected``), in the program's
     process as here.
+
+    With ``approve_writes`` (``[sandbox] approve = "write"``, the default) a program's
+    file changes land only once the run's ``approve`` callback (see ``Approver``) says
+    so; a run without one refuses them. False lets them land unseen.
     """
 
     def __init__(
@@ -68,8 +73,10 @@ class Sandbox:
         *,
         toolbox: Toolbox | None = None,
         protected: Collection[str] = (),
+        approve_writes: bool = True,
     ) -> None:
         self.workspace = Path(workspace).resolve()
+        self.approve_writes = approve_writes
         self.limits = limits or SandboxLimits()
         self.kits_dir = str(kits_dir) if kits_dir is not None else None
         self.protected = protected
@@ -120,19 +127,22 @@ class Sandbox:
         *,
         keep: bool = True,
         return_variables: bool = False,
+        approve: Approver | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
 
         ``keep=True`` runs in the session and keeps its variables on success;
         ``keep=False`` runs on an empty namespace and leaves the session alone.
+        ``approve`` is asked, on this thread, before the program's file changes land
+        (``approve_writes``); its deadline does not run meanwhile.
         """
         prepared = self._prepare(program, kit, params, keep, return_variables)
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
         with self._run_lock, self._hosting(plan) as hosted:
-            reply = self._exchange(request.to_frame(), self._run_wait, hosted)
+            reply = self._exchange(request.to_frame(), self._run_wait, hosted, approve)
         return self._result_of(reply, keep)
 
     async def run_async(
@@ -143,20 +153,23 @@ class Sandbox:
         *,
         keep: bool = True,
         return_variables: bool = False,
+        approve: Approver | None = None,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
-        stays as it was) and raises CancelledError, unless the result came first."""
+        stays as it was) and raises CancelledError, unless the result came first.
+        ``approve`` may be ``async`` (awaited on this loop) or blocking (run on a thread)."""
         if not self.ready or not self._run_lock.acquire(blocking=False):
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
-                                    return_variables=return_variables)
+                                   return_variables=return_variables,
+                                   approve=blocking(approve, asyncio.get_running_loop()))
         try:
             prepared = self._prepare(program, kit, params, keep, return_variables)
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
             with self._hosting(plan) as hosted:
-                reply = await self._exchange_async(request.to_frame(), hosted)
+                reply = await self._exchange_async(request.to_frame(), hosted, approve)
         finally:
             self._run_lock.release()
         return self._result_of(reply, keep)
@@ -229,7 +242,8 @@ class Sandbox:
         return RunRequest(program, str(self.workspace), plan.builtins, plan.tools,
                           plan.import_path, _protected(self.protected), dict(params or {}), keep,
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
-                          limits.max_result_bytes, limits.max_tool_calls), plan
+                          limits.max_result_bytes, limits.max_tool_calls,
+                          approve=self.approve_writes), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
@@ -263,25 +277,34 @@ class Sandbox:
             self.variable_types.update(reply.commit.types)
         return ExecutionResult.from_dict(reply.result)
 
-    def _exchange(self, request: Frame, wait: float, hosted: HostedRun | None = None) -> Frame:
+    def _exchange(self, request: Frame, wait: float, hosted: HostedRun | None = None,
+                  approve: Approver | None = None) -> Frame:
         """Send a request and read its reply, waiting on a selector (starting the tool calls
-        that come first); this side's failure, the worker stopped, if it does not reply."""
+        that come first, asking ``approve`` when the worker asks); this side's failure, the
+        worker stopped, if it does not reply."""
         try:
             self._settle(wait)
             self._send(request)
             deadline = time.monotonic() + wait
-            while (reply := _taken(self._receive(deadline - time.monotonic()), hosted)) is None:
-                pass
-            return reply
+            while True:
+                reply = _taken(self._receive(deadline - time.monotonic()), hosted)
+                if reply is None:
+                    continue
+                if "approve" not in reply:
+                    return reply
+                self._send(decide(approve, reply["approve"]))
+                deadline = time.monotonic() + wait  # the time asking took is not the program's
         except _WORKER_FAILED as exc:
             return self._failed_worker(exc)
 
-    async def _exchange_async(self, request: Frame, hosted: HostedRun | None) -> Frame:
+    async def _exchange_async(self, request: Frame, hosted: HostedRun | None,
+                              approve: Approver | None = None) -> Frame:
         """``_exchange`` on the running loop, for a worker that is ready: send, then await the
-        reply's bytes (starting the tool calls that come first)."""
+        reply's bytes (starting the tool calls that come first, and asking ``approve``
+        without blocking the loop when the worker asks)."""
         loop = asyncio.get_running_loop()
         fd = self._stdout()
-        reply: asyncio.Future[Frame | BaseException] = loop.create_future()
+        pending: list[asyncio.Future[Frame | BaseException]] = [loop.create_future()]
 
         def readable() -> None:
             outcome: Frame | BaseException | None = None
@@ -291,23 +314,37 @@ class Sandbox:
                     outcome = _taken(frame, hosted)
             except _WORKER_FAILED as exc:
                 outcome = exc
-            if outcome is not None and not reply.done():
-                reply.set_result(outcome)
+            if outcome is not None and not pending[0].done():
+                pending[0].set_result(outcome)
 
         loop.add_reader(fd, readable)
         try:
             self._send(request)
-            frame = await self._await_reply(reply, self._run_wait)
+            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait)):
+                pending[0] = loop.create_future()
+                self._send(await self._asked(approve, frame["approve"], pending[0]))
         except _WORKER_FAILED as exc:
             loop.remove_reader(fd)
             return self._failed_worker(exc)
         except asyncio.CancelledError:
             loop.remove_reader(fd)
+            reply = pending[0]
             if not reply.done() or isinstance(reply.result(), BaseException):
                 self._kill_worker()  # it did not answer the cancel: the next run restarts it
             raise
         loop.remove_reader(fd)
         return frame
+
+    async def _asked(self, approve: Approver | None, question: Any,
+                     reply: asyncio.Future[Frame | BaseException]) -> Frame:
+        """The answer to the worker's question. Cancelled while asking, it stops the run
+        (the change is refused) and waits for the worker's reply before re-raising."""
+        try:
+            return await decide_async(approve, question)
+        except asyncio.CancelledError:
+            self.interrupt()
+            await asyncio.wait([reply], timeout=GRACE_SECONDS)
+            raise
 
     async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
                            wait: float) -> Frame:

@@ -6,20 +6,23 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from lackpy_kernel.errors import WriteBudgetError
 from lackpy_kernel.kit import Workspace
+from lackpy_kernel.kit.changes import Change, describe_changes
 from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
-from lackpy_kernel.kit.journal import Landed, commit_stage, recover
+from lackpy_kernel.kit.journal import Landed, commit_changes, commit_stage, recover, staged_changes
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
 from .. import wire
 from ..child import PythonTools, Snapshot, preresolve, wall_plan
 from ..commit import UnitLog, load_unit
 from ..context import describe_variables
-from ..failures import failed_after, failure
+from ..failures import ASK_INTERRUPTED, DECLINED, dropped_note, failed_after, failure, refused_message
 from ..protocol import Commit, Reply, RunRequest
+from ..runner import CHANGE_REFUSED
 from ..walls import WallPlan
 from ._children import Child, widen_pipe
 from ._watch import watch
@@ -34,8 +37,9 @@ QUIET = 0.010
 # the forks wait for a quiet moment. The worker holds one, and one more each time a run
 # of such cells used them all up (each costs a process of about 3 MB).
 MAX_TWINS = 3
-MAX_NAMED = 5  # files a note names
 Frame = wire.Frame
+# Asks the person about a change: None when it is to land, else why not
+Asker = Callable[[Change], tuple[str, str] | None]
 
 
 def main() -> None:
@@ -191,6 +195,8 @@ class Worker:
             text = describe_variables(self.session, previews=bool(request.get("previews", True)))
             wire.write_frame(STDOUT, {"ok": True, "description": text})
             return False
+        if op == "approve":  # late: its question was settled by a cancel
+            return False
         if op == "reset":
             self.replace_session({}, [])
         elif op == "restore":
@@ -220,7 +226,7 @@ class Worker:
         folder = stage_folder(os.path.realpath(request.workspace), child.pid)
         landed = None
         if staged:
-            reply, landed = settle_files(reply, request, folder, staged)
+            reply, landed = settle_files(reply, request, folder, staged, self.ask)
             commit = commit if reply.result["success"] else None
         wire.write_frame(STDOUT, reply.to_frame())
         if staged:  # after the reply: the disk, and a stage nothing reads any more
@@ -231,6 +237,28 @@ class Worker:
             return False
         self.apply(commit, loaded)
         return True
+
+    def ask(self, change: Change) -> tuple[str, str] | None:
+        """Send ``change`` up and wait, with no deadline, for the kernel's answer: None to
+        let it land, else the error type and why not (a ``cancel`` refuses it)."""
+        wire.write_frame(STDOUT, {"approve": change.to_frame()})
+        while True:
+            message = self.requests.next_frame()
+            if message is None:
+                data = os.read(STDIN, wire.READ_CHUNK)
+                if not data:
+                    self.exit()
+                self.requests.feed(data)
+                continue
+            op = message.get("op") if type(message) is dict else None
+            if op == "cancel":
+                return "KeyboardInterrupt", ASK_INTERRUPTED
+            if op == "approve":
+                if message.get("apply") is True:
+                    return None
+                reason = message.get("reason")
+                return CHANGE_REFUSED, reason[:2000] if type(reason) is str else DECLINED
+            # else a late answer of a tool call: dropped
 
     def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
         for name in commit.deleted:
@@ -252,30 +280,30 @@ class Worker:
         os._exit(0)
 
 
-def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str]
-                 ) -> tuple[Reply, Landed | None]:
-    """Commit the files the program staged in ``folder`` when it ended well, else note
-    that they were dropped; the reply (a failure when the commit was refused: nothing
-    written then) and what landed."""
+def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str],
+                 ask: Asker) -> tuple[Reply, Landed | None]:
+    """Commit the files the program staged in ``folder`` when it ended well (once ``ask``
+    let them, when the request wants approval), else note that they were dropped; the
+    reply (a failure when the commit was refused: nothing written then) and what landed."""
     if not reply.result["success"]:
-        reply.result["notes"].append(_dropped(paths))
+        reply.result["notes"].append(dropped_note(paths))
         return reply, None
     try:
         if len(paths) > WRITE_BUDGET_FILES:  # a child past its budget forged them
             raise WriteBudgetError(f"{len(paths)} files is over the {WRITE_BUDGET_FILES} "
                                    "a program may write")
         workspace = Workspace(request.workspace, frozenset(request.protected))
-        return reply, commit_stage(workspace, folder, paths)
+        if not request.approve:
+            return reply, commit_stage(workspace, folder, paths)
+        changes = staged_changes(workspace, folder, paths)  # what is shown is what lands
+        refused = ask(describe_changes(workspace, changes))
+        if refused is not None:
+            error_type, why = refused
+            return failed_after(reply.result["trace"], error_type, refused_message(paths, why)), None
+        return reply, commit_changes(workspace, changes)
     except OSError as exc:
         return failed_after(reply.result["trace"], type(exc).__name__,
                             f"the program's file changes were not written: {exc}"), None
-
-
-def _dropped(paths: list[str]) -> str:
-    named = ", ".join(paths[:MAX_NAMED]) + (f" and {len(paths) - MAX_NAMED} more"
-                                             if len(paths) > MAX_NAMED else "")
-    return (f"nothing was written: a program that fails leaves the files as they were "
-            f"(its changes to {named} were dropped)")
 
 
 def restored(units: list[tuple[list[str], bytes]]) -> dict[str, Any]:

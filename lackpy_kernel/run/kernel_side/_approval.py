@@ -1,0 +1,106 @@
+"""Approving a program's file changes before they land (``[sandbox] approve = "write"``).
+
+When a program that ran in the worker ended well with staged files, the worker sends their
+``Change`` up (``{"approve": ...}``) and waits, with no deadline, for the answer. The
+kernel's side asks the run's ``Approver``: a callable given the ``Change`` that returns
+True to apply it and False to decline it (or an ``async`` one returning the same). It may
+raise ``ChangeRefusedError`` to refuse it with its own reason (no one can be asked). A run
+with no approver refuses (``NO_ONE_TO_ASK``). A refused change is a failed run: nothing
+written, the variables as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from lackpy_kernel.errors import ChangeRefusedError
+from lackpy_kernel.kit.changes import Change
+
+from .. import wire
+from ..failures import DECLINED
+
+__all__ = ["NO_ONE_TO_ASK", "Approver", "decide", "decide_async"]
+
+# Given the change: whether to apply it (True) or decline it (False)
+Approver = Callable[[Change], bool] | Callable[[Change], Awaitable[bool]]
+NO_ONE_TO_ASK = ('no one can be asked to approve them here. For an unattended run (tests, '
+                 'CI, papermill, a script without a terminal) let file changes land unseen '
+                 'with [sandbox] approve = "never" in .lackpy/config.toml')
+log = logging.getLogger(__name__)
+
+
+def decide(approve: Approver | None, question: Any) -> wire.Frame:
+    """The answer to the worker's ``question`` (a ``Change`` frame), asking ``approve``
+    here; an awaitable answer is run to completion on a loop of its own. Raises WireError
+    for a malformed question; KeyboardInterrupt while asking stops the run."""
+    change = _change_of(question)
+    if approve is None:
+        return _answer(False, NO_ONE_TO_ASK)
+    try:
+        verdict = approve(change)
+        if inspect.isawaitable(verdict):
+            verdict = asyncio.run(_awaited(verdict))
+    except ChangeRefusedError as exc:
+        return _answer(False, str(exc))
+    except Exception as exc:  # an approver's bug must still answer the worker, which waits
+        log.exception("lackpy: asking for approval failed")
+        return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
+    return _answer(verdict is True)
+
+
+async def decide_async(approve: Approver | None, question: Any) -> wire.Frame:
+    """``decide`` on a running loop: an ``async`` approver is awaited here, a blocking one
+    runs on a thread, so the loop goes on meanwhile. Cancelling the await stops asking."""
+    change = _change_of(question)
+    if approve is None:
+        return _answer(False, NO_ONE_TO_ASK)
+    try:
+        if _is_async(approve):
+            verdict = await _awaited(approve(change))
+        else:
+            verdict = await asyncio.to_thread(cast(Callable[[Change], bool], approve), change)
+    except ChangeRefusedError as exc:
+        return _answer(False, str(exc))
+    except Exception as exc:  # an approver's bug must still answer the worker, which waits
+        log.exception("lackpy: asking for approval failed")
+        return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
+    return _answer(verdict is True)
+
+
+def blocking(approve: Approver | None, loop: asyncio.AbstractEventLoop) -> Approver | None:
+    """``approve`` as a thread may call it while ``loop`` runs: an ``async`` one runs on
+    ``loop`` (where what it awaits lives), the thread waiting for its answer."""
+    if approve is None or not _is_async(approve):
+        return approve
+    asynchronous = approve
+
+    def on_loop(change: Change) -> bool:
+        verdict = asyncio.run_coroutine_threadsafe(_awaited(asynchronous(change)), loop)
+        return verdict.result() is True
+
+    return on_loop
+
+
+def _is_async(approve: Approver) -> bool:
+    """Whether ``approve`` is an ``async`` function (or an object whose ``__call__`` is)."""
+    return inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
+        type(approve).__call__)
+
+
+async def _awaited(verdict: Awaitable[bool] | bool) -> bool:
+    return (await verdict if inspect.isawaitable(verdict) else verdict) is True
+
+
+def _change_of(question: Any) -> Change:
+    try:
+        return Change.from_frame(question)
+    except ValueError as exc:
+        raise wire.WireError(f"the worker asked about {exc}") from None
+
+
+def _answer(apply: bool, reason: str = DECLINED) -> wire.Frame:
+    return {"op": "approve", "apply": apply, "reason": "" if apply else reason}

@@ -1,0 +1,111 @@
+"""The MCP server asks the person through MCP elicitation before a program's file changes
+land (``[sandbox] approve = "write"``, the default), and refuses them, naming the setting,
+for a client that cannot elicit, or a session that cannot ask while a tool runs (protocol
+2026-07-28 asks only before a tool runs). Driven by the official SDK's client over stdio,
+with the initialize handshake (``mode="legacy"``) where it elicits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from lackpy_kernel.mcp_server import APPROVAL_QUESTION
+from tests.test_mcp_server import server_params
+
+pytestmark = pytest.mark.asyncio
+
+WRITES = "write_file('notes.txt', 'changed\\n')\nwrite_file('sub/new.txt', 'n\\n')\n'done'"
+KIT = "read_file,write_file"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    return tmp_path
+
+
+class Person:
+    """An elicitation callback that answers ``action`` (with ``apply``) and keeps what it
+    was asked."""
+
+    def __init__(self, action: str, apply: bool = True) -> None:
+        self.action, self.apply, self.asked = action, apply, []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams
+                       ) -> types.ElicitResult:
+        self.asked.append(params)
+        content = {"apply": self.apply} if self.action == "accept" else None
+        return types.ElicitResult(action=self.action, content=content)
+
+
+async def run_program(workspace: Path, person: Person | None, mode: str = "legacy"
+                      ) -> dict[str, Any]:
+    callback = {"elicitation_callback": person} if person is not None else {}
+    async with Client(server_params(workspace), mode=mode, **callback) as client:
+        result = await client.call_tool("run_program", {"program": WRITES, "kit": KIT})
+    assert not result.is_error
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def written(workspace: Path) -> bool:
+    return (workspace / "sub" / "new.txt").exists()
+
+
+async def test_accepting_the_elicitation_writes_both_files(workspace):
+    person = Person("accept")
+    result = await run_program(workspace, person)
+    assert result["success"] is True, result["error"]
+    assert result["output"] == "done"
+    (asked,) = person.asked
+    assert asked.message.startswith(f"{APPROVAL_QUESTION}\n\n2 files changed: +2 -1")
+    assert "-remember the milk\n+changed" in asked.message
+    assert asked.requested_schema["properties"]["apply"]["type"] == "boolean"
+    assert (workspace / "notes.txt").read_text() == "changed\n" and written(workspace)
+
+
+@pytest.mark.parametrize("action, apply", [("decline", True), ("cancel", True),
+                                           ("accept", False)])
+async def test_declining_the_elicitation_writes_nothing(workspace, action, apply):
+    result = await run_program(workspace, Person(action, apply))
+    assert result["success"] is False
+    assert result["error_type"] == "ChangeRefusedError"
+    assert "were not applied: they were declined" in result["error"]
+    assert (workspace / "notes.txt").read_text() == "remember the milk\n"
+    assert not written(workspace)
+
+
+async def test_a_client_without_elicitation_is_refused_naming_the_setting(workspace):
+    result = await run_program(workspace, None)
+    assert result["success"] is False
+    assert "this MCP client does not support elicitation" in result["error"]
+    assert '[sandbox] approve = "never"' in result["error"]
+    assert not written(workspace)
+
+
+async def test_a_session_that_cannot_ask_while_a_tool_runs_is_refused(workspace):
+    person = Person("accept")
+    result = await run_program(workspace, person, mode="auto")
+    assert result["success"] is False
+    assert "cannot ask while a tool runs" in result["error"]
+    assert '[sandbox] approve = "never"' in result["error"]
+    assert person.asked == [] and not written(workspace)
+
+
+async def test_delegate_asks_too(workspace):
+    templates = workspace / ".lackpy" / "templates"
+    templates.mkdir(parents=True)
+    (templates / "copy.tmpl").write_text("---\nname: copy\npattern: copy the notes\n---\n"
+                                         "write_file('sub/new.txt', read_file('notes.txt'))\n")
+    person = Person("decline")
+    async with Client(server_params(workspace), mode="legacy",
+                      elicitation_callback=person) as client:
+        result = await client.call_tool("delegate", {"intent": "copy the notes", "kit": KIT})
+    data = result.structured_content
+    assert data["generation_tier"] == "templates"
+    assert data["success"] is False and data["error_type"] == "ChangeRefusedError"
+    assert len(person.asked) == 1 and not written(workspace)
