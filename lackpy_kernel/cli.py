@@ -44,7 +44,8 @@ call, then run in the sandbox, and its result is the reply.
 
 modes (the client's mode picker):
   run   the default: write the program and run it when it only reads; a program that
-        writes is shown and not run (approving writes from the chat is not there yet)
+        writes runs too, and its file changes are shown as a diff and land only when
+        you approve them (session/request_permission; a refusal changes nothing)
   plan  write the program and show it, without running it
   agent let the [agent] model call the kit's tools turn by turn, each call shown as a
         tool call; tools that write are refused

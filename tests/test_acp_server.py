@@ -77,21 +77,73 @@ async def test_plan_mode_shows_the_program_and_runs_nothing(workspace):
         assert "not run" in client.messages() and "milk" not in client.messages()
 
 
-async def test_a_program_that_writes_is_shown_and_not_run(workspace):
+def _writer(workspace: Path) -> None:
     (workspace / ".lackpy").mkdir()
     (workspace / ".lackpy" / "config.toml").write_text(
-        '[kit]\ndefault = ["read_file", "write_file"]\n[delegate]\nauto_run = "write"\n')
+        '[kit]\ndefault = ["read_file", "write_file"]\n')
     template(workspace, "copy", "copy the notes", WRITER)
+
+
+async def test_a_write_is_shown_as_a_diff_and_lands_once_the_person_applies_it(workspace):
+    _writer(workspace)
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         response = await prompt(conn, session.session_id, "copy the notes")
         assert response.stop_reason == "end_turn"
-        assert "write_file('copy.txt'" in client.tool_calls()[0].content[0].content.text
-        reply = client.messages()
-        assert reply.startswith("not run: it calls write_file, which change files")
-        assert "transactional files" in reply
-        assert client.statuses() == ["failed"]
+        [(call, options)] = client.asked
+        assert [option.option_id for option in options] == ["apply", "discard"]
+        assert call.title == "1 file changed: +1 -0" and call.kind == "edit"
+        assert "write_file('copy.txt'" in call.content[0].content.text
+        diff = call.content[1]
+        assert diff.type == "diff" and diff.path == str(workspace / "copy.txt")
+        assert diff.old_text is None and diff.new_text == "remember the milk"
+        assert client.statuses() == ["in_progress", "completed"]
+        assert client.messages().startswith("copied")
+    assert (workspace / "copy.txt").read_text() == "remember the milk\n"
+
+
+@pytest.mark.parametrize("permission, why", [
+    ("discard", "they were declined"),
+    (None, "this client cannot be asked to approve file changes"),
+])
+async def test_a_write_refused_or_that_no_one_can_approve_changes_nothing(
+        workspace, permission, why):
+    _writer(workspace)
+    async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = permission
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        response = await prompt(conn, session.session_id, "copy the notes")
+        assert response.stop_reason == "end_turn"
+        assert len(client.asked) == 1
+        assert client.statuses() == ["in_progress", "failed"]
+        assert why in client.messages()
+        client.clear()
+        await prompt(conn, session.session_id, "read the file notes.txt")  # still works
+        assert client.messages() == "remember the milk\n"
     assert not (workspace / "copy.txt").exists()
+
+
+async def test_cancel_while_the_person_is_asked_writes_nothing_within_a_second(workspace):
+    _writer(workspace)
+    async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = "wait"
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "copy the notes"))
+        async with asyncio.timeout(60):
+            while not client.asked:
+                await asyncio.sleep(0.05)
+        asked = time.monotonic()
+        await conn.cancel(session_id=session.session_id)  # the client never answers
+        response = await asyncio.wait_for(running, 10)
+        assert time.monotonic() - asked < 1.0 + 0.1  # settled() waits 0.1 s
+        assert response.stop_reason == "cancelled"
+        assert client.messages().startswith("stopped: the prompt was cancelled")
+        assert not (workspace / "copy.txt").exists()
+        client.clear()
+        client.permission = "apply"
+        await prompt(conn, session.session_id, "copy the notes")  # the session goes on
+        assert client.statuses() == ["in_progress", "completed"]
+    assert (workspace / "copy.txt").read_text() == "remember the milk\n"
 
 
 async def test_cancel_stops_a_running_program_within_a_second(workspace):
@@ -189,6 +241,17 @@ async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_sess
         plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
         assert "42" not in client.messages()
+
+
+async def test_a_program_calling_an_mcp_tool_that_writes_is_shown_and_not_run(workspace):
+    template(workspace, "keep", "keep {key} as {value}", "remember({key}, {value})")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await prompt(conn, session.session_id, "keep colour as blue")
+        assert "remember('colour', 'blue')" in client.tool_calls()[0].content[0].content.text
+        assert client.messages().startswith("not run: it calls remember, whose changes cannot "
+                                            "be shown as a diff")
+        assert client.statuses() == ["failed"] and not client.asked
 
 
 async def test_an_mcp_server_over_http_with_its_headers_is_a_tool_source_too(workspace):

@@ -7,9 +7,11 @@ back; the MCP servers the client passes become tool sources of that session. A p
 is delegated as ``%delegate`` does it (templates, rules, replay, models): each tier tried
 is reported as the agent's thought, the program as a tool call whose content is the
 program, and the program's result as the agent's message. Modes: ``run`` (the default)
-runs a program that only reads in the sandbox; ``plan`` shows the program and stops. A
-program that writes is shown and not run. Slash commands: ``/create NAME`` saves the
-last program that ran well as a template (the ratchet), ``/kit`` shows or sets the kit.
+runs the program in the sandbox, its file changes shown as a diff and committed only
+when ``session/request_permission`` says yes; ``plan`` shows the program and stops;
+``agent`` runs the agent loop, each tool call shown. Slash commands: ``/create NAME``
+saves the last program that ran well as a template (the ratchet), ``/kit`` shows or sets
+the kit.
 
 This package only translates; the session and the service do the work.
 """

@@ -54,12 +54,13 @@ from lackpy_kernel.session import LackpySession
 from . import _store
 from ._commands import available_commands, is_command, ratchet_note, run_command
 from ._outbox import Outbox
+from ._permission import PermissionAsker
 from ._replies import STOPPED, ContentBlock, held, intent_of, refusal, reply, shown
 from ._servers import client_servers
 
 MODES = {
-    "run": "write a program for the prompt, check it, and run it in the sandbox when it only "
-           "reads; the answer is its result",
+    "run": "write a program for the prompt, check it, and run it in the sandbox; the answer "
+           "is its result, and its file changes land only when you approve them",
     "plan": "write a program for the prompt and show it, without running it",
     "agent": "let the configured model ([agent] model) call the kit's tools turn by turn, "
              "each call shown; tools that write are refused",
@@ -83,6 +84,7 @@ class _Chat:
     cancelled: bool = False
     programs: int = 0
     running: set[str] = field(default_factory=set)  # the tool calls not finished yet
+    asker: PermissionAsker | None = None  # asks about the running program's file changes
     used: float = field(default_factory=time.monotonic)
 
 
@@ -210,6 +212,8 @@ class LackpyAgent:
         if chat is not None and chat.answering is not None:
             chat.cancelled = True
             chat.answering.cancel()
+            if chat.asker is not None:
+                chat.asker.stop()
 
     def close(self) -> None:
         """Close every session's sandbox and MCP servers."""
@@ -343,7 +347,13 @@ class LackpyAgent:
             await self._note(session_id, delegation, ran_well=False)
             return
         chat.running.add(call_id)
-        ran_well = await self._run(chat.session, session_id, call_id, delegation)
+        asker = PermissionAsker(self._client, session_id, call_id, chat.workspace,
+                                shown(delegation.program))
+        chat.session.approve = chat.asker = asker
+        try:
+            ran_well = await self._run(chat.session, session_id, call_id, delegation, asker)
+        finally:
+            chat.session.approve = chat.asker = None
         chat.running.discard(call_id)
         if ran_well:
             chat.record.last_program = delegation.program
@@ -402,9 +412,10 @@ class LackpyAgent:
                                         "needs no model call")
 
     async def _run(self, session: LackpySession, session_id: str, call_id: str,
-                   delegation: Delegation) -> bool:
+                   delegation: Delegation, asker: PermissionAsker) -> bool:
         """Run the delegation's program in the session (kept by the ratchet as ``%delegate``
-        keeps it) and answer with its result; returns whether it ran well."""
+        keeps it; its file changes asked for through ``asker``) and answer with its result;
+        returns whether it ran well."""
         await self._update(session_id, update_tool_call(call_id, status="in_progress"))
         started = time.perf_counter()
         result = await session.run(delegation.program)
@@ -412,7 +423,7 @@ class LackpyAgent:
         answer = reply(result, delegation.program)
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
-            content=[shown(delegation.program), tool_content(text_block(answer))]))
+            content=[shown(delegation.program), *asker.diff, tool_content(text_block(answer))]))
         await self._say(session_id, answer)
         return result.success
 

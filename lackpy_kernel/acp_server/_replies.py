@@ -14,6 +14,7 @@ from acp.schema import (
 )
 
 from lackpy_kernel.config import AUTO_RUN_LEVELS
+from lackpy_kernel.kit.builtin_specs import PROVIDER_NAME as STAGED
 from lackpy_kernel.notebook.bundles import output_text, program_error
 from lackpy_kernel.run import ExecutionResult
 from lackpy_kernel.session import LackpySession
@@ -24,10 +25,9 @@ ContentBlock = (TextContentBlock | ImageContentBlock | AudioContentBlock | Resou
 MAX_PROMPT_CHARS = 100_000  # a longer prompt is refused before any tier sees it
 MAX_PROMPT_BLOCKS = 1_000  # a prompt of more content blocks is refused unread
 READ = AUTO_RUN_LEVELS["read"]  # the highest tool grade a program run from the chat may call
-WRITES_NOT_RUN = ("not run: it calls {tools}, which change files. Approving a write from the "
-                  "chat comes with lackpy's transactional files (a program's changes staged, "
-                  "shown as a diff and committed only when you say yes); until then this agent "
-                  "runs only programs that read. Run it yourself with `lackpy run` if you mean it.")
+WRITES_NOT_RUN = ("not run: it calls {tools}, whose changes cannot be shown as a diff before "
+                  "they happen, so no one could approve them here. Run it yourself with "
+                  "`lackpy run` if you mean it.")
 STOPPED = "stopped: the prompt was cancelled; nothing it started is still running."
 
 
@@ -60,16 +60,23 @@ def shown(program: str) -> ContentToolCallContent:
 
 
 def held(session: LackpySession, program: str) -> str:
-    """Why ``program`` is not run from the chat ("" when it may run): it calls a tool that
-    writes, or one beyond the config's ``[delegate] auto_run``."""
+    """Why ``program`` is not run from the chat ("" when it may run): it calls a tool whose
+    changes are not staged (an MCP server's that writes), or one beyond the config's
+    ``[delegate] auto_run``. The file tools' writes are staged and asked for before they
+    land (``[sandbox] approve = "write"``), so they do not hold a program."""
     resolved = session.resolved_kit()
     calls = session.validate(program).calls
-    writes = sorted({name for name in calls if name in resolved.tools
-                     and resolved.tools[name].grade_w > READ})
-    if writes:
-        return WRITES_NOT_RUN.format(tools=", ".join(writes))
+    writes = {name for name in calls if name in resolved.tools
+              and resolved.tools[name].grade_w > READ}
+    unstaged = sorted(name for name in writes if resolved.tools[name].provider != STAGED)
+    if unstaged:
+        return WRITES_NOT_RUN.format(tools=", ".join(unstaged))
     check = session.service.run_check(program, resolved)
-    return "" if check.allowed else f"not run: {check.reason}."
+    asked = writes if session.service.approves_writes and AUTO_RUN_LEVELS[check.ceiling] >= 0 \
+        else set()
+    if check.allowed or set(check.past) <= asked:
+        return ""
+    return f"not run: {check.reason}."
 
 
 def reply(result: ExecutionResult, program: str) -> str:

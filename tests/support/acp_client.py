@@ -10,19 +10,23 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
+    AllowedOutcome,
     AvailableCommand,
     AvailableCommandsUpdate,
     ClientCapabilities,
     EnvVariable,
     Implementation,
     McpServerStdio,
+    PermissionOption,
+    RequestPermissionResponse,
     ToolCallProgress,
     ToolCallStart,
+    ToolCallUpdate,
     UserMessageChunk,
 )
 
@@ -39,17 +43,29 @@ def template(workspace: Path, name: str, pattern: str, body: str) -> None:
 
 
 class RecordingClient:
-    """A client that records every session update and grants nothing (no permission, no
-    files, no terminals)."""
+    """A client that records every session update and each permission asked for
+    (``asked``: the tool call update and the options), answering with the option
+    ``permission`` names ("apply", "discard"), never while it is "wait", or, when it is
+    None, as a client without permission support. It grants no files and no terminals."""
 
     def __init__(self) -> None:
         self.updates: list[Any] = []
+        self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
+        self.permission: str | None = "apply"
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append(update)
 
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("this slice never asks for permission")
+    async def request_permission(self, session_id: str, tool_call: ToolCallUpdate,
+                                 options: list[PermissionOption],
+                                 **kwargs: Any) -> RequestPermissionResponse:
+        self.asked.append((tool_call, options))
+        if self.permission is None:
+            raise RequestError.method_not_found("session/request_permission")
+        if self.permission == "wait":
+            await asyncio.Event().wait()  # until the agent gives up asking
+        return RequestPermissionResponse(outcome=AllowedOutcome(
+            outcome="selected", option_id=self.permission))
 
     def on_connect(self, conn: Any) -> None:
         pass

@@ -1,0 +1,98 @@
+"""Writes with permission: a program's file changes, staged while it ran, are shown as ACP
+diff content on its tool call and committed only when ``session/request_permission``
+says yes (``[sandbox] approve = "write"``, the default). A refusal, a cancel or a client
+that cannot be asked leaves every file as it was."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from acp import Client, RequestError, text_block, tool_content, tool_diff_content
+from acp.schema import (
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PermissionOption,
+    ToolCallUpdate,
+)
+
+from lackpy_kernel.errors import ChangeRefusedError
+from lackpy_kernel.kit.changes import Change, FileChange
+
+APPLY, DISCARD = "apply", "discard"
+OPTIONS = [PermissionOption(option_id=APPLY, name="Apply the changes", kind="allow_once"),
+           PermissionOption(option_id=DISCARD, name="Discard them", kind="reject_once")]
+Content = ContentToolCallContent | FileEditToolCallContent
+
+
+class PermissionAsker:
+    """The session's approver for one program's tool call: asks the client, showing the
+    program and its change on the call; True applies the change. ``diff`` keeps what was
+    shown, for the call's final content."""
+
+    def __init__(self, client: Client | None, session_id: str, call_id: str, workspace: Path,
+                 program: Content) -> None:
+        self._client, self._session_id, self._call_id = client, session_id, call_id
+        self._workspace, self._program = workspace, program
+        self._asking: asyncio.Task[Any] | None = None
+        self.diff: list[Content] = []
+
+    def stop(self) -> None:
+        """Stop asking (the prompt was cancelled): the change is refused, even where the
+        sandbox asks from a thread of its own and the client never answers."""
+        if self._asking is not None:
+            self._asking.cancel()
+
+    async def __call__(self, change: Change) -> bool:
+        """Whether the person applies ``change``; raises ChangeRefusedError when the client
+        cannot be asked (the change is refused, saying why)."""
+        self.diff = diff_content(self._workspace, change)
+        call = ToolCallUpdate(tool_call_id=self._call_id, title=change.summary(), kind="edit",
+                              content=[self._program, *self.diff])
+        if self._client is None:
+            raise ChangeRefusedError("no client is connected to ask")
+        self._asking = asyncio.current_task()
+        try:
+            response = await self._client.request_permission(
+                session_id=self._session_id, tool_call=call, options=OPTIONS)
+        except RequestError as exc:
+            raise ChangeRefusedError(
+                f"this client cannot be asked to approve file changes "
+                f"(session/request_permission: {exc}); nothing was written") from None
+        finally:
+            self._asking = None
+        outcome = response.outcome
+        return outcome.outcome == "selected" and getattr(outcome, "option_id", "") == APPLY
+
+
+def diff_content(workspace: Path, change: Change) -> list[Content]:
+    """``change`` as tool call content: a diff for each file shown line by line (its
+    changed lines and their context), a line of text for one summarized or cut short."""
+    content: list[Content] = []
+    for file in change.files:
+        if file.lines:
+            old, new = _sides(file)
+            content.append(tool_diff_content(str(workspace / file.path), new, old))
+        if file.note or file.omitted or not file.lines:
+            more = f"; {file.omitted} more lines not shown" if file.omitted else ""
+            content.append(tool_content(text_block(
+                f"{file.status} {file.path}: {file.note or file.counts}{more}")))
+    return content
+
+
+def _sides(file: FileChange) -> tuple[str | None, str]:
+    """The old and new text of ``file``'s hunks (None for the old side of a new file)."""
+    old: list[str] = []
+    new: list[str] = []
+    for line in file.lines:
+        if line.startswith("@@"):
+            if old or new:
+                old.append("...")
+                new.append("...")
+            continue
+        if line[:1] in (" ", "-"):
+            old.append(line[1:])
+        if line[:1] in (" ", "+"):
+            new.append(line[1:])
+    return (None if file.status == "new" else "\n".join(old)), "\n".join(new)
