@@ -4,6 +4,7 @@ by ``jupyter lab`` with the server extension its install enabled."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import nbformat
@@ -198,3 +199,29 @@ def test_the_approval_dialog_shows_the_change_and_applies_discards_or_lets_you_t
     stdin.press("Enter")
     _answer_shown(notebook, 2, "answer: yes")
     dialog.locator("button:disabled", has_text="Apply").wait_for(timeout=WAIT_MS)
+
+
+def test_without_the_extension_a_notebook_reads_as_before(browser, tmp_path_factory, shots):
+    """The extension disabled (as ``jupyter labextension disable lackpy-kernel`` does): the
+    trace is the kernel's HTML and nothing is underlined."""
+    server, chromium = browser
+    config = tmp_path_factory.mktemp("jupyter-config")
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"lackpy-kernel": True}}))
+    plain = LabServer(server.root, tmp_path_factory.mktemp("plain-state"),
+                      {**os.environ, "JUPYTER_CONFIG_DIR": str(config)})
+    try:
+        notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), plain,
+                                "live.ipynb", workspace="plain")
+        notebook.run_all()
+        html = notebook.cell(ONE_CALL).locator("[data-mime-type='text/html'] details > summary")
+        assert html.first.inner_text().startswith("trace: 1 tool call")
+        assert notebook.page.locator(".lackpy-Trace").count() == 0
+        index = _type_in_new_cell(notebook, "open('x')")
+        notebook.cell(index).locator(".cm-line", has_text="open('x')").wait_for(timeout=WAIT_MS)
+        notebook.page.wait_for_timeout(2000)  # four times the extension's debounce: time to show
+        assert notebook.page.locator(PROBLEM).count() == 0
+        notebook.screenshot(ONE_CALL, shots / "without-extension.png")
+    finally:
+        plain.close()
