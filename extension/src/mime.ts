@@ -1,5 +1,5 @@
 /**
- * The trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
+ * The renderers (a mime extension): the approval dialog (./dialog) and the trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
  * the kernel sends beside the trace's text/plain and text/html) as a table sorted by a
  * click on a column's head, and the files read and modified as links that open in Lab.
  */
@@ -7,6 +7,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { CHANGES_MIME, ChangeDialog } from './dialog';
 import { ITrace, sortRows } from './trace';
 
 export const TRACE_MIME = 'application/vnd.lackpy.trace+json';
@@ -107,7 +108,7 @@ class TraceRenderer extends Widget implements IRenderMime.IRenderer {
   }
 }
 
-const extension: IRenderMime.IExtension = {
+const trace: IRenderMime.IExtension = {
   id: 'lackpy-kernel:trace',
   description: "Shows a lackpy program's trace as a sortable table.",
   rendererFactory: {
@@ -119,4 +120,16 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+const approval: IRenderMime.IExtension = {
+  id: 'lackpy-kernel:approval',
+  description: 'Shows a change a cell wants to make, with Apply and Discard.',
+  rendererFactory: {
+    safe: true,
+    mimeTypes: [CHANGES_MIME],
+    createRenderer: () => new ChangeDialog()
+  },
+  rank: 10, // before text/html (50): the kernel sends both
+  dataType: 'json'
+};
+
+export default [trace, approval];

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 
 import { languageOf, namesFromReply, rangeOf } from '../src/logic';
 import { sortRows } from '../src/trace';
+import { changeSummary, fileCounts, lineKind } from '../src/change';
 
 test('every cell of a lackpy notebook is lackpy', () => {
   assert.equal(languageOf('lackpy', "read_file('x')"), 'lackpy');
@@ -50,4 +51,18 @@ test('a trace sorts by a number column as numbers and by text as text', () => {
   assert.deepEqual(sortRows(rows, 2, true, false).map(r => r[0]), ['2', '1', '3']);
   assert.deepEqual(sortRows(rows, 2, true, true).map(r => r[0]), ['3', '1', '2']);
   assert.deepEqual(sortRows(rows, 1, false, false).map(r => r[1]), ['b', 'find_files', 'read_file']);
+});
+
+test("a change reads as the kernel's text: its summary, each file's counts, each line's kind", () => {
+  const change = {
+    files: [
+      { path: 'a.txt', status: 'changed', added: 2, removed: 1, lines: [], omitted: 0, note: '' },
+      { path: 'b.bin', status: 'new', added: 0, removed: 0, lines: [], omitted: 0, note: 'binary' }
+    ]
+  };
+  assert.equal(changeSummary(change), '2 files changed: +2 -1');
+  assert.equal(fileCounts(change.files[0]), '+2 -1');
+  assert.equal(fileCounts(change.files[1]), '');
+  assert.deepEqual(['@@ -1 +1 @@', '+new', '-old', ' same', ''].map(lineKind),
+                   ['hunk', 'added', 'removed', 'context', 'context']);
 });

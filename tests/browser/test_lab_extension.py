@@ -4,6 +4,7 @@ by ``jupyter lab`` with the server extension its install enabled."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import nbformat
@@ -32,17 +33,34 @@ PROBLEM = ".lackpy-Problem"  # an underlined problem (CodeMirror's lint mark, wi
 WAIT_MS = 60_000  # the longest a step may take on a busy machine (typing answers in well under 1 s)
 
 
+CHANGE = {"files": [
+    {"path": "notes.txt", "status": "changed", "added": 1, "removed": 1, "omitted": 0, "note": "",
+     "lines": ["@@ -1,3 +1,3 @@", "-alpha", "+ALPHA", " beta", " gamma"]},
+    {"path": "logo.png", "status": "new", "added": 0, "removed": 0, "omitted": 0, "note": "binary",
+     "lines": []}]}
+# The kernel's approval, as the approve work shows a change and asks over stdin; here a
+# Python kernel does the same (a display with the change's MIME type, then input()).
+ASK = ("from IPython.display import display\n"
+       f"display({{'text/plain': '2 files changed', 'application/vnd.lackpy.changes+json': {CHANGE!r}}}, "
+       "raw=True)\n"
+       "print('answer:', input('Apply these changes? [y/N] '))")
+
+
+def _python_notebook(path, cells):
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata.kernelspec = {"name": "python3", "display_name": "Python 3",
+                                    "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(notebook, path)
+
+
 @pytest.fixture(scope="module")
 def browser(installed_kernelspec, tmp_path_factory):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = make_workspace(tmp_path_factory.mktemp("lab-root"))
     write_notebook(root / "live.ipynb", KERNEL_NAME, CELLS)
-    python = nbformat.v4.new_notebook()
-    python.metadata.kernelspec = {"name": "python3", "display_name": "Python 3",
-                                  "language": "python"}
-    python.cells = [nbformat.v4.new_code_cell("%%lackpy\nrows = 1\nimport os"),
-                    nbformat.v4.new_code_cell("import os")]
-    nbformat.write(python, root / "python.ipynb")
+    _python_notebook(root / "python.ipynb", ["%%lackpy\nrows = 1\nimport os", "import os"])
+    _python_notebook(root / "approval.ipynb", [ASK, ASK, ASK])
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
     try:
         with sync_api.sync_playwright() as playwright:
@@ -138,3 +156,72 @@ def test_a_python_notebooks_lackpy_cell_is_checked_and_its_python_cells_are_not(
     assert underline.all_inner_texts() == ["import"]
     assert notebook.cell(1).locator(PROBLEM).count() == 0
     notebook.screenshot(0, shots / "python-lackpy-cell.png")
+
+
+def _ask(notebook: NotebookPage, index: int):
+    """Run cell ``index`` (it shows the change, then asks); its dialog once it is asked."""
+    notebook.cell(index).locator(".cm-content").click()
+    notebook.page.keyboard.press("Shift+Enter")
+    dialog = notebook.cell(index).locator(".lackpy-Changes")
+    dialog.locator("button:enabled", has_text="Apply").wait_for(timeout=WAIT_MS)
+    return dialog
+
+
+def _answer_shown(notebook: NotebookPage, index: int, text: str) -> None:
+    notebook.page.wait_for_function(
+        "([cell, text]) => cell.innerText.includes(text)",
+        arg=[notebook.cell(index).element_handle(), text], timeout=WAIT_MS)
+
+
+def test_the_approval_dialog_shows_the_change_and_applies_discards_or_lets_you_type(browser,
+                                                                                     shots):
+    server, chromium = browser
+    notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), server,
+                            "approval.ipynb", workspace="approval")
+    dialog = _ask(notebook, 0)
+    assert dialog.locator(".lackpy-Changes-summary").inner_text() == "2 files changed: +1 -1"
+    assert dialog.locator(".lackpy-Changes-files tr").all_inner_texts() == [
+        "changed\tnotes.txt\t+1 -1", "new\tlogo.png\tbinary"]
+    assert dialog.locator(".lackpy-Diff-added").all_inner_texts() == ["+ALPHA"]
+    assert dialog.locator(".lackpy-Diff-removed").all_inner_texts() == ["-alpha"]
+    notebook.screenshot(0, shots / "approval-dialog.png")
+    dialog.get_by_role("button", name="Apply").click()
+    _answer_shown(notebook, 0, "answer: y")
+    assert dialog.locator(".lackpy-Changes-state").inner_text() == "applied"
+    assert dialog.locator("button:enabled").count() == 0
+
+    _ask(notebook, 1).get_by_role("button", name="Discard").click()
+    _answer_shown(notebook, 1, "answer: n")
+
+    dialog = _ask(notebook, 2)
+    stdin = notebook.cell(2).locator("input.jp-Stdin-input")
+    stdin.fill("yes")
+    stdin.press("Enter")
+    _answer_shown(notebook, 2, "answer: yes")
+    dialog.locator("button:disabled", has_text="Apply").wait_for(timeout=WAIT_MS)
+
+
+def test_without_the_extension_a_notebook_reads_as_before(browser, tmp_path_factory, shots):
+    """The extension disabled (as ``jupyter labextension disable lackpy-kernel`` does): the
+    trace is the kernel's HTML and nothing is underlined."""
+    server, chromium = browser
+    config = tmp_path_factory.mktemp("jupyter-config")
+    (config / "labconfig").mkdir()
+    (config / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"lackpy-kernel": True}}))
+    plain = LabServer(server.root, tmp_path_factory.mktemp("plain-state"),
+                      {**os.environ, "JUPYTER_CONFIG_DIR": str(config)})
+    try:
+        notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), plain,
+                                "live.ipynb", workspace="plain")
+        notebook.run_all()
+        html = notebook.cell(ONE_CALL).locator("[data-mime-type='text/html'] details > summary")
+        assert html.first.inner_text().startswith("trace: 1 tool call")
+        assert notebook.page.locator(".lackpy-Trace").count() == 0
+        index = _type_in_new_cell(notebook, "open('x')")
+        notebook.cell(index).locator(".cm-line", has_text="open('x')").wait_for(timeout=WAIT_MS)
+        notebook.page.wait_for_timeout(2000)  # four times the extension's debounce: time to show
+        assert notebook.page.locator(PROBLEM).count() == 0
+        notebook.screenshot(ONE_CALL, shots / "without-extension.png")
+    finally:
+        plain.close()
