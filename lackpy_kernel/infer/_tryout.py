@@ -66,11 +66,6 @@ class Tryout:
     skipped: str | None = None
     trace: Mapping[str, Any] | None = field(default=None, compare=False)
 
-    @property
-    def passed(self) -> bool:
-        """Whether the program ran to its end (or was not run, and so counts as passing)."""
-        return self.success or self.skipped is not None
-
     def to_dict(self) -> dict[str, Any]:
         """What the attempts log keeps of it: plain data, bounded."""
         return {"success": self.success, "skipped": self.skipped, "error": self.error,

@@ -110,3 +110,21 @@ def test_constrain_is_refused_where_the_api_takes_none_and_for_unknown_kinds():
     with pytest.raises(ValueError, match="'regex' is not offered: this provider takes: 'grammar'"):
         OpenAIProvider.from_settings("o", {"constrain": "regex", "base_url": "http://x/v1"})
 
+
+
+async def test_a_probe_says_whether_the_server_takes_the_grammar(model_env, model_server):
+    model_server.script(lb.openai_answer("r"), lb.openai_error(500, "failed to parse grammar"),
+                        lb.openai_answer("r"))
+    taken, refused = constrained(model_server), constrained(model_server)
+    assert await taken.probe_grammar() == "taken"
+    with pytest.warns(RuntimeWarning, match="refused the lackpy grammar"):
+        assert (await refused.probe_grammar()).startswith("refused: HTTP 500")
+    assert model_server.requests[0].json["max_tokens"] == 1
+    unconstrained = OpenAIProvider("plain", base_url=f"{model_server.url}/v1", policy=policy())
+    assert await unconstrained.probe_grammar() == ""
+    assert len(model_server.requests) == 3  # the refused probe asked once more without it
+
+
+def test_samples_at_temperature_zero_is_refused_with_what_to_do():
+    with pytest.raises(ValueError, match="samples = 3 at temperature = 0 .* raise temperature"):
+        OpenAIProvider.from_settings("o", {"samples": 3, "temperature": 0, "base_url": "http://x/v1"})

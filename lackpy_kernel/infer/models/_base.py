@@ -23,15 +23,17 @@ for ``max_tokens``):
 - ``correction_rounds`` (2): model calls the correction chain may make after
   the first (a retry, then fixers, and run-time feedback); 0 leaves only the free cleanup.
 - ``samples`` (1): programs asked for at first; with more than one, the valid ones are
-  dry-run and a program of the largest group that agrees on its output is returned (give
-  the tier a ``temperature`` above 0, or the samples are all the same). One intent costs
-  at most ``samples + correction_rounds`` calls.
+  dry-run and a program of the largest group that agrees on its output is returned (the
+  tier's ``temperature``, or the server's default; ``temperature = 0`` is refused, as the
+  samples would all be the same). One intent costs at most ``samples + correction_rounds``
+  calls.
 - ``constrain`` (unset): ``"grammar"`` sends the lackpy grammar, restricted to the kit's
   tools and the builtins (:func:`lackpy_kernel.infer.grammar.lackpy_gbnf`), as a decoding
   constraint, to servers that take llama.cpp's GBNF ``grammar`` (llama.cpp's server,
   llama-cpp-python's OpenAI-compatible server; the ``openai`` plugin only). A server that
   refuses it is asked again without it, with a warning, and not sent it again
-  (``grammar_status`` says which).
+  (``grammar_status`` says which; ``probe_grammar()`` asks the server once, for
+  ``lackpy doctor``).
 - ``dry_run`` (true): run each valid program before it is returned, in the sandbox with
   its file changes dropped, and feed a run-time error (or a non-number where the intent
   asks "how many") back as a correction round; false returns the first valid program.
@@ -55,7 +57,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
 from lackpy_kernel.infer.grammar import lackpy_gbnf
-from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt
+from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt, program_slot
 from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
@@ -104,6 +106,9 @@ class GenerationSettings:
         stop = settings.get("stop")
         rounds = optional_int("correction_rounds", settings.get("correction_rounds"), minimum=0)
         samples = optional_int("samples", settings.get("samples"), minimum=1)
+        if (samples or 1) > 1 and settings.get("temperature") == 0:
+            raise ValueError(f"samples = {samples} at temperature = 0 asks for the same program "
+                             f"{samples} times; raise temperature (0.7, say) or leave samples out")
         raw = require_bool("raw", settings.get("raw", False))
         if raw and not raw_allowed:
             raise ValueError("raw completion is not offered by this provider's API; remove `raw`")
@@ -280,6 +285,15 @@ class ModelProvider:
         if self.generation.constrain == "grammar" and not self.grammar_status.startswith("refused"):
             grammar = lackpy_gbnf(config.get("tool_names") or config.get("allowed_names") or ())
         return Sampling(stop, int(max_tokens), config.get("on_text"), grammar)
+
+    async def probe_grammar(self) -> str:
+        """With ``constrain = "grammar"``, send one token's request with the grammar and say
+        whether the server took it (``grammar_status``: "taken" or "refused: why"); "" without
+        ``constrain``. Raises ProviderError when the server cannot be reached."""
+        if self.generation.constrain != "grammar":
+            return ""
+        await self.ask(Prompt("", program_slot("probe")), {"max_tokens": 1, "tool_names": []})
+        return self.grammar_status
 
     async def chat(self, system: str, user: str, sampling: Sampling) -> str:
         """One system + user exchange with the model: its answer text."""
