@@ -19,6 +19,7 @@ from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_l
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.telemetry import workspace_usage
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
     from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker
@@ -111,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="load each tool source of [tools.providers] now and say which load and why not")
     add("templates", "list the workspace's templates")
     add("providers", "list the inference tiers and whether each is available")
+    add("usage", "model calls (tokens, cost) by provider, tier and day, and the calls the "
+                 "ratchet saved").add_argument("--since", metavar="DAY",
+                                               help="from this day on: 2026-11-20, or 7d")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
                   "reachable tiers, tool sources, the kernelspec, the config")
@@ -341,6 +345,11 @@ def cmd_providers(service: LackpyService, args: argparse.Namespace) -> int:
     return _show(args, providers, "\n".join(rows))
 
 
+def cmd_usage(service: LackpyService, args: argparse.Namespace) -> int:
+    report = workspace_usage(service.config_dir, args.since)
+    return _show(args, report.to_dict(), report.text())
+
+
 def _show(args: argparse.Namespace, data: object, text: str) -> int:
     if args.json:
         _print_json(data)
@@ -564,7 +573,7 @@ COMMANDS = {
     "delegate": cmd_delegate, "generate": cmd_generate, "run": cmd_run,
     "validate": cmd_validate, "create": cmd_create, "kit": cmd_kit, "toolbox": cmd_toolbox,
     "templates": cmd_templates, "providers": cmd_providers, "plan": cmd_plan,
-    "worker": cmd_worker,
+    "worker": cmd_worker, "usage": cmd_usage,
 }
 
 
