@@ -19,7 +19,7 @@ from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_l
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.service import LackpyService, jsonable
-from lackpy_kernel.telemetry import workspace_usage
+from lackpy_kernel.telemetry import span, workspace_usage
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
     from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker
@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         config.sandbox_memory_mb = args.memory_mb
     with LackpyService(workspace, config) as service:
         try:
-            return COMMANDS[args.command](service, args)
+            with span(f"lackpy {args.command}"):
+                return COMMANDS[args.command](service, args)
         except (KitError, UsageError) as exc:
             return _fail(error_text(exc), EXIT_USAGE)
         except LackpyError as exc:

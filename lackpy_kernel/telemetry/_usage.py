@@ -18,6 +18,7 @@ from typing import Any
 
 from lackpy_kernel.timing import ms_since
 
+from ._spans import span
 from ._store import record_call
 
 PRICE_KEYS = ("price_in", "price_out")  # [inference.providers.X]: per million tokens
@@ -131,20 +132,25 @@ def tallying() -> Iterator[Tally]:
 def model_call(*, provider: str, tier: str, model: str, prices: Prices,
                usage_file: Path | None) -> Iterator[None]:
     """One model call (all its attempts): counts what :func:`count_tokens` hears inside, then
-    records it in ``usage_file`` (None: nowhere) and in the tallies around it. Re-raises what
-    the block raises, the call recorded as failed."""
+    records it in ``usage_file`` (None: nowhere), in the tallies around it and in its span
+    (``gen_ai.*``). Re-raises what the block raises, the call recorded as failed."""
     counts = _Counts()
     token = _counts.set(counts)
     started = time.perf_counter()
     ok = False
-    try:
-        yield
-        ok = True
-    finally:
-        _counts.reset(token)
-        call = ModelCall(provider, tier, model, counts.input_tokens, counts.output_tokens,
-                         prices.cost(counts.input_tokens, counts.output_tokens), ms_since(started), ok)
-        for tally in _tallies.get():
-            tally.add(call)
-        if usage_file is not None:
-            record_call(usage_file, call)
+    with span(f"chat {model}", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
+                                "gen_ai.request.model": model, "lackpy.tier": tier}) as current:
+        try:
+            yield
+            ok = True
+        finally:
+            _counts.reset(token)
+            call = ModelCall(provider, tier, model, counts.input_tokens, counts.output_tokens,
+                             prices.cost(counts.input_tokens, counts.output_tokens), ms_since(started),
+                             ok)
+            current.set({"gen_ai.usage.input_tokens": call.input_tokens,
+                         "gen_ai.usage.output_tokens": call.output_tokens, "lackpy.cost": call.cost})
+            for tally in _tallies.get():
+                tally.add(call)
+            if usage_file is not None:
+                record_call(usage_file, call)
