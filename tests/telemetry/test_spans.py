@@ -245,3 +245,15 @@ def json_objects(text: str) -> list[dict]:
         found.append(value)
         at = text.find("{", end)
     return found
+
+
+async def test_an_mcp_tool_call_is_one_trace_over_its_validation_and_run(tmp_path, spans):
+    from mcp import Client
+
+    from lackpy_kernel.mcp_server import build_server
+
+    (tmp_path / "a.txt").write_text("a")
+    async with Client(build_server(tmp_path)) as client:
+        result = await client.call_tool("run_program", {"program": "read_file('a.txt')"})
+    assert result.structured_content["output"] == "a"
+    assert tree(spans.get_finished_spans())["lackpy.mcp run_program"] == ["lackpy.validate", "lackpy.run"]
