@@ -18,11 +18,20 @@ from ._spans import (
     use_tracer_provider,
 )
 from ._store import USAGE_FILE, record_answer
-from ._usage import PRICE_KEYS, ModelCall, Prices, Tally, count_tokens, model_call, tallying
+from ._usage import (
+    PRICE_KEYS,
+    ModelCall,
+    Prices,
+    Tally,
+    count_tokens,
+    count_usage,
+    model_call,
+    tallying,
+)
 
 __all__ = [
     "EXPORTERS", "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "RunSpan", "SpanHandle", "Tally",
-    "UsageLine", "UsageReport", "configure", "count_tokens", "in_span", "model_call", "parse_since",
-    "program_span", "record_answer", "span", "tallying", "tracing", "usage_report",
+    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "in_span", "model_call",
+    "parse_since", "program_span", "record_answer", "span", "tallying", "tracing", "usage_report",
     "use_tracer_provider", "workspace_usage",
 ]
