@@ -29,6 +29,7 @@ from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
 from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.telemetry import span, workspace_usage
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
     from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker
@@ -135,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="load each tool source of [tools.providers] now and say which load and why not")
     add("templates", "list the workspace's templates")
     add("providers", "list the inference tiers and whether each is available")
+    add("usage", "model calls (tokens, cost) by provider, tier and day, and the calls the "
+                 "ratchet saved").add_argument("--since", metavar="DAY",
+                                               help="from this day on: 2026-11-20, or 7d")
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
                   "reachable tiers, tool sources, the kernelspec, the config")
@@ -212,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         config.sandbox_memory_mb = args.memory_mb
     with LackpyService(workspace, config) as service:
         try:
-            return COMMANDS[args.command](service, args)
+            with span(f"lackpy {args.command}"):
+                return COMMANDS[args.command](service, args)
         except (KitError, UsageError) as exc:
             return _fail(error_text(exc), EXIT_USAGE)
         except LackpyError as exc:
@@ -388,6 +393,11 @@ def cmd_providers(service: LackpyService, args: argparse.Namespace) -> int:
     rows = [f"{p['name']:22} {'available' if p['available'] else 'unavailable':12} "
             f"{p['reason'] or ''}" for p in providers]
     return _show(args, providers, "\n".join(rows))
+
+
+def cmd_usage(service: LackpyService, args: argparse.Namespace) -> int:
+    report = workspace_usage(service.config_dir, args.since)
+    return _show(args, report.to_dict(), report.text())
 
 
 def _show(args: argparse.Namespace, data: object, text: str) -> int:
@@ -613,7 +623,7 @@ COMMANDS = {
     "delegate": cmd_delegate, "generate": cmd_generate, "run": cmd_run,
     "validate": cmd_validate, "create": cmd_create, "kit": cmd_kit, "toolbox": cmd_toolbox,
     "templates": cmd_templates, "providers": cmd_providers, "plan": cmd_plan,
-    "worker": cmd_worker,
+    "worker": cmd_worker, "usage": cmd_usage,
 }
 
 

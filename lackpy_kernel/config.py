@@ -1,5 +1,5 @@
 """``.lackpy/config.toml``: inference order and providers, default kit, sandbox limits, tool
-sources, the agent's model, and what a delegated program may do unseen."""
+sources, the agent's model, what a delegated program may do unseen, and telemetry."""
 
 from __future__ import annotations
 
@@ -36,12 +36,15 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
+    "telemetry": {"exporter": (str,), "include_values": (bool,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
+# [telemetry] exporter: where OpenTelemetry spans go (lackpy_kernel.telemetry)
+TELEMETRY_EXPORTERS = {"none": "nowhere: no spans", "console": "stderr", "otlp": "OTLP over HTTP"}
 CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
     ("delegate", "auto_run"): AUTO_RUN_LEVELS, ("delegate", "context"): CONTEXT_MODES,
-    ("sandbox", "approve"): APPROVE_MODES}
+    ("sandbox", "approve"): APPROVE_MODES, ("telemetry", "exporter"): TELEMETRY_EXPORTERS}
 
 # [tools.providers.NAME]: key -> (accepted types, the plugins it belongs to)
 TOOL_PLUGINS = ("python", "mcp")
@@ -92,6 +95,8 @@ class LackpyConfig:
     agent_provider: str | None = None
     delegate_auto_run: str = "read"
     delegate_context: str = "previews"
+    telemetry_exporter: str = "none"  # OpenTelemetry spans: none | console | otlp
+    telemetry_include_values: bool = False  # tool calls' argument values and results in spans
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -271,6 +276,9 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.agent_provider = agent.get("provider", config.agent_provider)
     config.delegate_auto_run = data.get("delegate", {}).get("auto_run", config.delegate_auto_run)
     config.delegate_context = data.get("delegate", {}).get("context", config.delegate_context)
+    telemetry = data.get("telemetry", {})
+    config.telemetry_exporter = telemetry.get("exporter", config.telemetry_exporter)
+    config.telemetry_include_values = telemetry.get("include_values", config.telemetry_include_values)
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

@@ -55,6 +55,7 @@ from lackpy_kernel.kit import Kit as KitSpec
 from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
 from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.telemetry import span
 
 SERVER_NAME = "lackpy"
 _P = ParamSpec("_P")
@@ -345,17 +346,19 @@ def eliciting(ctx: Context) -> Approver:
 
 
 def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-    """``fn``'s result; a LackpyError becomes a ToolError carrying its message."""
+    """``fn``'s result, in a span; a LackpyError becomes a ToolError carrying its message."""
     try:
-        return fn(*args, **kwargs)
+        with span(f"lackpy.mcp {fn.__name__.lstrip('_')}"):
+            return fn(*args, **kwargs)
     except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
 
 
 async def _acall(fn: Callable[_P, Awaitable[_T]], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-    """``fn``'s result, awaited; a LackpyError becomes a ToolError carrying its message."""
+    """``fn``'s result, awaited in a span; a LackpyError becomes a ToolError carrying its message."""
     try:
-        return await fn(*args, **kwargs)
+        with span(f"lackpy.mcp {fn.__name__.lstrip('_')}"):
+            return await fn(*args, **kwargs)
     except LackpyError as exc:
         raise ToolError(error_text(exc)) from exc
 

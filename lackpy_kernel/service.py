@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel import telemetry
 from lackpy_kernel.config import AUTO_RUN_LEVELS, CONFIG_DIR, LackpyConfig, load_config
-from lackpy_kernel.errors import TemplateError, UsageError, error_text
+from lackpy_kernel.errors import LackpyError, TemplateError, UsageError, error_text
 from lackpy_kernel.infer import (
     GenerationEvent,
     GenerationResult,
@@ -207,6 +208,11 @@ class LackpyService:
                                notice=self._notice)
         self._sandbox: Sandbox | None = None
         self.notices: list[str] = []
+        try:  # spans when [telemetry] exporter names one; without the extra, said once
+            telemetry.configure(self.config.telemetry_exporter,
+                                include_values=self.config.telemetry_include_values)
+        except LackpyError as exc:
+            self._notice(str(exc))
 
     @property
     def _inference_providers(self) -> list[Any]:
@@ -347,7 +353,7 @@ class LackpyService:
         if context is None:
             context = NotebookContext.of_values(variables or {}, self.config.delegate_context)
         dispatcher = InferenceDispatcher(self.inference_providers)
-        generated = await dispatcher.generate(
+        generated = await telemetry.in_span("lackpy.generate", dispatcher.generate(
             intent,
             resolved.description,
             {*resolved.callables, *params, *context.names},
@@ -359,7 +365,7 @@ class LackpyService:
             variables_desc=context.description,
             on_event=on_event,
             tryout=self.tryout_runner(resolved, params, rules, variables or {}, context.names),
-        )
+        ), {"lackpy.intent": intent}, lambda made: {"lackpy.tier": made.provider_name})
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
 
@@ -606,11 +612,25 @@ class LackpyService:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
-        if self.sandbox_applies(requested=sandbox):
-            if self._sandbox is None:
-                self._sandbox = self.new_sandbox()
-            return await self._sandbox.run_async(program, resolved, params, keep=False,
-                                                 return_variables=True, dry=dry, approve=approve)
+        sandboxed = self.sandbox_applies(requested=sandbox)
+        with telemetry.program_span(sandboxed=sandboxed) as running:
+            if sandboxed:
+                if self._sandbox is None:
+                    self._sandbox = self.new_sandbox()
+                result = await self._sandbox.run_async(program, resolved, params, keep=False,
+                                                       return_variables=True, dry=dry,
+                                                       approve=approve)
+            else:
+                result = await self._run_staged_here(program, check, resolved, params,
+                                                     approve, dry=dry)
+            running.finish(result)
+        return result
+
+    async def _run_staged_here(self, program: str, check: ValidationResult,
+                               resolved: ResolvedKit, params: dict[str, Any],
+                               approve: Approver | None, *, dry: bool) -> ExecutionResult:
+        """``program`` in this process, its writes staged, then settled (or dropped when
+        ``dry``)."""
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
         stage = self.stage_here()
         try:
@@ -632,9 +652,12 @@ def validate_for(program: str, resolved: ResolvedKit, names: set[str],
                  rules: list[Rule] | None) -> ValidationResult:
     """Validate against a kit's tools plus ``names``, refusing assignments to the tools,
     within ``VALIDATION_SECONDS`` (a program too large to check in time is invalid)."""
-    return validate(program, {*resolved.callables, *names}, rules,
-                    protected_names=resolved.callables,
-                    deadline=time.monotonic() + VALIDATION_SECONDS)
+    with telemetry.span("lackpy.validate") as checking:
+        checked = validate(program, {*resolved.callables, *names}, rules,
+                           protected_names=resolved.callables,
+                           deadline=time.monotonic() + VALIDATION_SECONDS)
+        checking.set({"lackpy.ok": checked.valid, "lackpy.issues": len(checked.errors)})
+    return checked
 
 
 def tool_names(resolved: ResolvedKit) -> list[str]:

@@ -27,6 +27,7 @@ from lackpy_kernel.service import (
     trace_sources,
     validate_for,
 )
+from lackpy_kernel.telemetry import program_span
 
 __all__ = ["Delegation", "LackpySession"]
 
@@ -208,12 +209,14 @@ class LackpySession:
                             params: dict[str, Any] | None = None) -> ExecutionResult:
         params = self.params if params is None else params
         if not check.valid:
-            result = validation_failure(check.issues)
-        elif self._runs_sandboxed():
-            result = await self._session_sandbox().run_async(program, resolved, dict(params),
-                                                             approve=self.approve)
-        else:
-            result = await self._run_here(program, check, resolved, params)
+            return self._finish(validation_failure(check.issues))
+        with program_span(sandboxed=self._runs_sandboxed()) as running:
+            if self._runs_sandboxed():
+                result = await self._session_sandbox().run_async(program, resolved, dict(params),
+                                                                 approve=self.approve)
+            else:
+                result = await self._run_here(program, check, resolved, params)
+            running.finish(result)
         return self._finish(result)
 
     def _finish(self, result: ExecutionResult) -> ExecutionResult:

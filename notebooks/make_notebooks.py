@@ -589,13 +589,14 @@ def build(name: str, cells: list[dict], kernel: str) -> nbformat.NotebookNode:
 
 def clean(folder: Path) -> None:
     """Remove what a notebook writes into its folder's ``.lackpy/`` (all git-ignored): the
-    intents ``%delegate`` keeps, the kernel's cell history, the plans notebook's checkpoints
-    (``plans.sqlite``) and saved plans, the undo records of the files its programs wrote,
-    and the ratchet's templates (a template left from an earlier run would answer the
+    intents ``%delegate`` keeps, the kernel's cell history, the usage record, the plans
+    notebook's checkpoints (``plans.sqlite``) and saved plans, the undo records of the files
+    its programs wrote, and the ratchet's templates (a template left from an earlier run would answer the
     ratchet's first request, which must come from the rules tier)."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
-    for history in (folder / ".lackpy").glob("history.sqlite*"):  # with its write-ahead log
-        history.unlink()
+    for record in [*(folder / ".lackpy").glob("history.sqlite*"),  # with its write-ahead log
+                   *(folder / ".lackpy").glob("usage.sqlite*")]:
+        record.unlink()
     if folder.name in ("ratchet", "agent"):
         shutil.rmtree(folder / ".lackpy" / "templates", ignore_errors=True)
     for store in (folder / ".lackpy").glob("plans.sqlite*"):

@@ -130,7 +130,7 @@ def test_the_sanitize_file_parses_into_patterns():
 
 def test_generated_files_are_git_ignored():
     generated = ["ratchet/.lackpy/templates/definitions.tmpl", "replay/.lackpy/intents.jsonl",
-                 "tour/.lackpy/history.sqlite"]
+                 "tour/.lackpy/history.sqlite", "ratchet/.lackpy/usage.sqlite-wal"]
     try:
         result = subprocess.run(["git", "check-ignore", *generated], cwd=NOTEBOOKS,
                                 capture_output=True, text=True, check=False)

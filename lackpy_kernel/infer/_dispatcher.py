@@ -10,6 +10,7 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.lang import Rule, validate
+from lackpy_kernel.telemetry import span
 from lackpy_kernel.timing import ms_since as _ms_since
 
 from ._correction import Cleaned, clean_reply, copies_prompt, has_code
@@ -121,7 +122,9 @@ class InferenceDispatcher:
                            tryout)
         failures: list[str] = []
         for provider in list(self.providers):
-            outcome = await attempt.with_provider(provider)
+            with span(f"lackpy.tier {provider.name}", {"lackpy.tier": provider.name}) as tier:
+                outcome = await attempt.with_provider(provider)
+                tier.set({"lackpy.outcome": "program" if isinstance(outcome, GenerationResult) else outcome})
             if isinstance(outcome, GenerationResult):
                 outcome.generation_time_ms = _ms_since(started)
                 return outcome

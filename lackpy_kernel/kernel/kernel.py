@@ -32,6 +32,7 @@ from lackpy_kernel.notebook.syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
+from lackpy_kernel.telemetry import span
 
 from .history import History
 from .introspect import PATH_ARGUMENTS, Call, doc_bundle, enclosing_calls, workspace_paths
@@ -168,12 +169,13 @@ class LackpyKernel(Kernel):
             self._history_failing = False
 
     async def _run_cell(self, code: str) -> None:
-        for segment in split_cell(code):
-            if segment.kind == "code":
-                await self._run_program(segment.text)
-            else:
-                await self._run_magic(segment.name, segment.line,
-                                      segment.body if segment.kind == "cell_magic" else None)
+        with span("lackpy.cell", {"lackpy.cell.number": self.execution_count}):
+            for segment in split_cell(code):
+                if segment.kind == "code":
+                    await self._run_program(segment.text)
+                else:
+                    await self._run_magic(segment.name, segment.line,
+                                          segment.body if segment.kind == "cell_magic" else None)
 
     async def _run_magic(self, name: str, line: str, body: str | None) -> None:
         """Run a magic; its LackpyError ends the cell with the error's class name."""

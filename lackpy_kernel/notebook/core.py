@@ -40,6 +40,7 @@ from lackpy_kernel.notebook.family import MagicFamily
 from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell, program_failure
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param, shell_words
 from lackpy_kernel.run import ExecutionResult, validation_failure
+from lackpy_kernel.telemetry import tallying
 
 __all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run", "tool_sources"]
 
@@ -140,17 +141,19 @@ class CoreMagics(MagicFamily):
             raise UsageError(f"what should the program do? usage: {self._magic('delegate').usage}")
         progress = _LiveProgress(self.port, f"delegating: {intent} ...")
         try:
-            delegation = await self.session.delegate(
-                intent, kit=options.kit, run=options.run, approved=options.yes,
-                params=options.params, on_event=progress.show, sandbox=options.sandbox,
-                variables=self.port.notebook_values())
+            with tallying() as used:
+                delegation = await self.session.delegate(
+                    intent, kit=options.kit, run=options.run, approved=options.yes,
+                    params=options.params, on_event=progress.show, sandbox=options.sandbox,
+                    variables=self.port.notebook_values())
         except GenerationError:
             self.port.stream("stdout", "no provider could write a program\n")
             raise
         finally:
             progress.close()
         where = "this cell now" if options.replace else "the next cell"
-        self.port.stream("stdout", delegation_status(delegation, where) + "\n")
+        spent = f" ({used.summary()})" if used.calls else ""
+        self.port.stream("stdout", delegation_status(delegation, where) + spent + "\n")
         self.port.next_input(self.port.program_cell(ProgramCell(
             delegation.program, delegation.uses, options.kit, options.params,
             options.param_texts, options.sandbox)), replace=options.replace)

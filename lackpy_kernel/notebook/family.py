@@ -18,6 +18,7 @@ from lackpy_kernel.notebook.approval import asking
 from lackpy_kernel.notebook.declare import Magic, declared_magics
 from lackpy_kernel.notebook.port import NotebookPort
 from lackpy_kernel.session import LackpySession
+from lackpy_kernel.telemetry import span
 
 __all__ = ["MagicFamily"]
 
@@ -70,9 +71,10 @@ class MagicFamily:
             raise UsageError(f"%{name} is a line magic; %lsmagic lists the cell magics")
         handler = self.declared[name][1]
         parsed = declared.parse(line)
-        result = handler(parsed) if body is None else handler(parsed, body)
-        if inspect.isawaitable(result):
-            await result
+        with span(f"lackpy.magic {'%%' if declared.cell else '%'}{name}"):
+            result = handler(parsed) if body is None else handler(parsed, body)
+            if inspect.isawaitable(result):
+                await result
 
     def _magic(self, name: str) -> Magic:
         found = self.declared.get(name)

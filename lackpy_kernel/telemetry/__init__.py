@@ -1,14 +1,37 @@
-"""Telemetry: what each model call used and cost (the usage record, ``.lackpy/usage.sqlite``)
-and what the ratchet saved.
+"""Telemetry: what each model call used and cost (the usage record, ``.lackpy/usage.sqlite``),
+what the ratchet saved, and OpenTelemetry spans when ``[telemetry]`` turns them on.
 
-Nothing here imports OpenTelemetry; the usage record is stdlib ``sqlite3``.
+Nothing here imports OpenTelemetry until spans are turned on; the usage record is stdlib
+``sqlite3``.
 """
 
-from ._report import UsageLine, UsageReport, parse_since, usage_report
+from ._report import UsageLine, UsageReport, parse_since, usage_report, workspace_usage
+from ._spans import (
+    EXPORTERS,
+    RunSpan,
+    SpanHandle,
+    configure,
+    in_span,
+    program_span,
+    span,
+    tracing,
+    use_tracer_provider,
+)
 from ._store import USAGE_FILE, record_answer
-from ._usage import PRICE_KEYS, ModelCall, Prices, Tally, count_tokens, model_call, tallying
+from ._usage import (
+    PRICE_KEYS,
+    ModelCall,
+    Prices,
+    Tally,
+    count_tokens,
+    count_usage,
+    model_call,
+    tallying,
+)
 
 __all__ = [
-    "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "Tally", "UsageLine", "UsageReport",
-    "count_tokens", "model_call", "parse_since", "record_answer", "tallying", "usage_report",
+    "EXPORTERS", "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "RunSpan", "SpanHandle", "Tally",
+    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "in_span", "model_call",
+    "parse_since", "program_span", "record_answer", "span", "tallying", "tracing", "usage_report",
+    "use_tracer_provider", "workspace_usage",
 ]

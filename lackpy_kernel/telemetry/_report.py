@@ -10,7 +10,7 @@ from typing import Any
 
 from lackpy_kernel.errors import UsageError
 
-from ._store import KIND_MODEL, query
+from ._store import KIND_MODEL, USAGE_FILE, query
 from ._usage import format_cost
 
 _DAYS = re.compile(r"(\d{1,5})d")
@@ -95,6 +95,13 @@ def usage_report(path: Path, since: datetime.date | None = None) -> UsageReport:
     return UsageReport(day or None, total[0] if total else UsageLine("all", 0, 0, 0, 0, None),
                        groups["provider"], groups["tier"], groups["day"],
                        {str(kind): _int(count) for kind, count in saved})
+
+
+def workspace_usage(config_dir: Path, since: str | None = None) -> UsageReport:
+    """The totals of the usage record in ``config_dir`` (a workspace's ``.lackpy``) from
+    ``since`` (see :func:`parse_since`) on. Raises UsageError for a bad ``since``,
+    TelemetryError for a record that cannot be read."""
+    return usage_report(config_dir / USAGE_FILE, parse_since(since) if since else None)
 
 
 def _lines(path: Path, column: str, day: str) -> list[UsageLine]:

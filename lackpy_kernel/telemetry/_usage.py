@@ -18,10 +18,12 @@ from typing import Any
 
 from lackpy_kernel.timing import ms_since
 
+from ._spans import span
 from ._store import record_call
 
 PRICE_KEYS = ("price_in", "price_out")  # [inference.providers.X]: per million tokens
 PER = 1_000_000
+MAX_TOKENS = 10**12  # the most one count may say; more is a server's mistake or malice
 
 
 @dataclass(frozen=True)
@@ -108,12 +110,32 @@ _counts: ContextVar[_Counts | None] = ContextVar("lackpy_model_call", default=No
 _tallies: ContextVar[tuple[Tally, ...]] = ContextVar("lackpy_tallies", default=())
 
 
-def count_tokens(input_tokens: int | None, output_tokens: int | None) -> None:
-    """Add a server's token counts to the model call in progress (none: nothing to add to)."""
+def count_tokens(input_tokens: object, output_tokens: object) -> None:
+    """Add a server's token counts to the model call in progress (none: nothing to add to).
+    A count that is not a whole number from 0 to :data:`MAX_TOKENS` (a server's own word,
+    not to be trusted) counts as 0."""
     counts = _counts.get()
     if counts is not None:
-        counts.input_tokens += input_tokens or 0
-        counts.output_tokens += output_tokens or 0
+        counts.input_tokens += _tokens(input_tokens)
+        counts.output_tokens += _tokens(output_tokens)
+
+
+def count_usage(answer: object, input_path: str | None, output_path: str | None) -> None:
+    """:func:`count_tokens` with the counts found at the dotted attribute paths of a server's
+    ``answer`` (``"usage.prompt_tokens"``); a path that is not there counts as 0."""
+    count_tokens(_at(answer, input_path), _at(answer, output_path))
+
+
+def _at(value: object, path: str | None) -> object:
+    for name in path.split(".") if path else ():
+        value = getattr(value, name, None)
+    return value if path else None
+
+
+def _tokens(count: object) -> int:
+    if isinstance(count, int) and not isinstance(count, bool) and 0 <= count <= MAX_TOKENS:
+        return count
+    return 0
 
 
 @contextmanager
@@ -131,20 +153,25 @@ def tallying() -> Iterator[Tally]:
 def model_call(*, provider: str, tier: str, model: str, prices: Prices,
                usage_file: Path | None) -> Iterator[None]:
     """One model call (all its attempts): counts what :func:`count_tokens` hears inside, then
-    records it in ``usage_file`` (None: nowhere) and in the tallies around it. Re-raises what
-    the block raises, the call recorded as failed."""
+    records it in ``usage_file`` (None: nowhere), in the tallies around it and in its span
+    (``gen_ai.*``). Re-raises what the block raises, the call recorded as failed."""
     counts = _Counts()
     token = _counts.set(counts)
     started = time.perf_counter()
     ok = False
-    try:
-        yield
-        ok = True
-    finally:
-        _counts.reset(token)
-        call = ModelCall(provider, tier, model, counts.input_tokens, counts.output_tokens,
-                         prices.cost(counts.input_tokens, counts.output_tokens), ms_since(started), ok)
-        for tally in _tallies.get():
-            tally.add(call)
-        if usage_file is not None:
-            record_call(usage_file, call)
+    with span(f"chat {model}", {"gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
+                                "gen_ai.request.model": model, "lackpy.tier": tier}) as current:
+        try:
+            yield
+            ok = True
+        finally:
+            _counts.reset(token)
+            call = ModelCall(provider, tier, model, counts.input_tokens, counts.output_tokens,
+                             prices.cost(counts.input_tokens, counts.output_tokens), ms_since(started),
+                             ok)
+            current.set({"gen_ai.usage.input_tokens": call.input_tokens,
+                         "gen_ai.usage.output_tokens": call.output_tokens, "lackpy.cost": call.cost})
+            for tally in _tallies.get():
+                tally.add(call)
+            if usage_file is not None:
+                record_call(usage_file, call)

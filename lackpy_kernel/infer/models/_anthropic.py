@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
-from lackpy_kernel.telemetry import count_tokens
+from lackpy_kernel.telemetry import count_usage
 
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
@@ -126,7 +126,7 @@ class AnthropicProvider(ModelProvider):
         async def send(client: Any, secrets: tuple[str, ...]) -> str:
             if not self.stream:
                 message = await client.messages.create(**request, stream=False)
-                count_tokens(message.usage.input_tokens, message.usage.output_tokens)
+                count_usage(message, "usage.input_tokens", "usage.output_tokens")
                 text = "".join(getattr(block, "text", "") for block in message.content
                                if block.type == "text")
             else:
@@ -279,9 +279,9 @@ def _text_of(event: Any) -> str:
     """The text a streamed Messages API event adds ("" for the others); the input tokens of
     ``message_start`` and the output tokens of ``message_delta`` are counted."""
     if event.type == "message_start":
-        count_tokens(event.message.usage.input_tokens, 0)
+        count_usage(event, "message.usage.input_tokens", None)
     elif event.type == "message_delta":
-        count_tokens(0, event.usage.output_tokens)
+        count_usage(event, None, "usage.output_tokens")
     if event.type == "content_block_delta" and event.delta.type == "text_delta":
         return str(event.delta.text)
     return ""

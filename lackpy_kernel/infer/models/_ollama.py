@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from lackpy_kernel.telemetry import count_tokens
+from lackpy_kernel.telemetry import count_usage
 
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
@@ -125,7 +125,7 @@ class OllamaProvider(ModelProvider):
 
         def text_of(chunk: Any) -> str:
             if chunk.done:  # the last answer carries the counts
-                count_tokens(chunk.prompt_eval_count, chunk.eval_count)
+                count_usage(chunk, "prompt_eval_count", "eval_count")
             return (chunk.message.content if endpoint == "chat" else chunk.response) or ""
 
         async def send(client: Any, secrets: tuple[str, ...]) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
-from lackpy_kernel.telemetry import count_tokens
+from lackpy_kernel.telemetry import count_usage
 
 from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
 from ._chat import (
@@ -143,8 +143,8 @@ class OpenAIProvider(ModelProvider):
             request["temperature"] = float(self.temperature)
 
         def text_of(chunk: Any) -> str:
-            if chunk.usage is not None:  # the answer, or a stream's last chunk
-                count_tokens(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            # the usage of the whole answer, or of a stream in its last chunk
+            count_usage(chunk, "usage.prompt_tokens", "usage.completion_tokens")
             if not chunk.choices:
                 return ""
             choice = chunk.choices[0]

@@ -1,0 +1,244 @@
+"""OpenTelemetry spans, on only when ``[telemetry] exporter`` names one (``console`` or
+``otlp``) or a caller hands over a tracer provider (:func:`use_tracer_provider`).
+
+Off, :func:`span` yields a handle that does nothing, and OpenTelemetry is never imported.
+On, the spans nest as the work does: a kernel cell or a magic (or a ``lackpy`` command) >
+``lackpy.validate``, ``lackpy.run`` > one span per tool call; ``lackpy.generate`` > one
+``lackpy.tier`` per tier tried > one span per model call, with the ``gen_ai.*`` attributes
+of OpenTelemetry's semantic conventions for generative AI.
+
+The sandbox's child opens no socket: a run's tool calls come back in its trace (tool,
+arguments, ms, ok), and :meth:`RunSpan.finish` makes their spans here, laid end to end
+from the run's start in call order (the trace keeps durations, not start times). A tool
+call's arguments are summarised: a path or pattern as given (bounded), any other value by
+its type and size, unless ``[telemetry] include_values = true``; results only then.
+
+``otlp`` sends OTLP over HTTP (the ``otel`` extra: ``opentelemetry-sdk`` and
+``opentelemetry-exporter-otlp-proto-http``) to the endpoint and with the headers of the
+standard variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADERS``, ...);
+``console`` writes each span to stderr. ``OTEL_SERVICE_NAME`` names the service (default
+``lackpy-kernel``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
+
+from lackpy_kernel.errors import MissingExtraError, TelemetryError
+
+EXPORTERS = ("none", "console", "otlp")
+SERVICE_NAME = "lackpy-kernel"
+TEXT_CHARS = 200  # the most of any text an attribute carries
+MAX_ARGUMENTS = 16  # of one tool call
+MAX_TOOL_SPANS = 500  # of one run; the rest are counted, not sent
+PATH_ARGUMENTS = frozenset({"path", "pattern", "paths"})
+Attributes = Mapping[str, str | bool | int | float | None]
+T = TypeVar("T")
+
+
+class _State:
+    tracer: Any = None
+    include_values = False
+    configured: tuple[str, bool] | None = None
+
+
+_state = _State()
+
+
+def configure(exporter: str, *, include_values: bool = False) -> None:
+    """Send spans to ``exporter`` (``console``, ``otlp``; ``none`` leaves them as they are),
+    once per process. Raises MissingExtraError when the ``otel`` extra is not installed,
+    TelemetryError for an unknown exporter."""
+    if exporter == "none" or _state.configured == (exporter, include_values):
+        return
+    if exporter not in EXPORTERS:
+        raise TelemetryError(f"[telemetry] exporter must be one of {', '.join(EXPORTERS)}, "
+                             f"not {exporter!r}")
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+        if exporter == "otlp":
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError as exc:
+        raise MissingExtraError(f"[telemetry] exporter = {exporter!r} needs the otel extra: "
+                                f"pip install 'lackpy-kernel[otel]' ({exc})") from None
+    name = os.environ.get("OTEL_SERVICE_NAME") or SERVICE_NAME
+    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    sink = OTLPSpanExporter() if exporter == "otlp" else ConsoleSpanExporter(out=sys.__stderr__ or sys.stderr)
+    provider.add_span_processor(BatchSpanProcessor(sink))
+    atexit.register(provider.shutdown)  # what is still queued is sent at exit
+    use_tracer_provider(provider, include_values=include_values)
+    _state.configured = (exporter, include_values)
+
+
+def use_tracer_provider(provider: Any, *, include_values: bool = False) -> None:
+    """Make spans with ``provider`` (an OpenTelemetry ``TracerProvider``; None turns them
+    off); ``include_values`` puts tool calls' argument values and results in them."""
+    _state.tracer = None if provider is None else provider.get_tracer("lackpy_kernel")
+    _state.include_values = include_values
+    _state.configured = None
+
+
+def tracing() -> bool:
+    """Whether spans are being made."""
+    return _state.tracer is not None
+
+
+class SpanHandle:
+    """A span in progress (or nothing, when telemetry is off): ``set`` adds attributes."""
+
+    def __init__(self, span: Any = None) -> None:
+        self.span = span
+
+    def set(self, attributes: Attributes) -> None:
+        """Add ``attributes`` (None values are left out)."""
+        if self.span is not None:
+            self.span.set_attributes(_clean(attributes))
+
+    def fail(self, description: str) -> None:
+        """Mark the span failed, saying why (bounded)."""
+        if self.span is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            self.span.set_status(Status(StatusCode.ERROR, _bounded(description)))
+
+
+_OFF = SpanHandle()
+
+
+@contextmanager
+def span(name: str, attributes: Attributes | None = None) -> Iterator[SpanHandle]:
+    """A span around the block, a child of the one in progress; an exception that leaves
+    the block marks it failed (``error.type``) and goes on."""
+    tracer = _state.tracer
+    if tracer is None:
+        yield _OFF
+        return
+    with tracer.start_as_current_span(name, attributes=_clean(attributes or {})) as current:
+        try:
+            yield SpanHandle(current)
+        except BaseException as exc:
+            current.set_attribute("error.type", type(exc).__name__)
+            raise
+
+
+async def in_span(name: str, work: Awaitable[T], attributes: Attributes | None = None,
+                  outcome: Callable[[T], Attributes] | None = None) -> T:
+    """Await ``work`` in a span; ``outcome`` gives attributes from its result."""
+    with span(name, attributes) as handle:
+        result = await work
+        if outcome is not None and handle.span is not None:
+            handle.set(outcome(result))
+        return result
+
+
+class TraceEntryLike(Protocol):
+    tool: str
+    args: dict[str, Any]
+    result: Any
+    duration_ms: float
+    success: bool
+    error: str | None
+    source: str
+
+
+class TraceLike(Protocol):
+    @property
+    def entries(self) -> Sequence[TraceEntryLike]: ...
+
+
+class RunResultLike(Protocol):
+    success: bool
+    error: str | None
+    error_type: str | None
+
+    @property
+    def trace(self) -> TraceLike: ...
+
+
+class RunSpan:
+    """The span of one program run; :meth:`finish` records its outcome and its tool calls."""
+
+    def __init__(self, handle: SpanHandle) -> None:
+        self.handle = handle
+
+    def finish(self, result: RunResultLike) -> None:
+        """The run's outcome, and a child span per tool call of ``result.trace``."""
+        parent = self.handle.span
+        if parent is None:
+            return
+        entries = result.trace.entries
+        self.handle.set({"lackpy.ok": result.success, "lackpy.tool_calls": len(entries),
+                         "error.type": None if result.success else result.error_type or "error"})
+        if not result.success:
+            self.handle.fail(result.error or "the program failed")
+        if len(entries) > MAX_TOOL_SPANS:
+            self.handle.set({"lackpy.tool_spans_dropped": len(entries) - MAX_TOOL_SPANS})
+        _tool_spans(parent, entries[:MAX_TOOL_SPANS])
+
+
+@contextmanager
+def program_span(*, sandboxed: bool) -> Iterator[RunSpan]:
+    """The span of a program run (``lackpy.run``); call ``finish`` with its result."""
+    with span("lackpy.run", {"lackpy.sandboxed": sandboxed}) as handle:
+        yield RunSpan(handle)
+
+
+def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike]) -> None:
+    from opentelemetry.trace import Status, StatusCode, set_span_in_context
+
+    context = set_span_in_context(parent)
+    start = getattr(parent, "start_time", None) or time.time_ns()
+    for entry in entries:
+        end = start + int(entry.duration_ms * 1_000_000)
+        tool = _state.tracer.start_span(
+            f"execute_tool {entry.tool}", context=context, start_time=start,
+            attributes=_clean({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": entry.tool,
+                               "lackpy.tool.source": entry.source or None,
+                               "lackpy.tool.ms": entry.duration_ms, "lackpy.ok": entry.success,
+                               **_arguments(entry.args),
+                               "lackpy.tool.result": _bounded(entry.result)
+                               if _state.include_values and entry.success else None}))
+        if not entry.success:
+            tool.set_attribute("error.type", "ToolError")
+            tool.set_status(Status(StatusCode.ERROR, _bounded(entry.error or "failed")))
+        tool.end(end_time=end)
+        start = end
+
+
+def _arguments(args: Mapping[str, Any]) -> dict[str, str]:
+    """A tool call's arguments as attributes: values where allowed, else type and size."""
+    shown = {}
+    for name, value in list(args.items())[:MAX_ARGUMENTS]:
+        key = f"lackpy.tool.arg.{str(name)[:40]}"
+        shown[key] = (_bounded(value) if _state.include_values or name in PATH_ARGUMENTS
+                      else _shape(value))
+    return shown
+
+
+def _shape(value: Any) -> str:
+    """What a value is without what it holds: ``str, 1234 chars``, ``list, 3 items``."""
+    kind = type(value).__name__
+    if isinstance(value, str | bytes):
+        return f"{kind}, {len(value)} chars"
+    if isinstance(value, Sequence | Mapping):
+        return f"{kind}, {len(value)} items"
+    return kind
+
+
+def _bounded(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "\u2026"
+
+
+def _clean(attributes: Attributes) -> dict[str, str | bool | int | float]:
+    """The attributes without None values, every text bounded."""
+    return {key: _bounded(value) if isinstance(value, str) else value
+            for key, value in attributes.items() if value is not None}
