@@ -5,9 +5,12 @@ ends well and dropped when it fails (issue 24)."""
 
 from __future__ import annotations
 
+import errno
 import inspect
+import os
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -54,8 +57,53 @@ def keep_bytes(path: str, size: int) -> str:
 def seen(path: str) -> str:
     """A file as the program sees it."""
     return read_text(path)
+
+
+def _own_stage() -> str:
+    import os
+
+    return os.path.join(".lackpy", "staging", str(os.getpid()))
+
+
+def forge(path: str, text: str) -> str:
+    """Write ``text`` straight into the program's own stage at ``path`` and record it as
+    written, as the file tools would: the worker's commit then checks it."""
+    import os
+
+    from lackpy_kernel.kit.effects import record_write
+
+    target = os.path.join(_own_stage(), path)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w") as stream:
+        stream.write(text)
+    record_write(path, len(text))
+    return "forged"
+
+
+def second_name(path: str, other: str) -> str:
+    """Give the staged copy of ``path`` a second name (a hard link) in the stage."""
+    import os
+
+    os.link(os.path.join(_own_stage(), path), os.path.join(_own_stage(), other))
+    return "linked"
+
+
+def plant_in_other_stages() -> list:
+    """Try to plant a file in every other program's stage: errno of each try."""
+    import os
+
+    results = []
+    for name in sorted(os.listdir(os.path.join(".lackpy", "staging"))):
+        if name != str(os.getpid()):
+            try:
+                open(os.path.join(".lackpy", "staging", name, "planted.txt"), "w").close()
+                results.append("written")
+            except OSError as error:
+                results.append(error.errno)
+    return results
 '''
-KIT = ["save", "drop", "keep", "keep_bytes", "seen", "read_file"]
+KIT = ["save", "drop", "keep", "keep_bytes", "seen", "read_file", "forge", "second_name",
+       "plant_in_other_stages"]
 # The sandbox asks before it commits where it can (the approval of the diff): these tests
 # are about the walls, not the question.
 UNASKED = {"approve_writes": False} if "approve_writes" in inspect.signature(
@@ -84,11 +132,16 @@ def sandbox(workspace):
 
 
 def files(workspace) -> dict[str, bytes]:
-    """Every file of the workspace but the stages, journal and undo records."""
-    skipped = {"staging", "journal", "undo"}
-    return {str(path.relative_to(workspace)): path.read_bytes()
-            for path in sorted(workspace.rglob("*"))
-            if path.is_file() and not skipped & set(path.relative_to(workspace).parts)}
+    """Every file of the workspace but the stages, journal and undo records (which the
+    worker may be tidying meanwhile)."""
+    found = {}
+    for folder, folders, names in os.walk(workspace):
+        if Path(folder) == workspace / ".lackpy":
+            folders[:] = [name for name in folders if name not in ("staging", "journal", "undo")]
+        for name in names:
+            path = Path(folder, name)
+            found[str(path.relative_to(workspace))] = path.read_bytes()
+    return dict(sorted(found.items()))
 
 
 @needs(WRITE_WALL)
@@ -142,3 +195,38 @@ def test_the_workspace_api_refuses_what_write_file_refuses(sandbox, workspace, p
     assert named in result.error
     assert files(workspace) == before
     assert not (workspace.parent / "outside.txt").exists()
+
+
+@pytest.mark.parametrize(("path", "named"), [
+    (".lackpy/config.toml", ".lackpy"),
+    ("tools/mine.py", "tool source"),
+])
+def test_a_stage_forged_by_tool_code_is_refused_at_the_commit(sandbox, workspace, path, named):
+    """Tool code may write its own stage behind the file tools' back and record the path as
+    written: the worker's commit checks every path again and writes nothing."""
+    before = files(workspace)
+    result = sandbox.run(f"keep('fine.txt', 'x')\nforge({path!r}, 'import os')", KIT)
+    assert result.error_type == "WorkspaceError", result.error
+    assert named in result.error and "not written" in result.error
+    assert files(workspace) == before
+
+
+def test_a_staged_copy_with_a_second_name_is_refused_at_the_commit(sandbox, workspace):
+    before = files(workspace)
+    result = sandbox.run("keep('a.txt', 'one')\nsecond_name('a.txt', 'b.txt')", KIT)
+    assert result.error_type == "WorkspaceError", result.error
+    assert "not a plain file of its own" in result.error
+    assert files(workspace) == before
+
+
+@needs(WRITE_WALL)
+def test_tool_code_cannot_plant_a_file_in_another_programs_stage(sandbox, workspace):
+    """Another worker's child, or a held twin, has its stage made before its walls went up;
+    a program's process can list the stages but write none but its own."""
+    assert sandbox.run("1", KIT).success  # the worker has made the folder of the stages
+    other = workspace / ".lackpy" / "staging" / "4000002"
+    other.mkdir()
+    result = sandbox.run("plant_in_other_stages()", KIT)
+    assert result.success, result.error
+    assert result.output and set(result.output) == {errno.EACCES}
+    assert list(other.iterdir()) == []
