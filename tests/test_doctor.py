@@ -60,7 +60,28 @@ def test_a_wall_this_kernel_lacks_is_off_and_says_why(tmp_path, capsys, monkeypa
     assert code == 0  # a machine's kernel is nothing the user must fix
     assert "this kernel has no Landlock" in line(lines, "off", "landlock filesystem")
     assert "needs Landlock ABI 4 (Linux 6.7)" in line(lines, "off", "landlock network")
+    assert "only the file tools' own checks keep .lackpy/ and the tool sources' code" in \
+        line(lines, "off", "landlock write")
     assert line(lines, "ok", "no_new_privs")
+
+
+@pytest.mark.skipif(lackpy_kernel.run.walls.landlock_abi() < 1, reason="no Landlock here")
+def test_the_write_wall_is_probed_and_says_what_a_program_writes(tmp_path, capsys):
+    code, lines = doctor(tmp_path, capsys)
+    assert code == 0
+    assert "writes only its own staging folder (.lackpy/staging/<pid>/)" in line(
+        lines, "ok", "landlock write")
+
+
+@pytest.mark.skipif(lackpy_kernel.run.walls.landlock_abi() < 1, reason="no Landlock here")
+def test_a_write_wall_that_does_not_hold_is_off_and_says_how(tmp_path, capsys, monkeypatch):
+    """A kernel that takes the rulesets but does not enforce the write layer: the probe
+    finds that a write to another stage went through."""
+    monkeypatch.setattr(lackpy_kernel.run.walls, "_restrict_writes", lambda abi, folder: True)
+    code, lines = doctor(tmp_path, capsys)
+    assert code == 0
+    assert "but in a walled process a file outside its stage could be written" in line(
+        lines, "off", "landlock write")
 
 
 def test_an_extra_not_installed_says_the_pip_command(tmp_path):

@@ -1,5 +1,8 @@
 """Tools and kits: tool specs, the toolbox, kit resolution, the workspace and the file tools.
 
+A Python tool's own code writes the workspace through ``write_text`` and ``write_bytes``
+(``tool_files``): staged with the program, like the file tools' writes.
+
 The configured tool sources (Python modules, MCP servers) are ``lackpy_kernel.kit.sources``.
 """
 
@@ -19,6 +22,7 @@ from .registry import (
     write_kit_file,
 )
 from .spec import ArgSpec, ToolSpec
+from .tool_files import read_text, write_bytes, write_text
 from .toolbox import Toolbox, ToolProvider
 from .undo import NOTHING_TO_UNDO, undo_last
 from .workspace import Workspace
@@ -44,11 +48,14 @@ __all__ = [
     "check_kit_name",
     "find_kit_file",
     "parse_kit_file",
+    "read_text",
     "record_read",
     "record_write",
     "recording",
     "resolve_kit",
     "undo_last",
     "workspace_kits_dir",
+    "write_bytes",
     "write_kit_file",
+    "write_text",
 ]

@@ -28,7 +28,11 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     Line endings are written as given. An existing file keeps its permission bits. On any
     failure the temporary file is removed and the old content is left untouched.
     """
-    data = text.encode("utf-8")
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` as ``atomic_write_text`` writes its text."""
     directory, name = os.path.split(os.fspath(path))
     if not SUPPORTS_DIR_FD:
         _atomic_write_by_path(directory, name, data)

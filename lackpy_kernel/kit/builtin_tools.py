@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import code_search
-from .atomic import SUPPORTS_DIR_FD, atomic_write_bytes_at, atomic_write_text
+from .atomic import SUPPORTS_DIR_FD, atomic_write_bytes, atomic_write_bytes_at
 from .builtin_specs import PROVIDER_NAME, tool_specs
 from .effects import (
     check_folder_budget,
@@ -83,9 +83,7 @@ class FileToolsProvider:
     def write_file(self, path: str, content: str) -> str:
         """Create or replace a file with ``content``, atomically; parent folders are created."""
         _require_str(content, "content")
-        real = self.workspace.resolve(path, write=True)
-        if real.is_dir():
-            raise IsADirectoryError(f"{path!r} is a folder; write_file needs a file path")
+        real = _write_target(self.workspace, path)
         _write_text(self.workspace, real, path, content)
         return f"wrote {len(content)} chars to {self.workspace.relative(real)}"
 
@@ -132,6 +130,17 @@ def builtin_toolbox(workspace: Workspace | str | os.PathLike[str],
     toolbox = Toolbox()
     toolbox.register_provider(FileToolsProvider(workspace))
     return toolbox
+
+
+def write_workspace_bytes(workspace: Workspace, path: str, data: bytes) -> str:
+    """``write_file`` for bytes: ``data`` as the file ``path``'s new content, under the same
+    rules (staged while a program runs); what it wrote. Raises WorkspaceError, OSError,
+    TypeError or ValueError."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise TypeError(f"data must be bytes, not {type(data).__name__}")
+    real = _write_target(workspace, path)
+    _write_data(workspace, real, path, bytes(data))
+    return f"wrote {len(data)} bytes to {workspace.relative(real)}"
 
 
 def read_workspace_text(workspace: Workspace, path: str) -> str:
@@ -225,17 +234,30 @@ def _check_one_name(info: os.stat_result, shown: str) -> None:
         )
 
 
+def _write_target(workspace: Workspace, path: str) -> Path:
+    """The real path a write of ``path`` goes to; refused when it is a folder."""
+    real = workspace.resolve(path, write=True)
+    if real.is_dir():
+        raise IsADirectoryError(f"{path!r} is a folder; write_file needs a file path")
+    return real
+
+
 def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None:
     """Write ``text`` to the resolved path ``real``, within the write budget, and record it."""
-    with suppress(FileNotFoundError, NotADirectoryError):
-        _check_one_name(os.stat(real, follow_symlinks=False), shown)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ValueError(f"the text for {shown!r} cannot be written as UTF-8: {error}") from None
+    _write_data(workspace, real, shown, data)
+
+
+def _write_data(workspace: Workspace, real: Path, shown: str, data: bytes) -> None:
+    """Write ``data`` to the resolved path ``real``, within the write budget, and record it."""
+    with suppress(FileNotFoundError, NotADirectoryError):
+        _check_one_name(os.stat(real, follow_symlinks=False), shown)
     if len(data) > MAX_WRITE_BYTES:
         raise ValueError(
-            f"the text for {shown!r} is {len(data)} bytes; the most a file tool writes is "
+            f"the content for {shown!r} is {len(data)} bytes; the most a file tool writes is "
             f"{MAX_WRITE_BYTES} bytes (16 MiB)"
         )
     relative = workspace.relative(real)
@@ -251,7 +273,7 @@ def _write_text(workspace: Workspace, real: Path, shown: str, text: str) -> None
             os.close(dir_fd)
     else:  # no *at() calls (Windows): the path checks of resolve() are all there is
         _make_folders(workspace, real.parent, shown)
-        atomic_write_text(real, text)
+        atomic_write_bytes(real, data)
     record_write(relative, len(data))
 
 

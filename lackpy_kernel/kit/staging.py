@@ -7,7 +7,10 @@ drops them (``discard_stage``). Without a stage (the tools used directly, or a p
 in the caller's process) the file tools write the workspace itself.
 
 A stage mirrors the workspace's tree under ``<workspace>/.lackpy/staging/<pid>/``: the same
-file system, so the worker's commit never copies across devices.
+file system, so the worker's commit never copies across devices. The worker makes the
+folder of the stages (``make_stages``) before it forks; each child makes its own stage
+(``make_stage``) before its walls go up, and the walls let it write there and nowhere
+else (``run.walls``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
@@ -37,15 +40,43 @@ def stage_folder(root: str | os.PathLike[str], owner: int) -> str:
     return os.path.join(os.fspath(root), CONFIG_DIR, STAGING, str(owner))
 
 
+def make_stages(root: str | os.PathLike[str]) -> str | None:
+    """The folder of the stages in the workspace at ``root`` (real), made if missing; None
+    when it cannot be made (a workspace this process may not write)."""
+    folder = os.path.dirname(stage_folder(root, 0))
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def make_stage(folder: str) -> None:
+    """Make the staging folder ``folder`` (``stage_folder``) fresh: one left by a process
+    that had the same pid is removed first. Raises OSError."""
+    try:
+        os.mkdir(folder, 0o700)
+    except FileNotFoundError:  # the first stage in this workspace
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        remove_tree(folder)
+        os.mkdir(folder, 0o700)
+
+
 class Stage:
     """A program's staged files: workspace-relative path -> its copy in ``folder`` (made on
-    the first write)."""
+    the first write, unless ``made`` says it was made fresh already). ``protected``: the
+    files the program's write tools refuse (``Workspace``), for the workspace API."""
 
-    def __init__(self, root: str, folder: str) -> None:
+    def __init__(self, root: str, folder: str, *, made: bool = False,
+                 protected: Collection[str] = ()) -> None:
         self.root = root  # the workspace's real path (a tool's workspace.root)
         self.folder = folder
+        self.protected = protected
         self.files: set[str] = set()
-        self._tree: Workspace | None = None  # the folder, once made, confining its own paths
+        self._made_already = made
+        self._tree: Workspace | None = None  # the folder, once used, confining its own paths
 
     def staged(self, relative: str) -> tuple[Workspace, Path] | None:
         """The stage's tree and the staged copy of ``relative``, or None when not staged."""
@@ -107,17 +138,10 @@ class Stage:
         return os.open(part, _DIR_FLAGS, dir_fd=parent)
 
     def _made(self) -> Workspace:
-        """The staging folder, made fresh on first use (one left by a process that had the
-        same pid is removed first)."""
+        """The staging folder, made fresh on first use unless it was before."""
         if self._tree is None:
-            try:
-                os.mkdir(self.folder, 0o700)
-            except FileNotFoundError:  # the first stage in this workspace
-                os.makedirs(os.path.dirname(self.folder), exist_ok=True)
-                os.mkdir(self.folder, 0o700)
-            except FileExistsError:
-                remove_tree(self.folder)
-                os.mkdir(self.folder, 0o700)
+            if not self._made_already:
+                make_stage(self.folder)
             self._tree = Workspace(self.folder)
         return self._tree
 
@@ -131,6 +155,11 @@ def staging(stage: Stage) -> Iterator[Stage]:
         yield stage
     finally:
         _current.reset(token)
+
+
+def current() -> Stage | None:
+    """The stage open in this context (a program running), or None."""
+    return _current.get()
 
 
 def current_stage(workspace: Workspace) -> Stage | None:

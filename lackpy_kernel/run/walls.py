@@ -4,11 +4,15 @@ The forked child that runs a program puts these up before it takes its program,
 and can never take them down:
 
 - ``no_new_privs``: nothing it runs can gain privileges (needed for the others);
-- Landlock, filesystem: the workspace read-write, the Python installation and this
-  package read-only, nothing else at all; TCP bind and connect refused (ABI 4); no
-  signal to a process outside the sandbox and no abstract Unix socket (ABI 6).
-  Landlock grants rights to whole trees, so ``.lackpy/`` inside the workspace is
-  kept read-only by the file tools alone;
+- Landlock, filesystem: the workspace, the Python installation and this package
+  read-only, nothing else at all; TCP bind and connect refused (ABI 4); no signal to a
+  process outside the sandbox and no abstract Unix socket (ABI 6);
+- Landlock, writes: a second layer, put up by each child for itself, lets it write its
+  own staging folder (``<workspace>/.lackpy/staging/<pid>/``, made before the walls go
+  up) and nothing else: not the workspace, ``.lackpy/``, a tool's code, another child's
+  stage or anything outside. The first layer, shared by the children, lets them write
+  the folder of the stages only (Landlock rules name folders that exist when the ruleset
+  is built, and a child's pid is known only once it is forked);
 - seccomp: ``execve``, ``ptrace``, new sockets, new processes and the other system
   calls a lackpy program never needs fail with ``EPERM``.
 
@@ -25,6 +29,7 @@ import errno
 import os
 import struct
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,6 +64,7 @@ READ_WRITE = (READ_ONLY | FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MA
 _NR, _ARCH, _ARG1 = 0, 4, 24
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x06
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C  # ioctls that type into, or control, a terminal
+WRITE_WALL = "landlock write"  # the name of the wall that keeps a child to its stage
 
 
 @dataclass(frozen=True)
@@ -144,10 +150,9 @@ def os_walls() -> list[Wall]:
         Wall("no_new_privs", _prctl(PR_GET_NO_NEW_PRIVS) >= 0,
              "the program cannot gain privileges (setuid files, capabilities)"),
         Wall("landlock filesystem", abi >= 1,
-             f"Landlock ABI {abi}: the workspace read-write, Python, the system's libraries "
-             "and lackpy read-only, nothing else (.lackpy/ is read-only through the file "
-             "tools only)"
-             if abi >= 1 else lacking),
+             f"Landlock ABI {abi}: the workspace, Python, the system's libraries and lackpy "
+             "read-only, nothing else" if abi >= 1 else lacking),
+        _write_wall(abi, lacking),
         Wall("landlock network", abi >= 4, "no TCP bind or connect" if abi >= 4 else
              f"needs Landlock ABI 4 (Linux 6.7); this kernel has {abi or 'none'}"),
         Wall("landlock scope", abi >= 6,
@@ -157,40 +162,118 @@ def os_walls() -> list[Wall]:
     ]
 
 
+def _write_wall(abi: int, lacking: str) -> Wall:
+    """The write wall, probed: put up in a forked process for a scratch folder."""
+    if abi < 1:
+        return Wall(WRITE_WALL, False, f"{lacking}: a program's process may write the whole "
+                    "workspace, and only the file tools' own checks keep .lackpy/ and the "
+                    "tool sources' code from it")
+    problem = _probe_writes()
+    if problem is not None:
+        return Wall(WRITE_WALL, False, f"Landlock ABI {abi}, but in a walled process {problem}")
+    return Wall(WRITE_WALL, True, "a program's process writes only its own staging folder "
+                "(.lackpy/staging/<pid>/), which the worker commits after checking each path: "
+                "not the workspace, .lackpy/, a tool's code, another program's stage or "
+                "anything outside")
+
+
+_PROBE_PROBLEMS = {1: "the write layer did not go up", 2: "its own stage could not be written",
+                   3: "a file outside its stage could be written"}
+
+
+def _probe_writes() -> str | None:
+    """Put the walls up in a forked process for a scratch folder and try a write inside its
+    stage, then beside the stages and in another's: None when only the first worked, else
+    what went wrong."""
+    with tempfile.TemporaryDirectory(prefix="lackpy-walls-") as scratch:
+        stages = os.path.join(scratch, "stages")
+        os.makedirs(os.path.join(stages, "other"))
+        plan = WallPlan.prepare(scratch, [], stages)
+        try:
+            pid = os.fork()
+        except OSError as error:
+            plan.close()
+            return f"the probe could not start ({error.strerror})"
+        if pid == 0:  # pragma: no cover - the probe
+            os._exit(_probe_in_child(plan, scratch, stages))
+        plan.close()
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return None if code == 0 else _PROBE_PROBLEMS.get(code, f"the probe failed ({code})")
+
+
+def _probe_in_child(plan: WallPlan, scratch: str, stages: str) -> int:
+    """The probe's exit status: 0 when the walls let it write its stage and nothing else."""
+    try:
+        stage = os.path.join(stages, "own")
+        os.mkdir(stage)
+        if WRITE_WALL not in plan.put_up(stage):
+            return 1
+        if not _can_create(os.path.join(stage, "staged")):
+            return 2
+        if _can_create(os.path.join(scratch, "beside")) or \
+                _can_create(os.path.join(stages, "other", "planted")):
+            return 3
+        return 0
+    except BaseException:
+        return 4
+
+
+def _can_create(path: str) -> bool:
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        return False
+    return True
+
+
 @dataclass
 class WallPlan:
     """The walls for one workspace, built ahead (the Landlock ruleset, the seccomp filter) so
-    that putting them up in a program's child is three system calls."""
+    that putting them up in a program's child is a few system calls."""
 
     ruleset: int  # a Landlock ruleset fd, -1 without Landlock
     abi: int
     seccomp_filter: bytes | None
+    stages: str | None = None  # the one folder the ruleset lets children write, if any
+    built_for: tuple[str, tuple[str, ...]] = ("", ())  # workspace, read_only: to build again
+    _stages_id: tuple[int, int] | None = None  # the stages folder the ruleset names
 
     @classmethod
     def prepare(cls, workspace: str | os.PathLike[str],
-                read_only: Iterable[str | os.PathLike[str]]) -> WallPlan:
-        """Build the walls for ``workspace`` (read-write) and ``read_only`` (and Python's
-        own files, readable); nothing is applied to this process."""
+                read_only: Iterable[str | os.PathLike[str]],
+                stages: str | None = None) -> WallPlan:
+        """Build the walls for ``workspace`` and ``read_only`` (and Python's own files),
+        readable, and ``stages`` (a folder that exists), writable by the children's own
+        stages below it; nothing is applied to this process."""
         if not sys.platform.startswith("linux"):
             return cls(-1, 0, None)
         abi = landlock_abi()
-        ruleset = _landlock_ruleset(abi, os.fspath(workspace), [*read_only, *python_paths()])
+        readable = tuple(os.fspath(path) for path in read_only)
+        writable = [stages] if stages is not None else []
+        ruleset = _landlock_ruleset(abi, [os.fspath(workspace), *readable, *python_paths()],
+                                    writable)
         arch = _ARCHES.get(_MACHINE)
         return cls(ruleset, abi if ruleset >= 0 else 0,
-                   _seccomp_filter(arch) if arch is not None else None)
+                   _seccomp_filter(arch) if arch is not None else None, stages,
+                   (os.fspath(workspace), readable), _identity(stages))
 
-    def put_up(self) -> list[str]:
+    def put_up(self, stage: str | None = None) -> list[str]:
         """Confine this process for good (call it in a program's child only); the names of
-        the walls put up. The ruleset's fd is closed here: no program can widen it."""
+        the walls put up. ``stage``, a folder below ``stages``, is the only one it may write
+        then (none: it writes nothing). The ruleset's fd is closed here: no program can
+        widen it."""
         if not sys.platform.startswith("linux") or _prctl(PR_SET_NO_NEW_PRIVS, 1) != 0:
             return []
         up = ["no_new_privs"]
         if self.ruleset >= 0:
-            restricted = _syscall(SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) == 0
-            os.close(self.ruleset)
+            ruleset = self._current_ruleset()
+            restricted = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
+            os.close(ruleset)
             if restricted:
                 up += ["landlock filesystem", *(["landlock network"] if self.abi >= 4 else []),
                        *(["landlock scope"] if self.abi >= 6 else [])]
+                if _restrict_writes(self.abi, stage):
+                    up.append(WRITE_WALL)
         if self.seccomp_filter is not None and _seccomp(self.seccomp_filter):
             up.append("seccomp")
         return up
@@ -201,12 +284,22 @@ class WallPlan:
             os.close(self.ruleset)
             self.ruleset = -1
 
+    def _current_ruleset(self) -> int:
+        """The prepared ruleset, or, when the stages folder was replaced since it was built
+        (its rule names the folder that was there), one built afresh for the new one."""
+        if self.stages is None or _identity(self.stages) == self._stages_id:
+            return self.ruleset
+        os.close(self.ruleset)
+        workspace, read_only = self.built_for
+        self.ruleset = WallPlan.prepare(workspace, read_only, self.stages).ruleset
+        return self.ruleset
+
 
 def build_walls(workspace: str | os.PathLike[str], read_only: Iterable[str | os.PathLike[str]]
                 ) -> list[str]:
-    """Confine this process for good (call it in a program's child only): ``workspace``
-    read-write, ``read_only`` and Python's own files readable, the rest as the module says.
-    Returns the names of the walls put up; a wall the kernel lacks is skipped."""
+    """Confine this process for good (call it in a program's child only): ``workspace``,
+    ``read_only`` and Python's own files readable, nothing writable, the rest as the module
+    says. Returns the names of the walls put up; a wall the kernel lacks is skipped."""
     return WallPlan.prepare(workspace, read_only).put_up()
 
 
@@ -264,12 +357,12 @@ class _PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def _landlock_ruleset(abi: int, workspace: str, read_only: Iterable[str | os.PathLike[str]]
-                      ) -> int:
-    """A Landlock ruleset fd allowing ``workspace`` and ``read_only``; -1 without Landlock."""
+def _landlock_ruleset(abi: int, read_only: Iterable[str], writable: Iterable[str]) -> int:
+    """A Landlock ruleset fd allowing ``read_only`` to be read and ``writable`` written;
+    -1 without Landlock."""
     if abi < 1:
         return -1
-    handled = _FS_BY_ABI[max(version for version in _FS_BY_ABI if version <= abi)]
+    handled = _handled(abi)
     attr = _RulesetAttr(handled, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0,
                         SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)
     size = 8 if abi < 4 else 16 if abi < 6 else 24
@@ -277,14 +370,45 @@ def _landlock_ruleset(abi: int, workspace: str, read_only: Iterable[str | os.Pat
     if ruleset < 0:
         return -1
     try:
-        rules = [(path, READ_ONLY) for path in read_only] + [(workspace, READ_WRITE)]
+        rules = [(path, READ_ONLY) for path in read_only] + \
+            [(path, READ_WRITE) for path in writable]
         for path, rights in rules:
-            _allow(ruleset, os.fspath(path), rights & handled)
+            _allow(ruleset, path, rights & handled)
     except BaseException:
         os.close(ruleset)
         raise
     os.set_inheritable(ruleset, False)  # forked children have it; programs it starts would not
     return ruleset
+
+
+def _handled(abi: int) -> int:
+    """The filesystem rights Landlock ABI ``abi`` can refuse."""
+    return _FS_BY_ABI[max(version for version in _FS_BY_ABI if version <= abi)]
+
+
+def _restrict_writes(abi: int, folder: str | None) -> bool:
+    """Put up a second Landlock layer on this process, which refuses every right but reading
+    anywhere except below ``folder``; whether it is up."""
+    handled = _handled(abi) & ~READ_ONLY
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(_RulesetAttr(handled, 0, 0)),
+                       ctypes.c_size_t(8), 0)
+    if ruleset < 0:
+        return False
+    try:
+        if folder is not None:
+            _allow(ruleset, folder, READ_WRITE & handled)
+        return _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) == 0
+    finally:
+        os.close(ruleset)
+
+
+def _identity(path: str | None) -> tuple[int, int] | None:
+    """The device and inode of the folder ``path`` (None: none, or gone)."""
+    try:
+        info = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if info is not None else None
 
 
 def _allow(ruleset: int, path: str, rights: int) -> None:

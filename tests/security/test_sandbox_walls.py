@@ -9,13 +9,13 @@ machine's kernel lacks is skipped, and says so.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
 import socket
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,19 +23,14 @@ import pytest
 from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.atomic import atomic_write_text
 from lackpy_kernel.kit.builtin_tools import _read_text, _write_text
+from lackpy_kernel.kit.staging import Stage, stage_folder, staging
 from lackpy_kernel.run import Sandbox, SandboxLimits
-from lackpy_kernel.run.child import wall_plan
-from lackpy_kernel.run.protocol import RunRequest
-from lackpy_kernel.run.walls import WallPlan, os_walls
+from lackpy_kernel.run.walls import os_walls
 from tests.support.processes import children_of, gone
+from tests.support.walls import UP, in_walled_child, needs
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux walls")
-UP = {wall.name for wall in os_walls() if wall.up}
 SECRET = "TOP-SECRET-walls"
-
-
-def needs(wall: str):
-    return pytest.mark.skipif(wall not in UP, reason=f"this kernel does not put up {wall}")
 
 
 @pytest.fixture
@@ -46,34 +41,6 @@ def arena(tmp_path):
     (outside / "secret.txt").write_text(SECRET)
     (workspace / "mine.txt").write_text("mine")
     return workspace, outside
-
-
-def in_walled_child(workspace: Path, attempt: Callable[[], object],
-                    plan: WallPlan | None = None) -> dict:
-    """Run ``attempt`` in a forked child behind the walls (``plan``'s, by default a plan for
-    ``workspace`` made as the worker makes it); what it returned or raised."""
-    plan = plan or wall_plan(RunRequest("", str(workspace)))
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read_end)
-        try:
-            up = plan.put_up()
-            try:
-                outcome = {"up": up, "value": repr(attempt())}
-            except BaseException as exc:
-                outcome = {"up": up, "error": type(exc).__name__, "errno": getattr(exc, "errno", None)}
-            os.write(write_end, json.dumps(outcome).encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    plan.close()
-    data = b""
-    while chunk := os.read(read_end, 65536):
-        data += chunk
-    os.close(read_end)
-    os.waitpid(pid, 0)
-    return json.loads(data)
 
 
 def test_the_walls_the_diagnostic_reports_are_the_walls_a_child_gets(arena):
@@ -117,17 +84,22 @@ def test_the_os_refuses_to_list_or_make_folders_outside(arena):
 
 
 @needs("landlock filesystem")
-def test_inside_the_workspace_the_walls_let_the_tools_work(arena):
+def test_inside_the_workspace_the_walls_let_the_tools_work_through_the_stage(arena):
     workspace, _ = arena
     tool_workspace = Workspace(workspace)
+    root = str(tool_workspace.root)
 
     def read_write_and_list():
-        _write_text(tool_workspace, workspace / "sub" / "new.txt", "sub/new.txt", "made")
-        return _read_text(tool_workspace, workspace / "mine.txt", "mine.txt"), os.listdir(workspace)
+        with staging(Stage(root, stage_folder(root, os.getpid()), made=True)):
+            _write_text(tool_workspace, workspace / "sub" / "new.txt", "sub/new.txt", "made")
+        return (_read_text(tool_workspace, workspace / "mine.txt", "mine.txt"),
+                sorted(os.listdir(workspace)), os.getpid())
 
     outcome = in_walled_child(workspace, read_write_and_list)
     assert "error" not in outcome, outcome
-    assert (workspace / "sub" / "new.txt").read_text() == "made"
+    child = ast.literal_eval(outcome["value"])[2]
+    assert Path(stage_folder(root, child), "sub", "new.txt").read_text() == "made"
+    assert not (workspace / "sub").exists()
 
 
 @needs("seccomp")

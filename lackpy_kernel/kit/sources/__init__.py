@@ -23,6 +23,7 @@ from .base import (
     ToolSource,
     call_deadline,
     plain_results,
+    protections_added,
     time_left,
 )
 from .describe import describe_function, parse_docstring
@@ -45,6 +46,7 @@ __all__ = [
     "lackpy_name",
     "parse_docstring",
     "plain_results",
+    "protections_added",
     "time_left",
 ]
 

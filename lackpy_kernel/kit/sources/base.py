@@ -21,6 +21,7 @@ from ..spec import Grade, ToolSpec
 GRADES: dict[str, Grade] = {"read": READ_GRADE, "write": WRITE_GRADE}
 NOT_LOADED, LOADED, FAILED = "not loaded", "loaded", "failed"
 _deadline: ContextVar[float | None] = ContextVar("lackpy_call_deadline", default=None)
+_protecting: ContextVar[dict[str, str] | None] = ContextVar("lackpy_protecting", default=None)
 
 
 @contextmanager
@@ -32,6 +33,20 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
         yield
     finally:
         _deadline.reset(token)
+
+
+@contextmanager
+def protections_added() -> Iterator[dict[str, str]]:
+    """What the sources protect inside the block, in this context (path -> source): what a
+    tool that runs in the kernel imported from the workspace during a call, so that the
+    program that made the call cannot write it either (its request's protected files were
+    copied before the call)."""
+    added: dict[str, str] = {}
+    token = _protecting.set(added)
+    try:
+        yield added
+    finally:
+        _protecting.reset(token)
 
 
 def time_left(limit: float) -> float:
@@ -140,11 +155,16 @@ class ToolSource:
         """Add those of ``paths`` that lie inside ``workspace`` (a real path), as real paths,
         to ``protected``, and each one's folder (its real path and a separator: every file
         under it, see ``Workspace``), whether or not the file exists yet."""
+        added = _protecting.get()
         for path in paths:
             real = os.path.realpath(path)
-            if os.path.commonpath([workspace, real]) == workspace:
-                self.protected.setdefault(real, self.label)
-                self.protected.setdefault(os.path.join(os.path.dirname(real), ""), self.label)
+            if os.path.commonpath([workspace, real]) != workspace:
+                continue
+            for entry in (real, os.path.join(os.path.dirname(real), "")):
+                if entry not in self.protected:
+                    self.protected[entry] = self.label
+                    if added is not None:
+                        added[entry] = self.label
 
     def unused_overrides(self, offered: set[str]) -> list[str]:
         """A problem for each override that names a tool the source does not offer."""

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from lackpy_kernel.kit import Workspace
+from lackpy_kernel.kit.staging import make_stage, stage_folder
 
 from .. import wire
 from ..failures import failure
@@ -37,7 +38,8 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         if snapshot.held or not request_waiting(snapshot):
             _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
-        snapshot.walls_up = bool(snapshot.walls.put_up())
+        snapshot.stage = _own_stage(snapshot)
+        snapshot.walls_up = bool(snapshot.walls.put_up(snapshot.stage))
         if snapshot.held:
             snapshot.pending = _wait_for_release(down)
         request = _take_request(snapshot, up)
@@ -175,6 +177,17 @@ def _warm_up(snapshot: Snapshot) -> None:
         encode(run_request(request, snapshot, lambda path: None, warming_up=True), request)
     with contextlib.suppress(Exception):  # what the file tools do with each path they get
         Workspace(request.workspace).warm_up()
+
+
+def _own_stage(snapshot: Snapshot) -> str | None:
+    """This child's staging folder, made fresh: the one folder its walls let it write (None
+    when it cannot be made: it then writes nothing)."""
+    folder = stage_folder(snapshot.walled_for[0], os.getpid())
+    try:
+        make_stage(folder)
+    except OSError:
+        return None
+    return folder
 
 
 def _detach_standard_streams(null: int) -> None:

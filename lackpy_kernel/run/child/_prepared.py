@@ -5,6 +5,7 @@ ready: the Python tool modules (``PythonTools``), the kits given by tool names
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from lackpy_kernel.errors import ToolSourceError
 from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
 from lackpy_kernel.kit.spec import CHILD
+from lackpy_kernel.kit.staging import make_stages
 
 from ..protocol import RunRequest
 from ..runner import signature_of
@@ -129,6 +131,7 @@ def preresolve(like: RunRequest) -> None:
 
 
 def wall_plan(like: RunRequest) -> WallPlan:
-    """The OS walls (``walls``) for programs ``like`` this request: its workspace read-write,
-    its kits folder readable."""
-    return WallPlan.prepare(like.workspace, like.readable())
+    """The OS walls (``walls``) for programs ``like`` this request: its workspace and kits
+    folder readable, the folder of its stages (made now) writable by each child's own."""
+    stages = make_stages(os.path.realpath(like.workspace))
+    return WallPlan.prepare(like.workspace, like.readable(), stages)

@@ -42,7 +42,9 @@ def run_request(request: RunRequest, snapshot: Snapshot, on_modified: Callable[[
     except Exception as exc:
         return failure("KitError", f"{type(exc).__name__}: {exc}")
     root = os.path.realpath(request.workspace)
-    with staging(Stage(root, stage_folder(root, os.getpid()))):  # the worker commits it
+    folder = stage_folder(root, os.getpid())
+    stage = Stage(root, folder, made=folder == snapshot.stage, protected=request.protected)
+    with staging(stage):  # the worker commits it
         result = RestrictedRunner(max_tool_calls=request.max_tool_calls).run(
             request.program, tools, request.params, variables=session if request.keep else {},
             on_file_modified=on_modified, sources=sources,

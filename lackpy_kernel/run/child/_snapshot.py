@@ -25,6 +25,7 @@ class Snapshot:
     python_tools: PythonTools  # the tool modules the worker imported
     channel: ChildChannel = field(default_factory=ChildChannel)  # calls to the kernel's tools
     walls_up: bool = False
+    stage: str | None = None  # its staging folder, made fresh before its walls went up
     held: bool = False  # waits for the worker's go before it reads stdin
 
 

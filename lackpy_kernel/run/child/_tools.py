@@ -18,6 +18,7 @@ from typing import Any
 from lackpy_kernel import errors
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError
 from lackpy_kernel.kit.spec import CHILD
+from lackpy_kernel.kit.tool_files import API_NAMES
 
 from .. import wire
 from ..failures import tool_timeout_message
@@ -97,7 +98,7 @@ def child_tools(tools: dict[str, dict[str, Any]], workspace: str, python_tools: 
     for alias, described in tools.items():
         if described.get("where") == CHILD:
             fn = python_tools.function(described["load"], workspace)
-            callables[alias] = _in_child(fn, described, walls_up)
+            callables[alias] = _in_child(fn, described, workspace, walls_up)
         else:
             callables[alias] = _forwarded(alias, described, channel)
     return callables, {alias: str(described["source"]) for alias, described in tools.items()}
@@ -117,8 +118,8 @@ def _forwarded(alias: str, described: dict[str, Any], channel: ChildChannel
     return forwarded
 
 
-def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Callable[[], bool]
-              ) -> Callable[..., Any]:
+def _in_child(fn: Callable[..., Any], described: dict[str, Any], workspace: str,
+              walls_up: Callable[[], bool]) -> Callable[..., Any]:
     tool, source, timeout = str(described["tool"]), str(described["source"]), \
         described.get("timeout")
     info = described["load"]
@@ -134,6 +135,10 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Calla
             wall = _wall_in(exc) if walls_up() else None
             if wall is None:
                 raise
+            written = _workspace_path(wall, workspace)
+            if written is not None:
+                raise ToolCallError(_direct_write_message(tool, source, written, wall)) \
+                    from None
             raise ToolCallError(
                 f"tool {tool!r} from {source} was stopped by the sandbox's walls "
                 f"({getattr(wall, 'strerror', None) or wall}): tools run in the program's "
@@ -143,6 +148,27 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], walls_up: Calla
                 f"overrides.{info['function']}.where) in .lackpy/config.toml") from None
 
     return in_child
+
+
+def _workspace_path(wall: BaseException, workspace: str) -> str | None:
+    """The workspace-relative path the OS refused in ``wall``, when it lies in the
+    workspace (which the walls let a tool read, not write), else None."""
+    filename = getattr(wall, "filename", None)
+    if not isinstance(filename, (str, bytes, os.PathLike)):
+        return None
+    root = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(root, os.fsdecode(filename)))
+    if os.path.commonpath([root, real]) != root:
+        return None
+    return os.path.relpath(real, root)
+
+
+def _direct_write_message(tool: str, source: str, path: str, wall: BaseException) -> str:
+    return (f"tool {tool!r} from {source} tried to change the workspace's {path!r} itself "
+            f"({getattr(wall, 'strerror', None) or wall}): a tool's code writes files through "
+            f"lackpy's workspace API, {' or '.join(API_NAMES)}, which stages the change with "
+            "the program's other writes (committed when the program ends well, dropped when "
+            "it fails); see \"Your own tools\" in the README")
 
 
 def _wall_in(exc: BaseException) -> BaseException | None:

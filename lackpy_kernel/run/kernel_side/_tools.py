@@ -177,12 +177,15 @@ class HostedRun:
 
     def _run(self, call_id: int, alias: str, fn: Callable[..., Any], args: list[Any],
              kwargs: dict[str, Any], timer: threading.Timer | None) -> None:
-        from lackpy_kernel.kit.sources import call_deadline  # noqa: PLC0415 - the kit's sources load late
+        from lackpy_kernel.kit.sources import (  # noqa: PLC0415 - the kit's sources load late
+            call_deadline,
+            protections_added,
+        )
 
         try:
             # A second past the program's deadline: the sandbox's own limit, and its message,
             # come first; then the call ends rather than run on for nobody.
-            with call_deadline(self.deadline + DEADLINE_GRACE):
+            with call_deadline(self.deadline + DEADLINE_GRACE), protections_added() as added:
                 value = fn(*args, **kwargs)
             bad = find_non_plain(value)
             if bad is not None:
@@ -192,6 +195,8 @@ class HostedRun:
             answer = {"op": "answer", "id": call_id, "ok": True, "value": value}
         except BaseException as exc:  # whatever the tool raised goes back to the program
             answer = _error_answer(call_id, exc)
+        if added:  # what it imported from the workspace: the worker's commit refuses it too
+            answer["protect"] = added
         if timer is not None:
             timer.cancel()
         self._answer(call_id, answer)

@@ -1,6 +1,6 @@
 """The worker's side of forwarding: a running child's calls of tools that run in the kernel,
 each checked and passed up to the kernel (``checked_call``, ``CallRelay``), and its answer
-passed down to the child."""
+passed down to the child (what the kernel protected meanwhile kept for the commit)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,28 @@ def checked_call(frame: dict[str, Any], request: RunRequest, made: int) -> dict[
     return {"id": frame["id"], "tool": tool, "args": frame["args"], "kwargs": frame["kwargs"]}
 
 
+def protect(request: RunRequest, added: Any) -> None:
+    """Refuse to ``request``'s commit, as well, the files the kernel protected during one of
+    its calls (``protections_added``: what a tool that runs there imported from the
+    workspace), which the request's copy of them, made before, lacks."""
+    if type(added) is not dict:
+        return
+    entries = {path: source for path, source in added.items()
+               if type(path) is str and type(source) is str}
+    if isinstance(request.protected, dict):
+        request.protected.update(entries)
+    else:
+        request.protected.extend(path for path in entries if path not in request.protected)
+
+
 class CallRelay:
     """The tool calls of a running child: each goes up to the parent, one at a time, and
     its answer goes down the child's second pipe, written without blocking (a child that
     does not read cannot stall the worker past the deadline)."""
 
-    def __init__(self, to_child: int) -> None:
+    def __init__(self, to_child: int, request: RunRequest) -> None:
         self.to_child = to_child  # the child's second pipe
+        self.request = request
         self.waiting: int | None = None  # the id of the call the parent has not answered
         self.out = bytearray()
         self.watching = False
@@ -67,6 +82,7 @@ class CallRelay:
             return False
         if message.get("id") == self.waiting and self.waiting is not None:
             self.waiting = None
+            protect(self.request, message.get("protect"))
             self.out += wire.dumps(message)
             self.flush()
         return True

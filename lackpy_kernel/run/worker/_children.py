@@ -8,6 +8,8 @@ import fcntl
 import os
 import signal
 
+from lackpy_kernel.kit.staging import discard_stage, stage_folder
+
 from .. import wire
 from ..child import Snapshot, child_main
 from ..protocol import RunRequest
@@ -27,8 +29,10 @@ def widen_pipe(fd: int) -> None:
 class Child:
     """A forked child that runs one program: its pid, its two pipes, and what it sent."""
 
-    def __init__(self, pid: int, to_child: int, from_child: int, like: RunRequest) -> None:
+    def __init__(self, pid: int, to_child: int, from_child: int, like: RunRequest,
+                 stage: str) -> None:
         self.pid, self.to_child, self.from_child = pid, to_child, from_child
+        self.stage = stage  # the staging folder it makes, removed when it is reaped
         self.frames = wire.FrameReader()
         self.reaped = False
         self.like = like  # the programs it was warmed up for
@@ -49,7 +53,8 @@ class Child:
             child_main(up_write, down_read, worker_pid, snapshot)
         os.close(down_read)
         os.close(up_write)
-        return cls(pid, down_write, up_read, snapshot.like)
+        return cls(pid, down_write, up_read, snapshot.like,
+                   stage_folder(snapshot.walled_for[0], pid))
 
     def first_frame(self) -> Frame | None:
         """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
@@ -78,16 +83,21 @@ class Child:
 
     def ended(self) -> bool:
         """Whether the child has ended (it is then reaped), without waiting."""
-        if not self.reaped and os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+        if not self.reaped and os.waitid(os.P_PID, self.pid,
+                                         os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
             return False
-        self.reaped = True
         self.reap()
         return True
 
     def reap(self) -> int | None:
-        """Wait for the child to end; its wait status (None if already reaped). Closes the pipes."""
+        """Wait for the child to end; its wait status (None if already reaped). Closes the
+        pipes, and removes its staging folder while its pid is still its own (a process that
+        gets the pid next cannot have made a folder of that name)."""
         status = None
         if not self.reaped:
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+            with contextlib.suppress(OSError):  # a workspace gone or no longer writable
+                discard_stage(self.stage)
             _, status = os.waitpid(self.pid, 0)
             self.reaped = True
         for fd in (self.to_child, self.from_child):

@@ -26,7 +26,7 @@ def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Repl
     None once stdin closes. Meanwhile its calls of tools that run in the kernel go up, and
     their answers down."""
     frames = _ChildFrames(child.frames, request)
-    relay = CallRelay(child.to_child)
+    relay = CallRelay(child.to_child, request)
     timeout = float(request.timeout)
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as selector:
