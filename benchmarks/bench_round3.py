@@ -4,8 +4,9 @@
 
 1. Programs, lackpy against Monty (PyPI ``pydantic-monty``, a Rust interpreter for a Python
    subset; a benchmark-only dependency, the ``bench`` extra: ``pip install -e '.[bench]'``,
-   which no extra the tests install includes). lackpy runs each program with ``LackpyService.run_program`` (the sandbox on: a
-   walled child per program) or, for a session, ``LackpySession.run``; Monty runs it in its
+   which no extra the tests install includes). lackpy runs each program with
+   ``LackpyService.run_program`` (the sandbox on: a walled child per program) or, for a
+   session, ``LackpySession.run``; Monty runs it in its
    pooled worker (``Monty().checkout()`` per program, ``feed_run``; one checkout for a
    session), its tools host functions (``external_lookup``). Both have a time and memory
    limit set. The two take turns sample by sample, the order flipping each round, so that
