@@ -13,7 +13,6 @@ its atomic replace is all or nothing already.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import zlib
@@ -219,7 +218,7 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
         os.close(journal)
         raise
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock(fd, wait=True)
         header = "\0".join(f"{len(data)} {relative}" for relative, data in changes).encode()
         body = b"".join([_MAGIC, b"%d\n" % len(header), header,
                          *(data for _, data in changes)])
@@ -269,7 +268,7 @@ def _journals(config: str) -> Iterable[tuple[str, int, int]]:
             except OSError:
                 continue
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _lock(fd, wait=False)
                 if not _same_file(fd, name, folder):  # recovered meanwhile by another process
                     raise FileNotFoundError(name)
             except OSError:  # a commit in progress, or done
@@ -325,3 +324,14 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _lock(fd: int, *, wait: bool) -> None:
+    """Lock the open journal ``fd`` for this process (OSError when ``wait`` is false and
+    another process holds it). Without fcntl (Windows, where programs run in the caller's
+    process, one commit at a time) nothing is locked."""
+    try:
+        import fcntl  # here, not at the top: the package must import on Windows
+    except ImportError:
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
