@@ -112,12 +112,13 @@ UNASKED = {"approve_writes": False} if "approve_writes" in inspect.signature(
 
 @pytest.fixture
 def workspace(tmp_path):
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "mine.py").write_text(textwrap.dedent(MODULE))
-    (tmp_path / ".lackpy").mkdir()
-    (tmp_path / ".lackpy" / "config.toml").write_text(CONFIG)
-    (tmp_path / "notes.txt").write_text("notes")
-    return tmp_path
+    workspace = tmp_path / "ws"  # its parent is this test's own
+    (workspace / "tools").mkdir(parents=True)
+    (workspace / "tools" / "mine.py").write_text(textwrap.dedent(MODULE))
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text(CONFIG)
+    (workspace / "notes.txt").write_text("notes")
+    return workspace
 
 
 @pytest.fixture
