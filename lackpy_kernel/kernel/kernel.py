@@ -145,7 +145,9 @@ class LackpyKernel(Kernel):
             tools = self.lackpy.resolved_kit().callables
             metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()), "tools": sorted(tools)}
         except KitError:
-            pass
+            pass  # the cell said what is wrong with the kit
+        except Exception:  # a bug of ours must not cost the cell its reply (as in do_execute)
+            self.log.exception("lackpy: the session's names could not be listed")
         return metadata
 
     def _remember(self, code: str) -> None:
