@@ -1,5 +1,6 @@
 /**
- * lackpy in JupyterLab (and Notebook 7): live validation of lackpy cells as the person types.
+ * lackpy in JupyterLab (and Notebook 7): live validation of lackpy cells as the person types,
+ * and a command (palette: "Delegate to lackpy…") that runs `%delegate` for an intent.
  *
  * Each cell of a lackpy notebook, and each `%%lackpy` cell of a Python notebook, is sent
  * (debounced) to the server extension's `POST /lackpy/validate`, never to the kernel: a
@@ -15,7 +16,12 @@ import {
 import { Cell } from '@jupyterlab/cells';
 import { CodeMirrorEditor } from '@jupyterlab/codemirror';
 import { URLExt } from '@jupyterlab/coreutils';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
+import {
+  INotebookTracker,
+  NotebookActions,
+  NotebookPanel
+} from '@jupyterlab/notebook';
 import { Kernel, KernelMessage, ServerConnection } from '@jupyterlab/services';
 import { Diagnostic, setDiagnostics } from '@codemirror/lint';
 
@@ -23,6 +29,7 @@ import {
   IProblem,
   ISessionNames,
   UNKNOWN_NAMES,
+  delegateCell,
   languageOf,
   namesFromReply,
   rangeOf
@@ -180,4 +187,43 @@ const validation: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [validation];
+const DELEGATE = 'lackpy-kernel:delegate';
+
+const delegate: JupyterFrontEndPlugin<void> = {
+  id: DELEGATE,
+  description: 'Asks for an intent and runs %delegate with it below the active cell.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    palette: ICommandPalette | null
+  ) => {
+    app.commands.addCommand(DELEGATE, {
+      label: 'Delegate to lackpy…',
+      caption: 'Write a program for an intent (%delegate) and insert it below',
+      isEnabled: () => notebooks.currentWidget !== null,
+      execute: async () => {
+        const panel = notebooks.currentWidget;
+        if (!panel) {
+          return;
+        }
+        const asked = await InputDialog.getText({
+          title: 'Delegate to lackpy',
+          label: 'What should the program do?',
+          placeholder: 'e.g. count the lines of notes.txt'
+        });
+        if (!asked.button.accept || !asked.value?.trim()) {
+          return;
+        }
+        NotebookActions.insertBelow(panel.content);
+        panel.content.activeCell?.model.sharedModel.setSource(delegateCell(asked.value));
+        await NotebookActions.run(panel.content, panel.sessionContext);
+      }
+    });
+    palette?.addItem({ command: DELEGATE, category: 'lackpy' });
+  }
+};
+
+export default [validation, delegate];

@@ -81,3 +81,8 @@ export function rangeOf(
   const to = offsetOf(lines, problem.end_line, problem.end_col);
   return { from, to: Math.max(from, to) };
 }
+
+/** The cell that runs `%delegate` for `intent`, on one line (a newline would end the magic). */
+export function delegateCell(intent: string): string {
+  return `%delegate ${intent.replace(/\s+/g, ' ').trim()}`;
+}

@@ -1,7 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 
-import { languageOf, namesFromReply, rangeOf } from '../src/logic';
+import { delegateCell, languageOf, namesFromReply, rangeOf } from '../src/logic';
 import { sortRows } from '../src/trace';
 import { changeSummary, fileCounts, lineKind } from '../src/change';
 
@@ -65,4 +65,8 @@ test("a change reads as the kernel's text: its summary, each file's counts, each
   assert.equal(fileCounts(change.files[1]), '');
   assert.deepEqual(['@@ -1 +1 @@', '+new', '-old', ' same', ''].map(lineKind),
                    ['hunk', 'added', 'removed', 'context', 'context']);
+});
+
+test('an intent becomes one %delegate line, its spaces and newlines folded', () => {
+  assert.equal(delegateCell('  count the\n notes  '), '%delegate count the notes');
 });

@@ -148,8 +148,10 @@ class LackpyKernel(Kernel):
         try:
             tools = self.lackpy.resolved_kit().callables
             metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()), "tools": sorted(tools)}
-        except Exception:  # a kit error or a provider's bug: the cell has shown it
-            pass
+        except KitError:
+            pass  # the cell said what is wrong with the kit
+        except Exception:  # a bug of ours must not cost the cell its reply (as in do_execute)
+            self.log.exception("lackpy: the session's names could not be listed")
         return metadata
 
     def _remember(self, code: str) -> None:

@@ -69,12 +69,14 @@ def check_cell(source: str, language: Language, names: Collection[str] | None,
     if language == "python":
         return _check_python(lines, names, tools)
     problems: list[Problem] = []
+    at = 0  # the line of the last magic checked: the next one is on a later line
     for segment in split_cell(source):
         if segment.kind == "code":
             problems += _check_program(segment.text, lines, names, tools)
         else:
-            problems += _check_magic(_MAGICS["lackpy"], segment.name, segment.line,
-                                     segment.kind == "cell_magic", lines)
+            cell = segment.kind == "cell_magic"
+            at = 1 if cell else _magic_line(lines, segment.name, at)
+            problems += _check_magic(_MAGICS["lackpy"], segment.name, segment.line, cell, lines, at)
     return problems
 
 
@@ -84,16 +86,16 @@ def _check_python(lines: list[str], names: Collection[str] | None,
     if not lines[0].startswith("%%lackpy") or lines[0][len("%%lackpy"):][:1] not in ("", " "):
         return []
     problems = _check_magic(_MAGICS["python"], "lackpy", lines[0][len("%%lackpy"):].strip(),
-                            True, lines)
+                            True, lines, 1)
     body = "\n".join(["", *lines[1:]])  # line numbers as the person sees them
     return problems + _check_program(body, lines, names, tools)
 
 
 def _check_magic(magics: dict[str, Magic], name: str, line: str, cell: bool,
-                 lines: list[str]) -> list[Problem]:
-    """The magic line's problem (an unknown magic, a bad option), as the kernel words it."""
+                 lines: list[str], at: int) -> list[Problem]:
+    """The problem of the magic on line ``at`` (an unknown magic, a bad option), as the
+    kernel words it."""
     declared = magics.get(name.removesuffix("?"))
-    at = _magic_line(lines, name, cell)
     if declared is None:
         return [_whole_line(lines, at, f"unknown magic %{name}; %lsmagic lists them")]
     if name.endswith("?"):
@@ -111,15 +113,14 @@ def _check_magic(magics: dict[str, Magic], name: str, line: str, cell: bool,
     return []
 
 
-def _magic_line(lines: list[str], name: str, cell: bool) -> int:
-    """The 1-based number of the line that starts magic ``name``."""
-    if cell:
-        return 1
+def _magic_line(lines: list[str], name: str, seen: int) -> int:
+    """The 1-based number of the first line after line ``seen`` that starts magic ``name``."""
     start = "%" + name
-    for number, text in enumerate(lines, 1):
+    for number in range(seen + 1, len(lines) + 1):
+        text = lines[number - 1]
         if text.startswith(start) and text[len(start):][:1] in ("", " ", "\\"):
             return number
-    return 1
+    return max(seen, 1)
 
 
 def _check_program(program: str, lines: list[str], names: Collection[str] | None,

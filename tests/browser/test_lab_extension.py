@@ -30,6 +30,8 @@ CELLS = [
 ONE_CALL, THREE_CALLS = range(len(CELLS))
 OPEN_MESSAGE = "the name 'open' is forbidden: use read_file(path) or write_file(path, content)"
 PROBLEM = ".lackpy-Problem"  # an underlined problem (CodeMirror's lint mark, with our class)
+COUNT_TEMPLATE = ("---\nname: count\npattern: count the notes\n---\n"
+                  "len(read_file('notes.txt').splitlines())\n")
 WAIT_MS = 60_000  # the longest a step may take on a busy machine (typing answers in well under 1 s)
 
 
@@ -58,7 +60,10 @@ def _python_notebook(path, cells):
 def browser(installed_kernelspec, tmp_path_factory):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = make_workspace(tmp_path_factory.mktemp("lab-root"))
+    (root / ".lackpy" / "templates").mkdir(parents=True)
+    (root / ".lackpy" / "templates" / "count.tmpl").write_text(COUNT_TEMPLATE)
     write_notebook(root / "live.ipynb", KERNEL_NAME, CELLS)
+    write_notebook(root / "plain.ipynb", KERNEL_NAME, CELLS)  # Lab may save live.ipynb's typing
     _python_notebook(root / "python.ipynb", ["%%lackpy\nrows = 1\nimport os", "import os"])
     _python_notebook(root / "approval.ipynb", [ASK, ASK, ASK])
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
@@ -213,7 +218,7 @@ def test_without_the_extension_a_notebook_reads_as_before(browser, tmp_path_fact
                       {**os.environ, "JUPYTER_CONFIG_DIR": str(config)})
     try:
         notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), plain,
-                                "live.ipynb", workspace="plain")
+                                "plain.ipynb", workspace="plain")
         notebook.run_all()
         html = notebook.cell(ONE_CALL).locator("[data-mime-type='text/html'] details > summary")
         assert html.first.inner_text().startswith("trace: 1 tool call")
@@ -225,3 +230,24 @@ def test_without_the_extension_a_notebook_reads_as_before(browser, tmp_path_fact
         notebook.screenshot(ONE_CALL, shots / "without-extension.png")
     finally:
         plain.close()
+
+
+def test_delegate_from_the_palette_runs_the_magic_below_and_inserts_its_program(lab, shots):
+    lab.page.locator(".lm-TabBar-tab", has_text="live.ipynb").click()  # back from notes.txt
+    lab.cell(THREE_CALLS).locator(".jp-InputPrompt").click()
+    lab.page.keyboard.press("Escape")
+    lab.page.keyboard.press("Control+Shift+c")
+    lab.page.locator(".lm-CommandPalette-input").fill("Delegate to lackpy")
+    lab.page.locator(".lm-CommandPalette-item", has_text="Delegate to lackpy").first.click()
+    intent = lab.page.locator(".jp-Dialog input")
+    intent.wait_for(timeout=WAIT_MS)
+    lab.page.screenshot(path=str(shots / "delegate-dialog.png"))
+    intent.fill("count the notes")
+    intent.press("Enter")
+    magic = THREE_CALLS + 1
+    lab.page.wait_for_function(
+        "cell => /written by templates/.test(cell.innerText)",
+        arg=lab.cell(magic).element_handle(), timeout=WAIT_MS)
+    assert lab.source(magic) == "%delegate count the notes"
+    assert lab.source(magic + 1) == "len(read_file('notes.txt').splitlines())"
+    lab.screenshot(magic, shots / "delegate-from-palette.png")

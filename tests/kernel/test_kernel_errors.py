@@ -46,6 +46,11 @@ def test_a_bug_in_a_cell_is_reported_as_a_bug_not_as_a_kit_problem(faulty_kernel
     assert BUG in outcome.error["evalue"] and "kit" not in outcome.error["evalue"]
 
 
+def test_a_bug_listing_the_sessions_names_still_answers_the_cell(faulty_kernel):
+    outcome = faulty_kernel.execute("1 + 1")  # resolving the kit raises the provider's bug
+    assert outcome.status == "error" and "lackpy" not in outcome.reply["metadata"]
+
+
 def test_a_bug_in_a_magic_is_reported_as_a_bug_not_as_a_kit_problem(faulty_kernel):
     outcome = faulty_kernel.execute("%kit")
     assert outcome.error["ename"] == "TypeError"

@@ -70,10 +70,12 @@ def test_a_kit_tool_may_not_be_rebound(server):
 
 
 def test_magic_lines_are_read_by_the_magic_syntax(server):
-    problems = _problems(server, "%kit --bogus\n%nosuch 1\n%params n=1\nn", names=["n"])
+    problems = _problems(server, "%kit --bogus\n%nosuch 1\n%params n=1\n%kit --again\nn",
+                         names=["n"])
     assert [(p["line"], p["message"]) for p in problems] == [
         (1, "unknown option --bogus; usage: %kit [NAME | tool,tool,...]"),
-        (2, "unknown magic %nosuch; %lsmagic lists them")]
+        (2, "unknown magic %nosuch; %lsmagic lists them"),
+        (4, "unknown option --again; usage: %kit [NAME | tool,tool,...]")]
 
 
 def test_a_python_notebooks_lackpy_cell_is_checked_below_its_magic_line(server):
