@@ -6,25 +6,27 @@
    subset; a benchmark-only dependency, the ``bench`` extra: ``pip install -e '.[bench]'``,
    which no extra the tests install includes). lackpy runs each program with
    ``LackpyService.run_program`` (the sandbox on: a walled child per program) or, for a
-   session, ``LackpySession.run``; Monty runs it in its
-   pooled worker (``Monty().checkout()`` per program, ``feed_run``; one checkout for a
-   session), its tools host functions (``external_lookup``). Both have a time and memory
-   limit set. The two take turns sample by sample, the order flipping each round, so that
-   load on the machine falls on both alike; min / median / p90 of each, and the ratio of the
-   medians. Figures: ``1 + 1`` back to back; one tool call (``read_file('a.txt')``, a
-   host function for Monty); a session's programs back to back (each uses the variable the
-   one before set); a 10,000-item loop; and import to first result (a fresh interpreter
-   each time, from before the import to the first program's value, interpreter start-up
-   left out). With ``--load`` the table is measured again with a CPU burner on each core,
-   and each median's growth under load is printed.
+   session, ``LackpySession.run``; Monty runs it in its pooled worker
+   (``Monty().checkout()`` per program, ``feed_run``; one checkout for a session), its
+   tools host functions (``external_lookup``). Both have a time and memory limit set. The
+   two take turns sample by sample, the order flipping each round, so that load on the
+   machine falls on both alike; min / median / p90 of each, and the ratio of the medians.
+   Figures: ``1 + 1`` back to back; one tool call (``read_file('a.txt')``, a host function
+   for Monty); a session's programs back to back (each uses the variable the one before
+   set); a 10,000-item loop; and import to first result (a fresh interpreter each time,
+   from before the import to the first program's value, interpreter start-up left out).
+   With ``--load`` the table is measured again with a CPU burner on each core, and each
+   median's growth under load is printed.
 2. The code tools at repository scale: ``find_definitions`` and ``find_callers`` (the
    built-in tools, called in this process) against ``grep -rn NAME`` on the same tree, taking
    turns: the anthropic and openai SDKs of this environment (5,278 Python files, 34 MB) when
    installed, else a generated tree of that size; and a 21,000-file tree (four copies).
    The first call (which parses the candidates) and then warm calls (each file read again,
-   the parse kept).
+   the parse kept); and, on the first tree, one call of the search as it was before this
+   round (``tests/support/code_search_reference.py``: every file parsed, every call).
 3. Tier 0 at 100,000 templates (``--templates N``): ``TemplatesProvider.generate`` for a hit
-   on the last template and for a miss, ``InferenceDispatcher.generate`` end to end (sanitize
+   on the last template (also in a folder whose patterns all start with the same words) and
+   for a miss, ``InferenceDispatcher.generate`` end to end (sanitize
    and validate included); and a fresh process's first call without the index file (it
    reads every template, then writes ``.lackpy/templates.index``) and with it.
 """
@@ -49,9 +51,10 @@ from typing import Any
 
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.infer.tiers import TemplatesProvider, format_template
-from lackpy_kernel.kit import FileToolsProvider
+from lackpy_kernel.kit import FileToolsProvider, Workspace
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
+from tests.support import code_search_reference as reference
 
 LOOP = "total = 0\nfor i in range(10000):\n    total += i\ntotal"
 SESSION = ["n = 1", "n = n + 1", "n * 2"]
@@ -265,6 +268,9 @@ def bench_code_tools(root: Path, rounds: int) -> None:
                                           rounds))
             print(row(f"{tool} (first {first * 1e3:.0f} ms)", *times, ("tool", "grep")))
         print(f"    (grep's own first run: {grep_first * 1e3:.0f} ms)")
+        if folder == tree:  # before: every file parsed on every call (and no answer past 10,000)
+            before = _seconds(lambda f=folder: reference.find_definitions(Workspace(f), "APIResponse"))
+            print(f"    before this round, find_definitions parsed every file: {before * 1e3:.0f} ms a call")
 
 
 def _sdk_tree(tree: Path) -> str:
@@ -329,13 +335,21 @@ def bench_tier0(root: Path, count: int, rounds: int) -> None:
             times.append(time.perf_counter() - started)
         return times
 
+    shared = root / "ws2" / ".lackpy" / "templates"  # every pattern starts "show {x} of"
+    shared.mkdir(parents=True)
+    for index in range(count):
+        (shared / f"s{index:06d}.tmpl").write_text(format_template(
+            f"s{index:06d}", f"show {{what}} of report {index}", "read_file('{what}')"))
+    sharing = TemplatesProvider(shared)
+    shared_hit = f"show a.txt of report {count - 1}"
     for label, make in (
         ("TemplatesProvider.generate, hit", lambda: provider.generate(hit, NAMESPACE)),
+        ("... hit, all patterns 'show {x} of ...'", lambda: sharing.generate(shared_hit, NAMESPACE)),
         ("TemplatesProvider.generate, miss", lambda: provider.generate("no such task", NAMESPACE)),
         ("InferenceDispatcher.generate, hit", lambda: dispatcher.generate(hit, NAMESPACE, {"read_file"})),
     ):
         low, median, p90 = summary(asyncio.run(measure(make)))
-        print(f"  {label:<36} min {low:7.3f} ms  median {median:7.3f} ms  p90 {p90:7.3f} ms")
+        print(f"  {label:<40} min {low:7.3f} ms  median {median:7.3f} ms  p90 {p90:7.3f} ms")
 
 
 def _first_call(folder: Path, intent: str) -> float:
