@@ -324,6 +324,7 @@ class LackpyService:
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return validate_for(program, resolved, set(param_names or ()), rules)
 
+    @telemetry.traced("lackpy.generate")
     async def generate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
                        mode: str | None = None, interpreter: Interpreter | None = None,
@@ -348,7 +349,7 @@ class LackpyService:
         if context is None:
             context = NotebookContext.of_values(variables or {}, self.config.delegate_context)
         dispatcher = InferenceDispatcher(self.inference_providers)
-        generated = await telemetry.in_span("lackpy.generate", dispatcher.generate(
+        generated = await dispatcher.generate(
             intent,
             resolved.description,
             {*resolved.callables, *params, *context.names},
@@ -359,7 +360,7 @@ class LackpyService:
             tool_names=sorted(resolved.callables),  # the names programs call: aliases included
             variables_desc=context.description,
             on_event=on_event,
-        ), {"lackpy.intent": intent}, lambda made: {"lackpy.tier": made.provider_name})
+        )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
 
@@ -561,26 +562,23 @@ class LackpyService:
 
     # -- internals ------------------------------------------------------------
 
+    @telemetry.traced_run
     async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
                         sandbox: bool | None, rules: list[Rule] | None) -> ExecutionResult:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
-        sandboxed = self.sandbox_applies(requested=sandbox)
-        with telemetry.program_span(sandboxed=sandboxed) as running:
-            if sandboxed:
-                if self._sandbox is None:
-                    self._sandbox = self.new_sandbox()
-                box = self._sandbox
-                result: ExecutionResult = await in_thread(
-                    box.run, box.interrupt, program, resolved, params, keep=False,
-                    return_variables=True)
-            else:
-                runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
-                result = runner.run_validated(program, check, resolved.callables, params,
-                                              sources=trace_sources(resolved))
-            running.finish(result)
-        return result
+        if self.sandbox_applies(requested=sandbox):
+            if self._sandbox is None:
+                self._sandbox = self.new_sandbox()
+            box = self._sandbox
+            result: ExecutionResult = await in_thread(
+                box.run, box.interrupt, program, resolved, params, keep=False,
+                return_variables=True)
+            return result
+        runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
+        return runner.run_validated(program, check, resolved.callables, params,
+                                    sources=trace_sources(resolved))
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:

@@ -137,6 +137,8 @@ class OpenAIProvider(ModelProvider):
             request["stop"] = list(sampling.stop)[:4]  # the API takes at most four
         if self.temperature is not None:
             request["temperature"] = float(self.temperature)
+        if self.stream:  # a stream's usage comes in a last chunk, when asked for
+            request["stream_options"] = {"include_usage": True}
 
         def text_of(chunk: Any) -> str:
             # the usage of the whole answer, or of a stream in its last chunk
@@ -154,8 +156,8 @@ class OpenAIProvider(ModelProvider):
             if not self.stream:
                 text = text_of(await api.create(**request, stream=False))
             else:
-                chunks = await api.create(**request, stream=True, stream_options={"include_usage": True})
-                text = await self.collect_text(chunks, text_of, redacting(sampling.on_text, secrets))
+                text = await self.collect_text(await api.create(**request, stream=True), text_of,
+                                               redacting(sampling.on_text, secrets))
             return redact(text, secrets)
 
         return await self.exchange(send)
