@@ -329,6 +329,7 @@ class LackpyService:
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return validate_for(program, resolved, set(param_names or ()), rules)
 
+    @telemetry.traced("lackpy.generate")
     async def generate(self, intent: str, kit: KitOrResolved = None,
                        params: dict[str, Any] | None = None, rules: list[Rule] | None = None,
                        mode: str | None = None, interpreter: Interpreter | None = None,
@@ -353,7 +354,7 @@ class LackpyService:
         if context is None:
             context = NotebookContext.of_values(variables or {}, self.config.delegate_context)
         dispatcher = InferenceDispatcher(self.inference_providers)
-        generated = await telemetry.in_span("lackpy.generate", dispatcher.generate(
+        generated = await dispatcher.generate(
             intent,
             resolved.description,
             {*resolved.callables, *params, *context.names},
@@ -365,7 +366,7 @@ class LackpyService:
             variables_desc=context.description,
             on_event=on_event,
             tryout=self.tryout_runner(resolved, params, rules, variables or {}, context.names),
-        ), {"lackpy.intent": intent}, lambda made: {"lackpy.tier": made.provider_name})
+        )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
 
@@ -606,25 +607,19 @@ class LackpyService:
 
     # -- internals ------------------------------------------------------------
 
+    @telemetry.traced_run
     async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
                         sandbox: bool | None, rules: list[Rule] | None,
                         approve: Approver | None = None, *, dry: bool = False) -> ExecutionResult:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
-        sandboxed = self.sandbox_applies(requested=sandbox)
-        with telemetry.program_span(sandboxed=sandboxed) as running:
-            if sandboxed:
-                if self._sandbox is None:
-                    self._sandbox = self.new_sandbox()
-                result = await self._sandbox.run_async(program, resolved, params, keep=False,
-                                                       return_variables=True, dry=dry,
-                                                       approve=approve)
-            else:
-                result = await self._run_staged_here(program, check, resolved, params,
-                                                     approve, dry=dry)
-            running.finish(result)
-        return result
+        if self.sandbox_applies(requested=sandbox):
+            if self._sandbox is None:
+                self._sandbox = self.new_sandbox()
+            return await self._sandbox.run_async(program, resolved, params, keep=False,
+                                                 return_variables=True, dry=dry, approve=approve)
+        return await self._run_staged_here(program, check, resolved, params, approve, dry=dry)
 
     async def _run_staged_here(self, program: str, check: ValidationResult,
                                resolved: ResolvedKit, params: dict[str, Any],

@@ -27,7 +27,7 @@ from lackpy_kernel.service import (
     trace_sources,
     validate_for,
 )
-from lackpy_kernel.telemetry import program_span
+from lackpy_kernel.telemetry import traced_run
 
 __all__ = ["Delegation", "LackpySession"]
 
@@ -205,18 +205,17 @@ class LackpySession:
         finally:
             self.running_here = False
 
+    @traced_run
     async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
                             params: dict[str, Any] | None = None) -> ExecutionResult:
         params = self.params if params is None else params
         if not check.valid:
-            return self._finish(validation_failure(check.issues))
-        with program_span(sandboxed=self._runs_sandboxed()) as running:
-            if self._runs_sandboxed():
-                result = await self._session_sandbox().run_async(program, resolved, dict(params),
-                                                                 approve=self.approve)
-            else:
-                result = await self._run_here(program, check, resolved, params)
-            running.finish(result)
+            result = validation_failure(check.issues)
+        elif self._runs_sandboxed():
+            result = await self._session_sandbox().run_async(program, resolved, dict(params),
+                                                             approve=self.approve)
+        else:
+            result = await self._run_here(program, check, resolved, params)
         return self._finish(result)
 
     def _finish(self, result: ExecutionResult) -> ExecutionResult:

@@ -11,9 +11,9 @@ from ._spans import (
     RunSpan,
     SpanHandle,
     configure,
-    in_span,
-    program_span,
     span,
+    traced,
+    traced_run,
     tracing,
     use_tracer_provider,
 )
@@ -31,7 +31,8 @@ from ._usage import (
 
 __all__ = [
     "EXPORTERS", "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "RunSpan", "SpanHandle", "Tally",
-    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "in_span", "model_call",
-    "parse_since", "program_span", "record_answer", "span", "tallying", "tracing", "usage_report",
+    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "model_call",
+    "parse_since", "record_answer", "span", "tallying", "traced", "traced_run", "tracing",
+    "usage_report",
     "use_tracer_provider", "workspace_usage",
 ]

@@ -3,13 +3,16 @@
 
 Off, :func:`span` yields a handle that does nothing, and OpenTelemetry is never imported.
 On, the spans nest as the work does: a kernel cell or a magic (or a ``lackpy`` command) >
-``lackpy.validate``, ``lackpy.run`` > one span per tool call; ``lackpy.generate`` > one
+``lackpy.validate``, ``lackpy.run`` > one span per tool call (where the service runs a
+program itself, for ``lackpy run``, MCP or a delegate, ``lackpy.validate`` is inside
+``lackpy.run``); ``lackpy.generate`` > one
 ``lackpy.tier`` per tier tried > one span per model call, with the ``gen_ai.*`` attributes
 of OpenTelemetry's semantic conventions for generative AI.
 
 The sandbox's child opens no socket: a run's tool calls come back in its trace (tool,
 arguments, ms, ok), and :meth:`RunSpan.finish` makes their spans here, laid end to end
-from the run's start in call order (the trace keeps durations, not start times). A tool
+in call order so that the last ends as the result comes back (the trace keeps durations,
+not start times). A tool
 call's arguments are summarised: a path or pattern as given (bounded), any other value by
 its type and size, unless ``[telemetry] include_values = true``; results only then.
 
@@ -23,12 +26,13 @@ standard variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_HEADER
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from lackpy_kernel.errors import MissingExtraError, TelemetryError
 
@@ -40,6 +44,7 @@ MAX_TOOL_SPANS = 500  # of one run; the rest are counted, not sent
 PATH_ARGUMENTS = frozenset({"path", "pattern", "paths"})
 Attributes = Mapping[str, str | bool | int | float | None]
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class _State:
@@ -129,14 +134,19 @@ def span(name: str, attributes: Attributes | None = None) -> Iterator[SpanHandle
             raise
 
 
-async def in_span(name: str, work: Awaitable[T], attributes: Attributes | None = None,
-                  outcome: Callable[[T], Attributes] | None = None) -> T:
-    """Await ``work`` in a span; ``outcome`` gives attributes from its result."""
-    with span(name, attributes) as handle:
-        result = await work
-        if outcome is not None and handle.span is not None:
-            handle.set(outcome(result))
-        return result
+def traced(name: str) -> Callable[[Callable[P, Coroutine[Any, Any, T]]],
+                                  Callable[P, Coroutine[Any, Any, T]]]:
+    """A decorator: each call of the coroutine function is a span called ``name``."""
+
+    def decorate(work: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        @functools.wraps(work)
+        async def spanned(*args: P.args, **kwargs: P.kwargs) -> T:
+            with span(name):
+                return await work(*args, **kwargs)
+
+        return spanned
+
+    return decorate
 
 
 class TraceEntryLike(Protocol):
@@ -184,18 +194,30 @@ class RunSpan:
         _tool_spans(parent, entries[:MAX_TOOL_SPANS])
 
 
-@contextmanager
-def program_span(*, sandboxed: bool) -> Iterator[RunSpan]:
-    """The span of a program run (``lackpy.run``); call ``finish`` with its result."""
-    with span("lackpy.run", {"lackpy.sandboxed": sandboxed}) as handle:
-        yield RunSpan(handle)
+R = TypeVar("R", bound=RunResultLike)
+
+
+def traced_run(run: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """A decorator: each call of ``run`` (a coroutine function that runs a program and
+    returns its result) is a ``lackpy.run`` span with the outcome and a span per tool call."""
+
+    @functools.wraps(run)
+    async def spanned(*args: P.args, **kwargs: P.kwargs) -> R:
+        with span("lackpy.run") as handle:
+            result = await run(*args, **kwargs)
+            RunSpan(handle).finish(result)
+        return result
+
+    return spanned
 
 
 def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike]) -> None:
     from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
     context = set_span_in_context(parent)
-    start = getattr(parent, "start_time", None) or time.time_ns()
+    now = time.time_ns()
+    start = max(getattr(parent, "start_time", None) or now,
+                now - sum(int(entry.duration_ms * 1_000_000) for entry in entries))
     for entry in entries:
         end = start + int(entry.duration_ms * 1_000_000)
         tool = _state.tracer.start_span(

@@ -136,8 +136,7 @@ async def test_a_delegates_trace_shows_each_tier_and_the_models_tokens(
         "gen_ai.usage.output_tokens": 3, "lackpy.cost": pytest.approx(0.011)}
     assert named["lackpy.tier rules"].attributes["lackpy.outcome"] == "no program for this intent"
     assert named["lackpy.tier loop"].attributes["lackpy.outcome"] == "program"
-    assert named["lackpy.generate"].attributes["lackpy.tier"] == "loop"
-    assert tree(finished)["lackpy.run"] == ["execute_tool read_file"]
+    assert tree(finished)["lackpy.run"] == ["lackpy.validate", "execute_tool read_file"]
     tool = named["execute_tool read_file"].attributes
     assert (tool["gen_ai.tool.name"], tool["lackpy.ok"], tool["lackpy.tool.arg.path"]) == (
         "read_file", True, "notes.txt")
@@ -247,7 +246,7 @@ def json_objects(text: str) -> list[dict]:
     return found
 
 
-async def test_an_mcp_tool_call_is_one_trace_over_its_validation_and_run(tmp_path, spans):
+async def test_an_mcp_tool_call_is_one_trace_over_its_run(tmp_path, spans):
     from mcp import Client
 
     from lackpy_kernel.mcp_server import build_server
@@ -256,4 +255,5 @@ async def test_an_mcp_tool_call_is_one_trace_over_its_validation_and_run(tmp_pat
     async with Client(build_server(tmp_path)) as client:
         result = await client.call_tool("run_program", {"program": "read_file('a.txt')"})
     assert result.structured_content["output"] == "a"
-    assert tree(spans.get_finished_spans())["lackpy.mcp run_program"] == ["lackpy.validate", "lackpy.run"]
+    assert tree(spans.get_finished_spans())["lackpy.mcp run_program"] == ["lackpy.run"]
+    assert tree(spans.get_finished_spans())["lackpy.run"] == ["lackpy.validate", "execute_tool read_file"]

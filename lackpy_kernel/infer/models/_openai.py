@@ -141,6 +141,8 @@ class OpenAIProvider(ModelProvider):
             request["stop"] = list(sampling.stop)[:4]  # the API takes at most four
         if self.temperature is not None:
             request["temperature"] = float(self.temperature)
+        if self.stream:  # a stream's usage comes in a last chunk, when asked for
+            request["stream_options"] = {"include_usage": True}
 
         def text_of(chunk: Any) -> str:
             # the usage of the whole answer, or of a stream in its last chunk
@@ -158,9 +160,8 @@ class OpenAIProvider(ModelProvider):
             if not self.stream:
                 text = text_of(await api.create(**request, **extra, stream=False))
             else:
-                chunks = await api.create(**request, **extra, stream=True,
-                                          stream_options={"include_usage": True})
-                text = await self.collect_text(chunks, text_of, redacting(sampling.on_text, secrets))
+                text = await self.collect_text(await api.create(**request, **extra, stream=True),
+                                               text_of, redacting(sampling.on_text, secrets))
             return redact(text, secrets)
 
         async def send(client: Any, secrets: tuple[str, ...]) -> str:
