@@ -26,7 +26,10 @@ both alike.
    channel, and to the ``status: idle`` for that request on IOPub.
 3. The same for a cell that reads a 340-byte file of the workspace:
    ``len(read_file('a.txt'))`` in lackpy (a traced tool call in the sandbox
-   worker) against ``len(open('a.txt').read())`` in the Python kernel.
+   worker) against ``len(open('a.txt').read())`` in the Python kernel; and for a
+   cell that writes one small file: ``write_file('w.txt', 'x')`` (staged in the
+   program's process, committed by the worker; the workspace's config lets it land
+   unseen) against ``open('w.txt', 'w').write('x')``.
 
 4. Memory: the proportional set size (PSS, from ``/proc/PID/smaps_rollup``; shared
    pages split between the processes that share them) of each kernel's whole process
@@ -68,6 +71,10 @@ from jupyter_client.manager import KernelManager
 KERNELS = ("lackpy", "python3")
 TRIVIAL = "1 + 1"
 TOOL_CELL = {"lackpy": "len(read_file('a.txt'))", "python3": "len(open('a.txt').read())"}
+# a cell writing one small file: staged in the child, committed by the worker (the workspace
+# lets changes land unseen, [sandbox] approve = "never"), against a plain write
+WRITE_CELL = {"lackpy": "write_file('w.txt', 'x')", "python3": "open('w.txt', 'w').write('x')"}
+WRITE_KIT = "%kit read_file,write_file"  # sent once to the lackpy kernel, untimed
 TIMEOUT = 60.0
 SETTLE = 1.0  # seconds of quiet before memory is read: lackpy forks its next child after a cell
 PAUSE = 0.1  # seconds between cells sent by hand
@@ -197,8 +204,11 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
         for name, kernel in kernels.items():
             memory["after start"][name] = tree_memory(kernel.pid)
         for name, kernel in kernels.items():  # warm up
+            if name == "lackpy":
+                round_trip(kernel.kc, WRITE_KIT)
             round_trip(kernel.kc, TRIVIAL)
             round_trip(kernel.kc, TOOL_CELL[name])
+            round_trip(kernel.kc, WRITE_CELL[name])
         time.sleep(SETTLE)
         spent_before = {name: tree_cpu(kernel.pid) for name, kernel in kernels.items()}
         for index in range(cells):
@@ -210,10 +220,13 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
                 reply, idle = round_trip(kc, TOOL_CELL[name])
                 samples["read a.txt cell -> execute_reply"][name].append(reply)
                 samples["read a.txt cell -> idle"][name].append(idle)
+                reply, idle = round_trip(kc, WRITE_CELL[name])
+                samples["write w.txt cell -> execute_reply"][name].append(reply)
+                samples["write w.txt cell -> idle"][name].append(idle)
         time.sleep(SETTLE)
         for name, kernel in kernels.items():
-            memory[f"after {2 * cells + 2} cells"][name] = tree_memory(kernel.pid)
-            cpu[name] = (tree_cpu(kernel.pid) - spent_before[name]) / (2 * cells)
+            memory[f"after {3 * cells + 4} cells"][name] = tree_memory(kernel.pid)
+            cpu[name] = (tree_cpu(kernel.pid) - spent_before[name]) / (3 * cells)
     finally:
         for name, kernel in kernels.items():
             took, how = kernel.shutdown()
@@ -345,6 +358,8 @@ def main() -> None:
         workspace = root / "ws"
         workspace.mkdir()
         (workspace / "a.txt").write_text("alpha beta gamma\n" * 20)
+        (workspace / ".lackpy").mkdir()
+        (workspace / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
         logs = {name: root / f"{name}.stderr" for name in KERNELS}
         stderr = {name: stack.enter_context(path.open("w")) for name, path in logs.items()}
         try:
@@ -357,7 +372,7 @@ def main() -> None:
             anomalies.extend(stderr_notes(logs))
             context.term()
         report(samples, with_p90={metric for metric in samples
-                                  if metric.startswith(("cell", "read", "shutdown", "alone"))})
+                                  if metric.startswith(("cell", "read", "write", "shutdown", "alone"))})
         report_memory(memory)
         report_cpu(cpu)
     for note in anomalies:
