@@ -21,6 +21,7 @@ from pathlib import Path
 
 from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.changes import changed_since, describe_changes, snapshot
+from lackpy_kernel.kit.journal import commit_changes, staged_changes
 from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, staging
 
 from .failures import changed_meanwhile, dropped_note, refused_message
@@ -50,9 +51,6 @@ class HereStage:
         """``result`` once its staged files landed (after ``approve`` let them, with
         ``ask``); a failure, nothing written, when they may not land or were refused; a
         failed ``result`` noting the files it dropped."""
-        # the journal is POSIX (fcntl); a service imports this module on every platform
-        from lackpy_kernel.kit.journal import commit_changes, staged_changes  # noqa: PLC0415
-
         paths = list(dict.fromkeys([*result.trace.files_modified, *sorted(self.stage.files)]))
         paths = [path for path in paths if path in self.stage.files]
         if not paths:
