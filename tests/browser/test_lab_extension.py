@@ -32,6 +32,8 @@ OPEN_MESSAGE = "the name 'open' is forbidden: use read_file(path) or write_file(
 PROBLEM = ".lackpy-Problem"  # an underlined problem (CodeMirror's lint mark, with our class)
 COUNT_TEMPLATE = ("---\nname: count\npattern: count the notes\n---\n"
                   "len(read_file('notes.txt').splitlines())\n")
+WRITE = "write_file('notes.txt', 'ALPHA\\n')"
+WRITES = ["%kit read_file,write_file", WRITE, WRITE, "%undo"]  # asked, declined; asked, applied
 WAIT_MS = 60_000  # the longest a step may take on a busy machine (typing answers in well under 1 s)
 
 
@@ -66,6 +68,9 @@ def browser(installed_kernelspec, tmp_path_factory):
     write_notebook(root / "plain.ipynb", KERNEL_NAME, CELLS)  # Lab may save live.ipynb's typing
     _python_notebook(root / "python.ipynb", ["%%lackpy\nrows = 1\nimport os", "import os"])
     _python_notebook(root / "approval.ipynb", [ASK, ASK, ASK])
+    (root / "writes").mkdir()  # a workspace of its own (the default: approve = "write")
+    (root / "writes" / "notes.txt").write_text("alpha\n")
+    write_notebook(root / "writes" / "approve.ipynb", KERNEL_NAME, WRITES)
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
     try:
         with sync_api.sync_playwright() as playwright:
@@ -189,7 +194,7 @@ def test_the_approval_dialog_shows_the_change_and_applies_discards_or_lets_you_t
         "changed\tnotes.txt\t+1 -1", "new\tlogo.png\tbinary"]
     assert dialog.locator(".lackpy-Diff-added").all_inner_texts() == ["+ALPHA"]
     assert dialog.locator(".lackpy-Diff-removed").all_inner_texts() == ["-alpha"]
-    notebook.screenshot(0, shots / "approval-dialog.png")
+    notebook.screenshot(0, shots / "approval-dialog-python.png")
     dialog.get_by_role("button", name="Apply").click()
     _answer_shown(notebook, 0, "answer: y")
     assert dialog.locator(".lackpy-Changes-state").inner_text() == "applied"
@@ -251,3 +256,44 @@ def test_delegate_from_the_palette_runs_the_magic_below_and_inserts_its_program(
     assert lab.source(magic) == "%delegate count the notes"
     assert lab.source(magic + 1) == "len(read_file('notes.txt').splitlines())"
     lab.screenshot(magic, shots / "delegate-from-palette.png")
+
+
+def _run(notebook: NotebookPage, index: int, shown: str) -> None:
+    """Run cell ``index`` and wait until it shows ``shown``."""
+    notebook.cell(index).locator(".cm-content").click()
+    notebook.page.keyboard.press("Shift+Enter")
+    _answer_shown(notebook, index, shown)
+
+
+def test_the_lackpy_kernel_asks_before_a_cell_writes_and_undo_takes_it_back(browser, shots):
+    """The real kernel, default ``[sandbox] approve = "write"``: Discard writes nothing and
+    fails the cell; Apply writes; ``%undo`` restores."""
+    server, chromium = browser
+    notes = server.root / "writes" / "notes.txt"
+    notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), server,
+                            "writes/approve.ipynb", workspace="writes")
+    _run(notebook, 0, "write_file")  # %kit lists the kit's tools
+    dialog = _ask(notebook, 1)
+    assert notebook.cell(1).locator(".jp-Stdin-prompt").inner_text().strip() == (
+        "Apply these changes? [y/N]")
+    assert dialog.locator(".lackpy-Changes-summary").inner_text() == "1 file changed: +1 -1"
+    assert dialog.locator(".lackpy-Changes-files tr").all_inner_texts() == [
+        "changed\tnotes.txt\t+1 -1"]
+    assert dialog.locator(".lackpy-Diff-added").all_inner_texts() == ["+ALPHA"]
+    assert dialog.locator(".lackpy-Diff-removed").all_inner_texts() == ["-alpha"]
+    notebook.screenshot(1, shots / "approval-dialog.png")
+    dialog.get_by_role("button", name="Discard").click()
+    _answer_shown(notebook, 1, "ChangeRefusedError")
+    assert notes.read_text() == "alpha\n"
+
+    dialog = _ask(notebook, 2)
+    dialog.get_by_role("button", name="Apply").click()
+    notebook.page.wait_for_function(
+        "cell => /^\\[\\d+\\]:$/.test(cell.querySelector('.jp-InputPrompt').textContent.trim())",
+        arg=notebook.cell(2).element_handle(), timeout=WAIT_MS)
+    assert dialog.locator(".lackpy-Changes-state").inner_text() == "applied"
+    assert "ChangeRefusedError" not in notebook.cell(2).inner_text()
+    assert notes.read_text() == "ALPHA\n"
+
+    _run(notebook, 3, "restored notes.txt")
+    assert notes.read_text() == "alpha\n"
