@@ -45,13 +45,8 @@ def decide(approve: Approver | None, question: Any) -> wire.Frame:
         verdict = approve(change)
         if inspect.isawaitable(verdict):
             verdict = asyncio.run(_awaited(verdict))
-    except ChangeRefusedError as exc:
-        return _answer(False, str(exc))
-    except KeyboardInterrupt:  # the question was abandoned: the run was stopped meanwhile
-        return _answer(False, ASK_INTERRUPTED)
-    except Exception as exc:  # an approver's bug must still answer the worker, which waits
-        log.exception("lackpy: asking for approval failed")
-        return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
+    except (Exception, KeyboardInterrupt) as exc:
+        return _refusal(exc)
     return _answer(verdict is True)
 
 
@@ -66,14 +61,21 @@ async def decide_async(approve: Approver | None, question: Any) -> wire.Frame:
             verdict = await _awaited(approve(change))
         else:
             verdict = await asyncio.to_thread(cast(Callable[[Change], bool], approve), change)
-    except ChangeRefusedError as exc:
-        return _answer(False, str(exc))
-    except KeyboardInterrupt:  # the question was abandoned: the run was stopped meanwhile
-        return _answer(False, ASK_INTERRUPTED)
-    except Exception as exc:  # an approver's bug must still answer the worker, which waits
-        log.exception("lackpy: asking for approval failed")
-        return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
+    except (Exception, KeyboardInterrupt) as exc:
+        return _refusal(exc)
     return _answer(verdict is True)
+
+
+def _refusal(exc: BaseException) -> wire.Frame:
+    """The answer when asking raised ``exc``: the approver's own refusal, an abandoned
+    question (KeyboardInterrupt: the run was stopped meanwhile), or an approver's bug,
+    which must still answer the worker that waits."""
+    if isinstance(exc, ChangeRefusedError):
+        return _answer(False, str(exc))
+    if isinstance(exc, KeyboardInterrupt):
+        return _answer(False, ASK_INTERRUPTED)
+    log.error("lackpy: asking for approval failed", exc_info=exc)
+    return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
 
 
 def blocking(approve: Approver | None, loop: asyncio.AbstractEventLoop) -> Approver | None:
