@@ -20,6 +20,8 @@ import pytest
 
 from lackpy_kernel.engines import Store
 from tests.engines.commit_runner import KEY
+from tests.support.hosts import HOSTS, running_host
+from tests.support.kernel import make_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 PATIENCE_S = 120.0
@@ -134,3 +136,42 @@ def test_a_resume_without_approval_pauses_again_and_a_changed_change_is_not_appr
     envelope = finished(place, "approve")  # this change is the one approved now
     assert (place / "log.txt").read_text() == "other\nline\n"
     assert envelope["payload"] == "other\nline\n"
+
+
+@pytest.fixture(params=HOSTS)
+def asking_host(request, installed_kernelspec, tmp_path):
+    """A host (the lackpy kernel, IPython with the extension) whose workspace asks before
+    file changes."""
+    (tmp_path / "work").mkdir()
+    workspace = make_workspace(tmp_path / "work", '[sandbox]\ntimeout = 60\napprove = "write"\n')
+    with running_host(request.param, workspace, tmp_path / "ipython") as running:
+        yield running
+
+
+def test_plan_magic_pauses_at_a_change_shows_its_diff_and_resume_approve_writes_it(asking_host):
+    kernel = asking_host.kernel
+    notes = kernel.workspace / "notes.txt"
+    before = notes.read_text()
+    declared = kernel.execute("%%step add --task from_start --kit read_file,write_file\n"
+                              "write_file('notes.txt', read_file('notes.txt') + task + '\\n')\n"
+                              "'added'")
+    assert declared.status == "ok", declared.error
+    paused = kernel.execute("%plan run delta --key adding")
+    assert paused.status == "ok" and notes.read_text() == before, paused.error
+    (shown,) = [content["data"] for content in paused.of("display_data")
+                if "text/html" in content["data"] and "lackpy-changes" in content["data"]
+                ["text/html"]]
+    assert "notes.txt" in shown["text/plain"] and "+delta" in shown["text/plain"]
+    assert "%plan resume adding --approve" in paused.stream("stdout")
+
+    status = kernel.execute("%plan status adding")
+    assert any("+delta" in content["data"]["text/plain"] for content in status.of("display_data"))
+    again = kernel.execute("%plan resume adding")
+    assert "%plan resume adding --approve" in again.stream("stdout")
+    assert notes.read_text() == before
+
+    approved = kernel.execute("%plan resume adding --approve")
+    assert approved.result().strip("'") == "added"  # the kernel shows text unquoted
+    assert notes.read_text() == before + "delta\n"
+    refused = kernel.execute("%plan run x --approve")
+    assert "--approve goes with %plan resume K" in refused.error["evalue"]
