@@ -158,11 +158,8 @@ class PlanMagics(MagicFamily):
     async def _plan_resume(self, command: PlanCommand) -> None:
         runner = self._remote_runner(command.word, command)
         approve = bool(command.options.get("--approve"))
-        if runner is not None and approve:
-            raise UsageError("--approve resumes a run of this kernel; a run on Temporal "
-                             "pauses at Approval steps only")
         if runner is not None:
-            await runner.signal_resume(command.word)
+            await runner.signal_resume(command.word, approve=approve)
             self._follow(runner, command.word, f"resuming {command.word} on Temporal at "
                                                f"{runner.address}")
             return
