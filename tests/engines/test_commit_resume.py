@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from lackpy_kernel.engines import Store
+from lackpy_kernel.config import load_config
+from lackpy_kernel.engines import Plan, Program, Step, Store
+from lackpy_kernel.service import LackpyService
 from tests.engines.commit_runner import KEY
 from tests.support.hosts import HOSTS, running_host
 from tests.support.kernel import make_workspace
@@ -175,3 +177,14 @@ def test_plan_magic_pauses_at_a_change_shows_its_diff_and_resume_approve_writes_
     assert notes.read_text() == before + "delta\n"
     refused = kernel.execute("%plan run x --approve")
     assert "--approve goes with %plan resume K" in refused.error["evalue"]
+
+
+def test_a_plan_without_a_checkpoint_refuses_the_change_naming_the_config(place):
+    config = load_config(place)
+    config.sandbox_enabled = False
+    with LackpyService(place, config) as service:
+        envelope = Plan(Step(Program("write_file('log.txt', 'x')"), name="write"),
+                        kit=["write_file"], service=service).run("")
+    assert envelope.error.type != "PlanPaused"  # nothing could resume it
+    assert '[sandbox] approve = "never"' in envelope.error.message
+    assert (place / "log.txt").read_text() == BEFORE

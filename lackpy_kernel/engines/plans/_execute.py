@@ -41,11 +41,11 @@ class ServiceExecutor:
     ``service`` is called for the LackpyService the first time a step needs one; ``kit`` is
     the plan's kit, for tool steps and for programs that name none.
 
-    A program's file change (``[sandbox] approve = "write"``) lands only when ``approved``
-    holds its digest under the step's name (once); otherwise the step raises
-    ``ChangePaused`` carrying it, nothing written. With a ``ledger`` (a checkpointed run) an
-    approved change is recorded before it lands, and a step whose recorded change landed
-    runs again dry (see ``_ledger``).
+    With a ``ledger`` (a checkpointed run, which can be resumed), a program's file change
+    (``[sandbox] approve = "write"``) lands only when ``approved`` holds its digest under the
+    step's name (once), recorded in the ledger first; otherwise the step raises
+    ``ChangePaused`` carrying it, nothing written. A step whose recorded change landed runs
+    again dry (see ``_ledger``). Without a ledger the change is refused, naming the config.
     """
 
     def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
@@ -115,8 +115,8 @@ class ServiceExecutor:
             if pending is not None:  # approved before the run died, and not landed
                 self.approved.setdefault(step.name, pending[0])
             asked: list[Change] = []
-            outcome = await service.run_program(
-                program, kit, params, approve=self._approver(step.name, workspace, asked))
+            approve = self._approver(step.name, workspace, asked) if self.ledger else None
+            outcome = await service.run_program(program, kit, params, approve=approve)
             if asked:
                 raise ChangePaused(step.name, asked[0])
             return program, outcome

@@ -91,7 +91,8 @@ class ChangePaused(PlanPaused):
         self.change = change
         self.digest = change_digest(change)
         super().__init__(f"step {step!r} would change files ({change.summary()}; change "
-                         f"{self.digest}): approve it to let it land\n{change.to_text()}")
+                         f"{self.digest}): resume the run approving it to let it land"
+                         f"\n{change.to_text()}")
 
     def to_dict(self) -> dict[str, Any]:
         """What the paused checkpoint keeps: the digest and the change as plain data."""
