@@ -13,9 +13,11 @@ the step runs as usual, the change it recorded approved already.
 
 Limits: the dry re-run reads the workspace as the commit left it, so a step whose output
 depends on re-reading a file it wrote itself may compute another output the second time.
-A file changed by something else between the kill and the resume reads as landed. The
-record is made by the approver, so it needs ``[sandbox] approve = "write"`` (with
-``never`` the worker commits without asking, and a resumed step runs again).
+A file changed by something else between the kill and the resume reads as landed; one
+whose name is shown escaped (control characters) is not read back, so reads as not landed.
+The record is made by the approver, so it needs ``[sandbox] approve = "write"`` (with
+``never`` the worker commits without asking, and a resumed step runs again). A
+``Delegate`` step's change is not recorded: it is refused, naming the config.
 """
 
 from __future__ import annotations
