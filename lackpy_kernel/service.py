@@ -373,18 +373,19 @@ class LackpyService:
     async def run_program(self, program: str, kit: KitOrResolved = None,
                           params: dict[str, Any] | None = None, sandbox: bool | None = None,
                           rules: list[Rule] | None = None, extra_tools: list[str] | None = None,
-                          *, approve: Approver | None = None) -> ExecutionResult:
+                          *, approve: Approver | None = None, dry: bool = False
+                          ) -> ExecutionResult:
         """Validate, then run ``program`` on an empty namespace: in the sandbox worker unless
         the config or ``sandbox=False`` says otherwise. Its file changes land when it ends
         well, once ``approve`` let them where ``[sandbox] approve = "write"`` (without an
-        approver they are refused: see ``Approver``).
+        approver they are refused: see ``Approver``); ``dry`` drops them, unasked.
 
         Returns a failed result rather than raising for an invalid program, a runtime error,
         a limit or a refused change; raises KitError for a kit that cannot be resolved.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return await self._run_once(program, resolved, dict(params or {}), sandbox, rules,
-                                    approve)
+                                    approve, dry=dry)
 
     def tryout_runner(self, resolved: ResolvedKit, params: Mapping[str, Any],
                       rules: list[Rule] | None, values: Mapping[str, Any],

@@ -151,7 +151,9 @@ TEMPORAL = Option("--temporal", "value", "run, resume or show the run on the Tem
                   "free while it runs", "ADDRESS")
 TASK_QUEUE = Option("--task-queue", "value", "with --temporal: the task queue the workers serve "
                     "(default: lackpy)", "Q")
-PLAN_OPTIONS = (KEY, CONCURRENCY, TEMPORAL, TASK_QUEUE)
+APPROVE = Option("--approve", "flag", "resume: let the file change the run paused on land "
+                 "(exactly that change; another one pauses again)")
+PLAN_OPTIONS = (KEY, CONCURRENCY, TEMPORAL, TASK_QUEUE, APPROVE)
 REMOTE_ACTIONS = ("run", "resume", "status")
 PLAN_SUMMARY = ("show the plan the %%step cells declared; run it, fan it out, resume, restart, "
                 "save or load it; add an approval gate, drop a step")
@@ -215,6 +217,8 @@ def plan_command(declared: Magic, line: MagicLine) -> PlanCommand:
     if "--temporal" in options and action not in REMOTE_ACTIONS:
         raise UsageError(f"--temporal goes with %plan {', '.join(REMOTE_ACTIONS)}, not %plan "
                          f"{action}")
+    if options.get("--approve") and action != "resume":
+        raise UsageError(f"--approve goes with %plan resume K, not %plan {action}")
     if "--task-queue" in options and "--temporal" not in options:
         raise UsageError("--task-queue goes with --temporal ADDRESS")
     return PlanCommand(action, rest, options)

@@ -16,7 +16,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import LackpyError, PlanStepError, UsageError, error_text
+from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.notebook.bundles import (
+    change_bundle,
     plan_bundle,
     progress_bundle,
     remote_run_bundle,
@@ -133,7 +135,10 @@ class PlanMagics(MagicFamily):
             self.port.display(table_bundle(["key", "status on Temporal"], rows))
         else:
             remote = await self._remote_runs() if key is None else []
-            self.port.display(runs_bundle([*self.plans.status(key), *remote]))
+            runs = self.plans.status(key)
+            self.port.display(runs_bundle([*runs, *remote]))
+            if key is not None and runs[0].change is not None:
+                self.port.display(change_bundle(Change.from_frame(runs[0].change)))
 
     async def _plan_run(self, command: PlanCommand) -> None:
         key = command.options.get("--key")
@@ -152,15 +157,17 @@ class PlanMagics(MagicFamily):
 
     async def _plan_resume(self, command: PlanCommand) -> None:
         runner = self._remote_runner(command.word, command)
+        approve = bool(command.options.get("--approve"))
         if runner is not None:
-            await runner.signal_resume(command.word)
+            await runner.signal_resume(command.word, approve=approve)
             self._follow(runner, command.word, f"resuming {command.word} on Temporal at "
                                                f"{runner.address}")
             return
         plan = self.plans.for_key(command.word, resume=True)
         (run,) = self.plans.status(command.word)
         await self._live(plan, command.word, f"resuming {command.word}",
-                         lambda on_step: plan.arun(on_step=on_step), run.completed_steps)
+                         lambda on_step: plan.arun(on_step=on_step, approve=approve),
+                         run.completed_steps)
 
     async def _plan_restart(self, command: PlanCommand) -> None:
         plan = self.plans.for_key(command.word, resume=False)
@@ -274,6 +281,12 @@ class PlanMagics(MagicFamily):
             self.port.result(envelope.payload)
             return
         hint = f"; %plan resume {key} continues" if key else "; run it with --key K to resume it"
+        change = self.plans.status(key)[0].change if key and error.type == "PlanPaused" else None
+        if change is not None:  # the diff as a person approves it, then how to approve it
+            self.port.display(change_bundle(Change.from_frame(change)))
+            self.port.stream("stdout", f"{error.message.splitlines()[0]} (%plan resume {key} "
+                                       f"--approve)\n")
+            return
         if error.type == "PlanPaused":
             self.port.stream("stdout", f"{error.message}{hint}\n")
             return

@@ -4,7 +4,8 @@ A step's target is a kit tool, a Python callable, a ``Program``, a ``Delegate``,
 ``Approval`` or an agent (anything with ``as_tool``). ``Plan`` compiles its steps
 (``_compiler``), an ``Evaluator`` walks them in bands, sentinels and routes (``_evaluate``,
 also the Temporal workflow's), a ``StepExecutor`` runs each (``_execute``), a
-``Checkpointer`` saves the run after each band (``_checkpoint``), and the result is an
+``Checkpointer`` saves the run after each band (``_checkpoint``), a ``Ledger`` records a
+step's file commit before it lands (``_ledger``), and the result is an
 ``Envelope`` (``_envelope``, what agents return too). ``PlanLibrary`` keeps a workspace's
 saved plans and their Store (``_library``).
 """
@@ -24,6 +25,7 @@ from ._compiler import did_you_mean
 from ._envelope import Envelope, ErrorInfo, StepResult, error_info
 from ._evaluate import Evaluator, PlanState, choose_route, pause_error
 from ._execute import ServiceExecutor, StepExecutor
+from ._ledger import ChangePaused, Ledger
 from ._library import PlanLibrary, RunStatus
 from ._plan import Plan
 from ._sentinels import Sentinel, from_parallel_all, from_prev, from_start, from_step
@@ -34,12 +36,14 @@ from ._store import Store
 __all__ = [
     "STALE_AFTER_SECONDS",
     "Approval",
+    "ChangePaused",
     "Checkpointer",
     "ConcurrentPlanRunError",
     "Delegate",
     "Envelope",
     "ErrorInfo",
     "Evaluator",
+    "Ledger",
     "Plan",
     "PlanCompileError",
     "PlanLibrary",

@@ -3,8 +3,10 @@
 A checkpoint has the seed's v2 shape (``next_step``, ``kv``, ``completed_steps``, ``status``,
 ``run_uid``, ``history``) plus ``task``, ``plan``, ``iterations``, ``branch_return``,
 ``step_hashes`` (a fingerprint of each step's program and kit), ``owner`` (host, process and
-heartbeat of the run holding it), ``error`` and ``paused_step``. Status is ``running``, ``paused``, ``failed``
-or ``done``; only a ``running`` checkpoint whose owner is alive holds its key.
+heartbeat of the run holding it), ``error``, ``paused_step`` and ``paused_change`` (the file
+change a paused step waits on: its digest and the change as plain data). Status is
+``running``, ``paused``, ``failed`` or ``done``; only a ``running`` checkpoint whose owner
+is alive holds its key.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from lackpy_kernel.errors import ConcurrentPlanRunError, PlanResumeError
 
 from ._envelope import ErrorInfo
 from ._evaluate import CHECKPOINT_MARK, PlanState
+from ._ledger import Ledger
 from ._store import Store, UnreadableValueError
 
 __all__ = [
@@ -48,7 +51,7 @@ def is_checkpoint(value: Any) -> bool:
 
 
 _OPTIONAL_TEXT = ("plan", "next_step", "paused_step")
-_DICTS = ("kv", "branch_return", "step_hashes", "owner")
+_DICTS = ("kv", "branch_return", "step_hashes", "owner", "paused_change")
 
 
 def checkpoint_problem(checkpoint: dict[str, Any]) -> str | None:
@@ -111,9 +114,17 @@ class Checkpointer:
     plan_name: str | None = None
     step_hashes: dict[str, str] = field(default_factory=dict)
     last: dict[str, Any] | None = None
+    resumed: bool = False  # claim took over a stopped run (its commit records stand)
+    paused_change: dict[str, str] = field(default_factory=dict)  # step -> the change's digest
+    # that the resumed run paused on
 
     def __post_init__(self) -> None:
         _LIVE_RUNS.add(self.run_uid)
+
+    @property
+    def ledger(self) -> Ledger:
+        """The run's records of the file commits its steps are making."""
+        return Ledger(self.store, self.key)
 
     def release(self) -> None:
         """The run is over (however it ended)."""
@@ -171,8 +182,12 @@ class Checkpointer:
                 f"continue it, or restart it (plan.restart(), `lackpy plan restart "
                 f"{self.key}`) to start over")
         state = self._check_fit(existing, fresh.task, task_given)
+        self.resumed = True
         if status == "paused":
             state.approved = existing.get("paused_step")  # resuming is the approval
+            change, step = existing.get("paused_change") or {}, existing.get("paused_step")
+            if isinstance(change.get("digest"), str) and isinstance(step, str):
+                self.paused_change = {step: change["digest"]}
         if status == "done":
             self.last = existing
             return state, "done"
@@ -180,13 +195,16 @@ class Checkpointer:
         return state, "running"
 
     def save(self, state: PlanState, status: str, *, writes: dict[str, Any] | None = None,
-             error: ErrorInfo | None = None, paused_step: str | None = None) -> None:
+             error: ErrorInfo | None = None, paused_step: str | None = None,
+             paused_change: dict[str, Any] | None = None) -> None:
         """Checkpoint ``state`` and commit ``writes`` with it, in one transaction;
-        ``paused_step`` names the step that paused the run.
+        ``paused_step`` names the step that paused the run, ``paused_change`` the file change
+        it waits on.
 
         Raises ConcurrentPlanRunError when another run changed the checkpoint meanwhile.
         """
-        snapshot = {**self._snapshot(state, status, error), "paused_step": paused_step}
+        snapshot = {**self._snapshot(state, status, error), "paused_step": paused_step,
+                    "paused_change": paused_change}
         self._swap(self.last, snapshot, "saving", writes)
 
     def beat(self) -> bool:

@@ -12,12 +12,15 @@ from typing import Any, Protocol
 
 from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.kit import Kit
+from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.kit.workspace import Workspace
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
 from lackpy_kernel.service import LackpyService
 
 from ._compiler import kit_tools
 from ._envelope import ErrorInfo, StepResult, error_info
 from ._evaluate import type_problem
+from ._ledger import ChangePaused, Ledger, change_digest
 from ._step import Delegate, Program, Step, target_kind
 
 __all__ = ["ServiceExecutor", "StepExecutor"]
@@ -37,12 +40,20 @@ class ServiceExecutor:
 
     ``service`` is called for the LackpyService the first time a step needs one; ``kit`` is
     the plan's kit, for tool steps and for programs that name none.
+
+    With a ``ledger`` (a checkpointed run, which can be resumed), a program's file change
+    (``[sandbox] approve = "write"``) lands only when ``approved`` holds its digest under the
+    step's name (once), recorded in the ledger first; otherwise the step raises
+    ``ChangePaused`` carrying it, nothing written. A step whose recorded change landed runs
+    again dry (see ``_ledger``). Without a ledger the change is refused, naming the config.
     """
 
     def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
         self._service = service
         self.kit = kit
         self._kits: dict[str, dict[str, str]] = {}
+        self.ledger: Ledger | None = None
+        self.approved: dict[str, str] = {}
 
     async def execute(self, step: Step, task: Any, context: Any) -> StepResult:
         """Run ``step`` with ``task`` and ``context``; see the class docstring."""
@@ -96,9 +107,35 @@ class ServiceExecutor:
             program = target.source if isinstance(target, Program) else f"{target}(task)"
             if not isinstance(target, Program):
                 params = {"task": task}
-            return program, await service.run_program(program, kit, params)
+            workspace = Workspace(service.workspace)
+            pending = self.ledger.pending(step.name, workspace) if self.ledger else None
+            if pending is not None and pending[1]:
+                # its commit landed before the run died: only its output is wanted again
+                return program, await service.run_program(program, kit, params, dry=True)
+            if pending is not None:  # approved before the run died, and not landed
+                self.approved.setdefault(step.name, pending[0])
+            asked: list[Change] = []
+            approve = self._approver(step.name, workspace, asked) if self.ledger else None
+            outcome = await service.run_program(program, kit, params, approve=approve)
+            if asked:
+                raise ChangePaused(step.name, asked[0])
+            return program, outcome
         except LackpyError as exc:  # a kit that went away, no tier could write a program
             return None, exc
+
+    def _approver(self, step: str, workspace: Workspace, asked: list[Change]
+                  ) -> Callable[[Change], bool]:
+        """Lets the change ``approved`` holds for ``step`` land (recorded first), else
+        keeps it in ``asked`` and declines it."""
+        def approve(change: Change) -> bool:
+            if self.approved.get(step) != change_digest(change):
+                asked.append(change)
+                return False
+            del self.approved[step]
+            if self.ledger is not None:
+                self.ledger.record(step, change, workspace)
+            return True
+        return approve
 
     def _kit_for(self, step: Step) -> Kit:
         own = getattr(step.target, "kit", None)

@@ -32,7 +32,8 @@ _PLAN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 class RunStatus:
     """One checkpointed run: its key, plan, status (``running`` only while its owner lives;
     a run whose process died shows as ``stopped``; a checkpoint of the wrong shape as
-    ``unreadable``, its error saying why), next step, completed steps, task, error."""
+    ``unreadable``, its error saying why), next step, completed steps, task, error, and the
+    file change a paused run waits on (``Change.to_frame()``; approving it resumes the run)."""
 
     key: str
     plan: str | None
@@ -41,6 +42,7 @@ class RunStatus:
     completed_steps: list[str]
     task: Any
     error: dict[str, Any] | None
+    change: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-data form."""
@@ -122,9 +124,10 @@ class PlanLibrary:
         status = saved["status"]
         if status == "running" and not owner_alive(saved):
             status = "stopped"
+        paused = saved.get("paused_change") if status == "paused" else None
         return RunStatus(key, saved.get("plan"), status, saved.get("next_step"),
                          list(saved.get("completed_steps") or []), saved.get("task"),
-                         saved.get("error"))
+                         saved.get("error"), (paused or {}).get("change"))
 
     def plan_for(self, key: str, registry: Mapping[str, Any] | None = None, *,
                  service: LackpyService | None = None, **overrides: Any) -> Plan:

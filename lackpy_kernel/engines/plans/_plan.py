@@ -26,6 +26,7 @@ from ._compiler import compile_steps
 from ._envelope import Envelope, ErrorInfo, StepResult, error_info
 from ._evaluate import Evaluator, PlanState, pause_error
 from ._execute import ServiceExecutor, StepExecutor
+from ._ledger import ChangePaused
 from ._serialise import PLAN_FORMAT, step_from_dict, step_to_dict
 from ._step import Approval, Step, target_label
 from ._store import Store
@@ -82,13 +83,13 @@ class Plan:
     # -- running ----------------------------------------------------------------
 
     def run(self, task: Any = None, *, service: LackpyService | None = None,
-            on_step: ProgressCallback | None = None) -> Envelope:
+            on_step: ProgressCallback | None = None, approve: bool = False) -> Envelope:
         """Run the plan on ``task`` and return its Envelope; safe inside a running event loop
         (a notebook). See ``arun``."""
-        return run_sync(self.arun(task, service=service, on_step=on_step))
+        return run_sync(self.arun(task, service=service, on_step=on_step, approve=approve))
 
     async def arun(self, task: Any = None, *, service: LackpyService | None = None,
-                   on_step: ProgressCallback | None = None) -> Envelope:
+                   on_step: ProgressCallback | None = None, approve: bool = False) -> Envelope:
         """Run the plan on ``task``; the Envelope's ``error`` says why it stopped, if it did.
 
         A step's failure, a pause (``PlanPaused``) and ``max_iterations`` come back as the
@@ -97,9 +98,13 @@ class Plan:
         predicate raised). On resume, ``task=None`` means the checkpoint's task. Cancelling
         the await (an interrupt) checkpoints the run as paused. ``on_step(name, status, ms)``
         hears of each step as it starts and ends.
+
+        Where ``[sandbox] approve = "write"``, a step whose program changes files pauses
+        the run carrying the change, nothing written; resuming with ``approve=True`` lets
+        exactly that change land (a step that now makes another change pauses again).
         """
         with self._using_service(service) as chosen:
-            return await self._execute(task, chosen, on_step, restart=False)
+            return await self._execute(task, chosen, on_step, restart=False, approve=approve)
 
     def restart(self, task: Any = None, *, service: LackpyService | None = None,
                 on_step: ProgressCallback | None = None) -> Envelope:
@@ -178,7 +183,8 @@ class Plan:
     # -- one run ----------------------------------------------------------------
 
     async def _execute(self, task: Any, service: Callable[[], LackpyService],
-                       on_step: ProgressCallback | None, *, restart: bool) -> Envelope:
+                       on_step: ProgressCallback | None, *, restart: bool,
+                       approve: bool = False) -> Envelope:
         executor = ServiceExecutor(service, self.kit)
         run_uid = uuid.uuid4().hex
         state = PlanState(task, next_step=self._evaluator.first_step())
@@ -192,10 +198,22 @@ class Plan:
                                                task_given=task is not None)
             if status == "done":
                 return Envelope.from_steps(state.history)
+            self._arm(executor, checkpointer, approve)
             async with _beating(checkpointer):
                 return await _Run(self, executor, checkpointer, on_step).drive(state)
         finally:
             checkpointer.release()
+
+    @staticmethod
+    def _arm(executor: ServiceExecutor, checkpointer: Checkpointer, approve: bool) -> None:
+        """Give the executor the run's commit records (a run that starts over drops the old
+        ones) and, with ``approve``, the change the resumed run paused on."""
+        ledger = checkpointer.ledger
+        if not checkpointer.resumed:
+            ledger.clear()
+        executor.ledger = ledger
+        if approve:
+            executor.approved.update(checkpointer.paused_change)
 
     def _key_for(self, run_uid: str) -> str | None:
         if self.checkpoint_key is None or self.on_concurrent == "fail":
@@ -259,10 +277,16 @@ class _Run:
                     return Envelope.from_steps(state.history, failed[0].error, results)
                 self._check_storable(band, results)
                 writes = self.evaluator.advance(state, band, results)
+                if self.checkpointer is not None:  # the band's commits are done with
+                    writes.update(self.checkpointer.ledger.cleared([step.name for step in band]))
             except _Paused as paused:
                 error = paused.error()
                 if self.checkpointer is not None:
-                    self.checkpointer.save(state, "paused", error=error, paused_step=paused.step)
+                    change = paused.pause
+                    self.checkpointer.save(
+                        state, "paused", error=error, paused_step=paused.step,
+                        paused_change=change.to_dict() if isinstance(change, ChangePaused)
+                        else None)
                 return Envelope.from_steps(state.history, error)
             except BaseException as exc:
                 interrupted = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt))

@@ -28,7 +28,17 @@ from lackpy_kernel.kit import Kit
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.service import LackpyService
 
-from ..plans import ServiceExecutor, Step, StepResult, Store, choose_route, step_from_dict, target_label
+from ..plans import (
+    ChangePaused,
+    Ledger,
+    ServiceExecutor,
+    Step,
+    StepResult,
+    Store,
+    choose_route,
+    step_from_dict,
+    target_label,
+)
 
 _T = TypeVar("_T")
 
@@ -79,25 +89,29 @@ class StepPolicy:
 @dataclass
 class StepRequest:
     """One step to run: its saved form (an entry of ``Plan.to_dict()["steps"]``), the plan's
-    kit, the step's task and context, and how many attempts its policy allows."""
+    kit, the step's task and context, how many attempts its policy allows, and the digest
+    of the file change a person approved for it (``ChangePaused``)."""
 
     step: dict[str, Any]
     kit: Kit = None
     task: Any = None
     context: Any = None
     attempts: int = 1
+    approved: str | None = None
 
 
 @dataclass
 class StepAnswer:
     """How a step's attempt went: its number and worker, and either the step's ``result``
-    with the ``route`` its output takes, or the message of the pause it asked for."""
+    with the ``route`` its output takes, or the message of the pause it asked for (and the
+    file change it waits on: ``ChangePaused.to_dict()``)."""
 
     attempt: int
     worker: str
     result: StepResult | None = None
     route: str | None = None
     paused: str | None = None
+    change: dict[str, Any] | None = None
 
 
 @dataclass
@@ -146,10 +160,16 @@ class StepActivities:
         answer = StepAnswer(info.attempt, self.identity)
         async with self._service() as service:
             executor = ServiceExecutor(lambda: service, request.kit)
+            # an attempt retried after its worker died sees the commit the dead one made
+            executor.ledger = Ledger(self._store, f"temporal:{info.workflow_id}:{info.activity_id}")
+            if request.approved is not None:
+                executor.approved[step.name] = request.approved
             work = asyncio.ensure_future(executor.execute(step, request.task, request.context))
             await _beating(work, info.heartbeat_timeout)
         try:
             result = work.result()
+        except ChangePaused as pause:
+            return replace(answer, paused=pause.message, change=pause.to_dict())
         except PlanPaused as pause:
             return replace(answer, paused=pause.message)
         if result.error is not None and result.error.retryable \

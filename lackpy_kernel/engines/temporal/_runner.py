@@ -39,6 +39,7 @@ from lackpy_kernel.errors import (
 from ..plans import Envelope, ErrorInfo, Plan, StepResult
 from ._activities import StepPolicy
 from ._workflows import (
+    APPROVE_SIGNAL,
     MANY_WORKFLOW,
     PLAN_WORKFLOW,
     RESUME_SIGNAL,
@@ -65,7 +66,8 @@ class TemporalRun:
     ``paused``, ``done``, ``failed``), its steps in order, the next step, the steps running
     now, the completed steps and their results (``history``, with their tool calls), the
     results of the band that failed, each step's latest attempt number and worker, and the
-    steps whose attempt is being retried (``pending``: step, attempt, why)."""
+    steps whose attempt is being retried (``pending``: step, attempt, why), and the file
+    change a paused run waits on (``Change.to_frame()``; ``resume(key, approve=True)``)."""
 
     key: str
     plan: str | None = None
@@ -82,6 +84,7 @@ class TemporalRun:
     workers: dict[str, str] = field(default_factory=dict)
     pending: list[dict[str, Any]] = field(default_factory=list)
     pauses: int = 0
+    change: dict[str, Any] | None = None
 
     COLUMNS = ("step", "status", "attempts", "worker", "ms")
     TRACE_COLUMNS = ("step", "tool", "args", "ms", "ok")
@@ -98,7 +101,8 @@ class TemporalRun:
             history=[StepResult.from_dict(item) for item in data.get("history") or []],
             failed=[StepResult.from_dict(item) for item in data.get("failed") or []],
             attempts=dict(data.get("attempts") or {}), workers=dict(data.get("workers") or {}),
-            pending=list(pending or []), pauses=int(data.get("pauses") or 0))
+            pending=list(pending or []), pauses=int(data.get("pauses") or 0),
+            change=data.get("change"))
 
     def envelope(self) -> Envelope:
         """The Envelope of the run so far (its error: why it paused or failed)."""
@@ -209,19 +213,22 @@ class TemporalRunner:
         await self._start(PLAN_WORKFLOW, request, key)
         return key
 
-    async def resume(self, key: str) -> Envelope:
-        """Send the paused run ``key`` its ``resume`` signal and wait until it ends or pauses
-        again; TemporalError when it is not paused (or not there)."""
-        before = await self.signal_resume(key)
+    async def resume(self, key: str, *, approve: bool = False) -> Envelope:
+        """Send the paused run ``key`` its ``resume`` signal (``approve``: let the file change
+        it paused on land) and wait until it ends or pauses again; TemporalError when it is
+        not paused (or not there)."""
+        before = await self.signal_resume(key, approve=approve)
         return await self._settle(key, before.pauses)
 
-    async def signal_resume(self, key: str) -> TemporalRun:
-        """Send the paused run ``key`` its ``resume`` signal; returns its status before it."""
+    async def signal_resume(self, key: str, *, approve: bool = False) -> TemporalRun:
+        """Send the paused run ``key`` its ``resume`` signal, or with ``approve`` its
+        ``approve`` signal; returns its status before it."""
         run = await self.status(key)
         if run.status != "paused":
             raise TemporalError(f"the run {key!r} is {run.status}, not paused: there is nothing "
                                 f"to resume")
-        await self._call((await self._handle(key)).signal(RESUME_SIGNAL), key)
+        signal = APPROVE_SIGNAL if approve else RESUME_SIGNAL
+        await self._call((await self._handle(key)).signal(signal), key)
         return run
 
     async def wait(self, key: str) -> Envelope:

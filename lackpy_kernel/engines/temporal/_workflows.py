@@ -57,6 +57,7 @@ __all__ = [
 PLAN_WORKFLOW = "lackpy.plan"
 MANY_WORKFLOW = "lackpy.plan-many"
 RESUME_SIGNAL = "resume"
+APPROVE_SIGNAL = "approve"  # resume, letting the file change the run paused on land
 STATUS_QUERY = "status"
 SETTLED_UPDATE = "settled"
 
@@ -105,6 +106,8 @@ class PlanWorkflow:
         self._pauses = 0
         self._resumes = 0
         self._routes: dict[str, str | None] = {}  # each step's latest route, as its worker chose
+        self._change: dict[str, Any] | None = None  # the change the run paused on, and its step
+        self.approved: dict[str, str] = {}  # step -> the digest of its approved change
 
     @workflow.run
     async def run(self, request: PlanRequest) -> Envelope:
@@ -153,6 +156,7 @@ class PlanWorkflow:
             paused = next((outcome for outcome in outcomes if isinstance(outcome, _Pause)), None)
             if paused is None:
                 return [outcome for outcome in outcomes if isinstance(outcome, StepResult)]  # all
+            self._change = {**paused.change, "step": paused.step} if paused.change else None
             await self._pause(pause_error(paused.step, band, paused.message), paused.step)
 
     async def _pause(self, error: ErrorInfo, step: str) -> None:
@@ -160,7 +164,7 @@ class PlanWorkflow:
         self._pauses += 1
         seen = self._resumes
         await workflow.wait_condition(lambda: self._resumes > seen)
-        self._status, self._error = "running", None
+        self._status, self._error, self._change = "running", None, None
         self._state.approved = step  # resuming is the approval
 
     @workflow.signal(name=RESUME_SIGNAL)
@@ -168,6 +172,14 @@ class PlanWorkflow:
         """End the pause the run is in (a resume while it is not paused does nothing)."""
         if self._status == "paused":
             self._resumes += 1
+
+    @workflow.signal(name=APPROVE_SIGNAL)
+    def approve(self) -> None:
+        """End the pause, letting exactly the file change the run paused on land (a step
+        that then makes another change pauses again)."""
+        if self._status == "paused" and self._change is not None:
+            self.approved[self._change["step"]] = self._change["digest"]
+        self.resume()
 
     @workflow.query(name=STATUS_QUERY)
     def status(self) -> dict[str, Any]:
@@ -182,6 +194,7 @@ class PlanWorkflow:
             "error": self._error.to_dict() if self._error else None,
             "attempts": dict(self._attempts), "workers": dict(self._workers),
             "pauses": self._pauses,
+            "change": self._change["change"] if self._change else None,
         }
 
     # Clients whose run ended before this update answered read the run's result instead.
@@ -249,9 +262,10 @@ class PlanManyWorkflow:
 class _Pause:
     """A step of the band asked to pause."""
 
-    def __init__(self, step: str, message: str) -> None:
+    def __init__(self, step: str, message: str, change: dict[str, Any] | None = None) -> None:
         self.step = step
         self.message = message
+        self.change = change  # a file change it waits on: its digest and the change
 
 
 class _Steps:
@@ -274,7 +288,7 @@ class _Steps:
             return StepResult(step.name, task)
         policy = self._policy(step.name)
         request = StepRequest(self.step_data[step.name], self.kit, task, context,
-                              policy.attempts)
+                              policy.attempts, self.owner.approved.pop(step.name, None))
         self.started += 1
         try:
             answer = await workflow.execute_activity_method(
@@ -292,7 +306,7 @@ class _Steps:
         self.owner._workers[step.name] = answer.worker
         self.owner._routes[step.name] = answer.route
         if answer.result is None:  # no result: the step asked for a pause
-            return _Pause(step.name, answer.paused or "")
+            return _Pause(step.name, answer.paused or "", answer.change)
         return answer.result
 
     async def commit(self, band: int, writes: dict[str, Any]) -> None:
