@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime
 import logging
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,18 +67,47 @@ def _write(path: Path, row: tuple[object, ...]) -> None:
     now = datetime.datetime.now(datetime.UTC)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _connect(path) as db, db:
-            db.execute(_INSERT, (now.isoformat(timespec="seconds"), now.date().isoformat(), *row))
-            db.execute(_TRIM, (MAX_ROWS,))
+        _with_retries(lambda: _insert(path, (now.isoformat(timespec="seconds"),
+                                             now.date().isoformat(), *row)))
     except (sqlite3.Error, OSError) as exc:
         if path not in _warned:
             _warned.add(path)
             _log.warning("%s", _problem(path, exc) + "; usage is not being recorded")
 
 
+def _insert(path: Path, row: tuple[object, ...]) -> None:
+    with _connect(path) as db:
+        db.execute("BEGIN IMMEDIATE")  # the write lock first, waiting up to the busy timeout
+        try:
+            db.execute(_INSERT, row)
+            db.execute(_TRIM, (MAX_ROWS,))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+
+def _with_retries(write: Callable[[], None]) -> None:
+    """``write``, again after a short pause while another process holds the record (SQLite
+    answers some of those at once, busy timeout or not: the first switch to WAL, a
+    snapshot gone stale), for up to ``BUSY_TIMEOUT_S`` in all."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            write()
+            return
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
 @contextmanager
 def _connect(path: Path) -> Iterator[sqlite3.Connection]:
-    with closing(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)) as db:
+    with closing(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as db:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute(_SCHEMA)
         yield db
