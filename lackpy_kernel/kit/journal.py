@@ -24,7 +24,7 @@ from lackpy_kernel.config import CONFIG_DIR
 from .atomic import atomic_write_bytes_at
 from .errors import WorkspaceError
 from .staging import STAGING, remove_tree
-from .undo import keep_undo, pre_images
+from .undo import config_folder, keep_undo, pre_images
 from .workspace import Workspace
 
 JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
@@ -237,20 +237,12 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
 
 def _journal_folder(root: str) -> int:
     """An fd of ``<root>/.lackpy/journal``, made if missing; neither may be a link."""
-    fd = os.open(root, _DIR_FLAGS)
-    for part in (CONFIG_DIR, JOURNAL):
-        parent = fd
-        try:
-            with suppress(FileExistsError):
-                os.mkdir(part, 0o700, dir_fd=parent)
-            fd = os.open(part, _DIR_FLAGS, dir_fd=parent)
-        except OSError as error:
-            raise WorkspaceError(f"cannot keep the journal of the program's file changes in "
-                                 f"{CONFIG_DIR}/{JOURNAL} ({error.strerror}; it must be a "
-                                 "folder, not a link); nothing was written") from None
-        finally:
-            os.close(parent)
-    return fd
+    try:
+        return config_folder(root, JOURNAL)
+    except OSError as error:
+        raise WorkspaceError(f"cannot keep the journal of the program's file changes in "
+                             f"{CONFIG_DIR}/{JOURNAL} ({error.strerror}; it must be a "
+                             "folder, not a link); nothing was written") from None
 
 
 def _journals(config: str) -> Iterable[tuple[str, int, int]]:

@@ -59,7 +59,7 @@ def keep_undo(workspace: Workspace, images: list[PreImage] | None) -> None:
     """Keep ``images`` as the newest record, dropping the oldest past the bounds; never
     raises (without a record, None or too big, the older ones are dropped)."""
     try:
-        folder = _undo_folder(str(workspace.root))
+        folder = config_folder(str(workspace.root), UNDO)
     except OSError:
         return
     try:
@@ -181,10 +181,11 @@ def _decode(record: bytes, name: str) -> list[PreImage]:
     return images
 
 
-def _undo_folder(root: str) -> int:
-    """An fd of ``<root>/.lackpy/undo``, made if missing; neither may be a link."""
+def config_folder(root: str, name: str) -> int:
+    """An fd of ``<root>/.lackpy/<name>``, made if missing; neither may be a link. Raises
+    OSError."""
     fd = os.open(root, _DIR_FLAGS)
-    for part in (CONFIG_DIR, UNDO):
+    for part in (CONFIG_DIR, name):
         parent = fd
         try:
             with suppress(FileExistsError):
