@@ -5,7 +5,6 @@ with problems (never a server error), refuses what is too large, and needs the t
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
 
@@ -13,15 +12,13 @@ import pytest
 
 from lackpy_kernel.lab import VALIDATE_PATH
 from lackpy_kernel.lab.check import MAX_SOURCE_CHARS
-from tests.support.lab import WITH_SERVER_EXTENSION, LabServer
+from tests.support.lab import validation_server
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    running = LabServer(tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("state"),
-                        dict(os.environ), WITH_SERVER_EXTENSION)
-    yield running
-    running.close()
+    with validation_server(tmp_path_factory) as running:
+        yield running
 
 
 def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict]:

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +91,18 @@ class LabServer:
             self.process.kill()
             self.process.wait(10)
         self.log.close()
+
+
+@contextmanager
+def validation_server(factory: Any) -> Iterator[LabServer]:
+    """A Jupyter server with lackpy's server extension on (the validation endpoint), in
+    folders of its own from ``factory`` (pytest's ``tmp_path_factory``)."""
+    running = LabServer(factory.mktemp("root"), factory.mktemp("state"), dict(os.environ),
+                        WITH_SERVER_EXTENSION)
+    try:
+        yield running
+    finally:
+        running.close()
 
 
 def write_notebook(path: Path, kernel_name: str, cells: list[str]) -> Path:
