@@ -114,7 +114,27 @@ async def lackpy_acp(workspace: Path) -> AsyncIterator[tuple[ClientSideConnectio
         await conn.initialize(protocol_version=PROTOCOL_VERSION,
                               client_capabilities=ClientCapabilities(),
                               client_info=Implementation(name="tests", version="0"))
-        yield conn, client, process
+        try:
+            yield conn, client, process
+        finally:
+            await _ended(process)
+
+
+async def _ended(process: Any) -> None:
+    """Close the agent's stdin and read what it still sends, so no message arrives while
+    the SDK closes the connection (its receive loop then fails: "queue already closed")."""
+    process.stdin.close()
+    try:
+        await asyncio.wait_for(process.wait(), timeout=30)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+    for _ in range(3000):
+        if process.stdout.at_eof():
+            break
+        await asyncio.sleep(0.01)
+    for _ in range(SETTLE_ROUNDS):
+        await asyncio.sleep(0)
 
 
 def tool_server(name: str = "tools", *args: str, env: dict[str, str] | None = None
