@@ -18,6 +18,8 @@ round), so that load on the machine falls on each alike:
    beside ``LackpySession.delegate(intent, run=True)`` on a warm session in this process
    (the same session and service code without the protocol): the difference is what ACP
    adds (JSON-RPC over pipes, the session updates, the session's record saved).
+3. Cancel: ``session/cancel`` sent while a template's endless program runs in the sandbox,
+   to the prompt's ``cancelled`` response (the issue's goal: within a second).
 
 Times are medians and p90 in milliseconds; the ratio is ACP / peer.
 """
@@ -42,6 +44,7 @@ from lackpy_kernel.session import LackpySession
 
 INTENT = "what should I remember"
 ANSWER = "remember the milk"
+SPIN = "spin the wheel"
 
 
 class QuietClient:
@@ -49,8 +52,11 @@ class QuietClient:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.running = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if getattr(update, "status", None) == "in_progress":
+            self.running.set()
         content = getattr(update, "content", None)
         if getattr(update, "session_update", "") == "agent_message_chunk" and content:
             self.text.append(content.text)
@@ -68,6 +74,8 @@ def make_workspace(root: Path) -> Path:
     templates.mkdir(parents=True)
     (templates / "remember.tmpl").write_text(
         f"---\nname: remember\npattern: {INTENT}\n---\nread_file('notes.txt')\n")
+    (templates / "spin.tmpl").write_text(
+        f"---\nname: spin\npattern: {SPIN}\n---\nsum(range(1000000000000))\n")
     return root
 
 
@@ -124,6 +132,28 @@ async def warm(workspace: Path, rounds: int) -> dict[str, list[float]]:
     return times
 
 
+async def cancels(workspace: Path, rounds: int) -> list[float]:
+    """Seconds from ``session/cancel`` to the cancelled prompt's response, one a round."""
+    times = []
+    client = QuietClient()
+    async with spawn_agent_process(client, sys.executable, "-m", "lackpy_kernel", "acp",
+                                   cwd=workspace, env=os.environ) as (conn, _):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        for _ in range(rounds):
+            client.running.clear()
+            spinning = asyncio.ensure_future(
+                conn.prompt(session_id=session.session_id, prompt=[text_block(SPIN)]))
+            await client.running.wait()
+            await asyncio.sleep(0.2)  # the program is in the sandbox by now
+            started = time.perf_counter()
+            await conn.cancel(session_id=session.session_id)
+            response = await spinning
+            times.append(time.perf_counter() - started)
+            assert response.stop_reason == "cancelled", response
+    return times
+
+
 def summary(name: str, samples: list[float]) -> str:
     ms = sorted(1000 * s for s in samples)
     p90 = ms[min(len(ms) - 1, int(0.9 * len(ms)))]
@@ -144,6 +174,7 @@ async def main() -> None:
                 cold[name].append(await acp_cold(workspace) if name == "acp"
                                   else cli_cold(workspace))
         hot = await warm(workspace, warm_rounds)
+        cancelled = await cancels(workspace, cold_rounds)
     print(f"a template-answered prompt ({INTENT!r}: zero model calls, one read in the sandbox)")
     print("cold: from nothing to the answer")
     print(summary("  lackpy acp (spawn..prompt..exit)", cold["acp"]))
@@ -155,6 +186,8 @@ async def main() -> None:
     print(summary("  LackpySession.delegate here", hot["session"]))
     ratio = statistics.median(hot["acp"]) / statistics.median(hot["session"])
     print(f"  ratio acp / in-process: {ratio:.2f}")
+    print("cancel: session/cancel while the sandboxed program runs, to the response")
+    print(summary("  session/cancel (goal: < 1000 ms)", cancelled))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from tests.support.processes import children_of, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
 SPIN = "sum(range(1000000000000))"
+# A cancel must act, not wait for the program's deadline (120 s): the bound leaves room for a
+# machine whose cores are busy; the one-second figure is measured by benchmarks/bench_acp.py.
+CANCELLED_WITHIN_S = 10.0
 
 
 @pytest.fixture
@@ -123,7 +126,7 @@ async def test_a_write_refused_or_that_no_one_can_approve_changes_nothing(
     assert not (workspace / "copy.txt").exists()
 
 
-async def test_cancel_while_the_person_is_asked_writes_nothing_within_a_second(workspace):
+async def test_cancel_while_the_person_is_asked_writes_nothing(workspace):
     _writer(workspace)
     async with lackpy_acp(workspace) as (conn, client, _):
         client.permission = "wait"
@@ -135,7 +138,7 @@ async def test_cancel_while_the_person_is_asked_writes_nothing_within_a_second(w
         asked = time.monotonic()
         await conn.cancel(session_id=session.session_id)  # the client never answers
         response = await asyncio.wait_for(running, 10)
-        assert time.monotonic() - asked < 1.0 + 0.1  # settled() waits 0.1 s
+        assert time.monotonic() - asked < CANCELLED_WITHIN_S
         assert response.stop_reason == "cancelled"
         assert client.messages().startswith("stopped: the prompt was cancelled")
         assert not (workspace / "copy.txt").exists()
@@ -146,7 +149,7 @@ async def test_cancel_while_the_person_is_asked_writes_nothing_within_a_second(w
     assert (workspace / "copy.txt").read_text() == "remember the milk\n"
 
 
-async def test_cancel_stops_a_running_program_within_a_second(workspace):
+async def test_cancel_stops_a_running_program(workspace):
     template(workspace, "spin", "spin", SPIN)
     async with lackpy_acp(workspace) as (conn, client, process):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
@@ -158,9 +161,9 @@ async def test_cancel_stops_a_running_program_within_a_second(workspace):
         asked = time.monotonic()
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(running, 5)
-        assert time.monotonic() - asked < 1.0 + 0.1  # settled() waits 0.1 s
+        assert time.monotonic() - asked < CANCELLED_WITHIN_S
         assert response.stop_reason == "cancelled"
-        assert gone_within(spinning, 1.0)
+        assert gone_within(spinning, CANCELLED_WITHIN_S)
         assert client.statuses() == ["in_progress", "failed"]
         assert client.messages().startswith("stopped: the prompt was cancelled")
         client.clear()
