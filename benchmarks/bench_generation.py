@@ -168,7 +168,7 @@ INTENTS = [
     Intent("how many python files are there", len(files_matching(".py"))),
     Intent("list the markdown files under docs", files_matching(".md", "docs/"), check=same_paths),
     Intent("return the first line of todo.txt", "buy milk"),
-    Intent("return the last line of notes.txt", "delta"),
+    Intent("return the last line of notes.txt", lines("notes.txt")[-1]),
     Intent("how many words are in ABOUT.md", len(text("ABOUT.md").split())),
     Intent("return the lines of notes.txt in upper case", [x.upper() for x in lines("notes.txt")]),
     Intent("count the markdown files in the whole project", len(files_matching(".md"))),
@@ -212,6 +212,7 @@ class Outcome:
     calls: int = 0
     strategy: str | None = None
     steps: list[str] = field(default_factory=list)
+    output: Any = None  # what the program returned, or its error
 
 
 class Counted:
@@ -245,6 +246,7 @@ class Bench:
         if outcome.valid:
             result = RestrictedRunner().run(outcome.program or "", self.kit.callables)
             outcome.correct = result.success and case.correct(result.output)
+            outcome.output = result.output if result.success else f"error: {result.error}"
         return outcome
 
     async def pipeline(self, case: Intent, provider: ModelProvider) -> Outcome:
@@ -348,6 +350,8 @@ def show(case: Intent, outcomes: dict[str, Outcome]) -> None:
         print(f"--- {name}: {mark}, {outcome.calls} call(s), {outcome.seconds:.1f} s"
               + (f", by {outcome.strategy}" if outcome.strategy else ""))
         print((outcome.program or "(no program)")[:400])
+        if outcome.valid:
+            print(f"    -> {repr(outcome.output)[:200]}")
         for step in outcome.steps:
             print(f"    {step[:200]}")
 
