@@ -14,7 +14,8 @@ provider offers):
 - ``chat``: chat messages; ``raw``: one completion text (``raw = true``);
 - ``samples``: ``raw`` with ``samples = 3`` at ``temperature = 0.7``;
 - ``grammar``: ``raw`` with ``constrain = "grammar"`` (the openai plugin only);
-- ``unchecked``: ``raw`` with ``dry_run = false`` (the pipeline before dry runs).
+- ``unchecked``: ``raw`` with ``dry_run = false`` (the pipeline before dry runs);
+- ``chat-unchecked``: ``chat`` with ``dry_run = false``.
 
 Printed, per configuration and for the plain prompt: valid, correct, model calls and
 seconds (totals and per intent), correct as a multiple of the plain prompt's, and the most
@@ -39,8 +40,9 @@ prompt as a completion (``/v1/completions``), for a model without a chat templat
 Ollama: ``--plugin ollama --host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``
 (no ``grammar``). Or name a provider table of a lackpy config: ``--config
 .lackpy/config.toml --provider NAME`` (each configuration's keys override the table's).
-``-v`` prints each intent's programs; ``--only N`` runs the first N intents; ``--configs
-raw,samples`` picks configurations.
+``-v`` prints each intent's programs; ``--only N`` runs the first N intents, ``--intents 6,11``
+the intents with those numbers (``-v`` shows them); ``--configs raw,samples`` picks
+configurations.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "samples": {"raw": True, "samples": 3, "temperature": 0.7},
     "grammar": {"raw": True, "constrain": "grammar"},
     "unchecked": {"raw": True, "dry_run": False},
+    "chat-unchecked": {"raw": False, "dry_run": False},
 }
 
 # --- the fixture workspace ------------------------------------------------------------------------
@@ -165,7 +168,7 @@ INTENTS = [
     Intent("how many python files are there", len(files_matching(".py"))),
     Intent("list the markdown files under docs", files_matching(".md", "docs/"), check=same_paths),
     Intent("return the first line of todo.txt", "buy milk"),
-    Intent("return the last line of notes.txt", "delta"),
+    Intent("return the last line of notes.txt", lines("notes.txt")[-1]),
     Intent("how many words are in ABOUT.md", len(text("ABOUT.md").split())),
     Intent("return the lines of notes.txt in upper case", [x.upper() for x in lines("notes.txt")]),
     Intent("count the markdown files in the whole project", len(files_matching(".md"))),
@@ -209,6 +212,7 @@ class Outcome:
     calls: int = 0
     strategy: str | None = None
     steps: list[str] = field(default_factory=list)
+    output: Any = None  # what the program returned, or its error
 
 
 class Counted:
@@ -242,6 +246,7 @@ class Bench:
         if outcome.valid:
             result = RestrictedRunner().run(outcome.program or "", self.kit.callables)
             outcome.correct = result.success and case.correct(result.output)
+            outcome.output = result.output if result.success else f"error: {result.error}"
         return outcome
 
     async def pipeline(self, case: Intent, provider: ModelProvider) -> Outcome:
@@ -291,7 +296,7 @@ async def main(args: argparse.Namespace) -> int:
         plain_provider = model_provider(args, workspace, {**settings, "raw": args.plain_raw})
         if plain_provider is None or not providers:
             raise SystemExit("no configuration can be used with this provider")
-        cases = INTENTS[:args.only] if args.only else INTENTS
+        cases = chosen_intents(args)
         with LackpyService(workspace) as service:
             bench = Bench(workspace, service)
             # One side after the other, so a server that reuses a shared prompt prefix can for each.
@@ -302,6 +307,14 @@ async def main(args: argparse.Namespace) -> int:
             for index, case in enumerate(cases):
                 show(case, {name: outcomes[index] for name, outcomes in results.items()})
     return report(cases, results, providers)
+
+
+def chosen_intents(args: argparse.Namespace) -> list[Intent]:
+    """The intents ``--only`` and ``--intents`` leave (all by default)."""
+    cases = INTENTS[:args.only] if args.only else INTENTS
+    if args.intents:
+        cases = [INTENTS[number - 1] for number in args.intents if INTENTS[number - 1] in cases]
+    return cases
 
 
 def model_provider(args: argparse.Namespace, workspace: Path, settings: dict[str, Any]
@@ -331,12 +344,14 @@ def provider_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def show(case: Intent, outcomes: dict[str, Outcome]) -> None:
-    print(f"\n=== {case.intent}  (expected {case.expected!r})")
+    print(f"\n=== {INTENTS.index(case) + 1}. {case.intent}  (expected {case.expected!r})")
     for name, outcome in outcomes.items():
         mark = "correct" if outcome.correct else ("valid" if outcome.valid else "invalid")
         print(f"--- {name}: {mark}, {outcome.calls} call(s), {outcome.seconds:.1f} s"
               + (f", by {outcome.strategy}" if outcome.strategy else ""))
         print((outcome.program or "(no program)")[:400])
+        if outcome.valid:
+            print(f"    -> {repr(outcome.output)[:200]}")
         for step in outcome.steps:
             print(f"    {step[:200]}")
 
@@ -349,13 +364,13 @@ def report(cases: list[Intent], results: dict[str, list[Outcome]],
         count = len(indexes) or 1
         plain_correct = sum(results["plain"][i].correct for i in indexes)
         print(f"\n{label} ({len(indexes)}):")
-        print(f"{'':11}{'valid':>7}{'correct':>9}{'calls':>7}{'seconds':>9}{'calls/i':>9}"
+        print(f"{'':15}{'valid':>7}{'correct':>9}{'calls':>7}{'seconds':>9}{'calls/i':>9}"
               f"{'s/i':>7}{'correct vs plain':>18}")
         for name, outcomes in results.items():
             chosen = [outcomes[i] for i in indexes]
             correct = sum(o.correct for o in chosen)
             calls, seconds = sum(o.calls for o in chosen), sum(o.seconds for o in chosen)
-            print(f"{name:11}{sum(o.valid for o in chosen):>7}{correct:>9}{calls:>7}{seconds:>9.1f}"
+            print(f"{name:15}{sum(o.valid for o in chosen):>7}{correct:>9}{calls:>7}{seconds:>9.1f}"
                   f"{calls / count:>9.2f}{seconds / count:>7.1f}{ratio(correct, plain_correct):>18}")
     too_many = []
     for name, provider in providers.items():
@@ -375,6 +390,15 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else ("inf" if a else "-")
 
 
+def intent_numbers(text: str) -> list[int]:
+    """``"6,11"`` as intent numbers; an argparse error names one out of range."""
+    numbers = [int(part) for part in text.split(",") if part.strip()]
+    wrong = [number for number in numbers if not 1 <= number <= len(INTENTS)]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"no intent {wrong[0]}; they are numbered 1-{len(INTENTS)}")
+    return numbers
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--plugin", default="openai", choices=["openai", "ollama", "anthropic"])
@@ -390,6 +414,8 @@ def parse_args() -> argparse.Namespace:
                         help="send the plain prompt as a completion, for a model without chat")
     parser.add_argument("--rounds", type=int, help="correction_rounds (default: the provider's, 2)")
     parser.add_argument("--only", type=int, help="run only the first N intents")
+    parser.add_argument("--intents", type=intent_numbers,
+                        help=f"run only these intents, by number (1-{len(INTENTS)}, comma-separated)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     unknown = sorted(set(args.configs) - set(CONFIGS))

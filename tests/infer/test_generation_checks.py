@@ -22,7 +22,8 @@ def _env(model_env):
     """No proxy or base-URL variable reaches the clients."""
 
 
-def workspace_with(tmp_path: Path, url: str, *, sandbox: bool = False, **settings: object) -> Path:
+def workspace_with(tmp_path: Path, url: str, *, sandbox: bool = False, raw: bool = True,
+                   **settings: object) -> Path:
     (tmp_path / "notes.txt").write_text(NOTES)
     (tmp_path / "todo.txt").write_text("buy milk\n")
     (tmp_path / "src").mkdir()
@@ -31,7 +32,7 @@ def workspace_with(tmp_path: Path, url: str, *, sandbox: bool = False, **setting
     extra = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
     (tmp_path / ".lackpy" / "config.toml").write_text(
         '[inference]\norder = ["local"]\n\n[inference.providers.local]\nplugin = "openai"\n'
-        f'base_url = "{url}/v1"\nmodel = "tiny"\nraw = true\nretry_delay = 0.01\n'
+        f'base_url = "{url}/v1"\nmodel = "tiny"\nraw = {str(raw).lower()}\nretry_delay = 0.01\n'
         f"request_timeout = 5\nmax_retries = 0\n{extra}"
         f"\n[sandbox]\nenabled = {str(sandbox).lower()}\n")
     return tmp_path
@@ -46,14 +47,17 @@ def prompts(server) -> list[str]:
     return [lb.prompt_of(request) for request in server.requests]
 
 
-async def test_a_missing_file_goes_back_with_the_nearest_workspace_paths(tmp_path, model_server):
+@pytest.mark.parametrize("raw", [True, False], ids=["completion", "chat"])
+async def test_a_missing_file_goes_back_with_the_nearest_workspace_paths(tmp_path, model_server, raw):
     model_server.script(lb.openai_answer("read_file('txt.txt').splitlines()"),
                         lb.openai_answer("read_file('notes.txt').splitlines()"))
-    workspace = workspace_with(tmp_path, model_server.url)
+    workspace = workspace_with(tmp_path, model_server.url, raw=raw)
     result = await delegate(workspace, "return the lines of the text file")
     assert result["success"] and result["output"] == ["alpha", "beta", "gamma"]
     assert result["correction_strategy"] == "feedback"
     assert len(model_server.requests) == 2
+    path = "/v1/completions" if raw else "/v1/chat/completions"
+    assert [request.path for request in model_server.requests] == [path, path]
     second = prompts(model_server)[1]
     assert "no file 'txt.txt' in the workspace" in second
     assert "nearest 'txt.txt': todo.txt, notes.txt, src/util.py" in second
@@ -79,16 +83,32 @@ async def test_a_failure_in_a_later_statement_carries_what_the_tools_returned(tm
     workspace = workspace_with(tmp_path, model_server.url)
     result = await delegate(workspace, "which file defines helper")
     assert result["output"] == "src/util.py"
+    assert len(model_server.requests) == 2
     second = prompts(model_server)[1]
     assert "KeyError: 'path'" in second
     assert "there is no key 'path'; the keys are: 'file', 'kind', 'line', 'name'" in second
 
 
-async def test_the_rounds_bound_the_calls_even_when_every_program_fails(tmp_path):
+async def test_an_index_error_after_a_tool_call_goes_back_with_what_the_tool_returned(
+        tmp_path, model_server):
+    model_server.script(
+        lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlines[3]"),
+        lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlines[-1]"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "return the last line of notes.txt")
+    assert result["output"] == "gamma" and result["correction_strategy"] == "feedback"
+    assert len(model_server.requests) == 2
+    second = prompts(model_server)[1]
+    assert "IndexError: list index out of range" in second
+    assert "the tools returned: read_file('notes.txt') -> 'alpha\\nbeta\\ngamma\\n'" in second
+
+
+@pytest.mark.parametrize("rounds", [0, 2])
+async def test_the_rounds_bound_the_calls_even_when_every_program_fails(tmp_path, rounds):
     with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
-        workspace = workspace_with(tmp_path, server.url, correction_rounds=2)
+        workspace = workspace_with(tmp_path, server.url, correction_rounds=rounds)
         result = await delegate(workspace, "read the missing file")
-        assert len(server.requests) == 3  # the first call and two rounds, no more
+        assert len(server.requests) == 1 + rounds  # the first call and the rounds, no more
     assert result["program"] == "read_file('nope.txt')"  # valid, and the log says it failed
     assert not result["success"]
 
