@@ -484,9 +484,11 @@ class GenerationProgress:
             if tier:
                 at[event.provider] = len(items)
             items.append(item)
-        if delegation is None:
-            return ProgressCard("delegate", self.title, state, items, program=program,
-                                program_label=label)
+        if delegation is None:  # a program streamed by a stopped model is not shown as written
+            running = state == "running"
+            return ProgressCard("delegate", self.title, state, items,
+                                program=program if running else "",
+                                program_label=label if running else "")
         generated, grade = delegation.generated, delegation.grade
         if generated.provider_name in at:
             line = at[generated.provider_name]

@@ -69,9 +69,12 @@ def test_a_delegate_card_ends_with_the_tier_that_answered_its_program_and_grade(
     assert (card["state"], card["badge"], card["program"]) == ("done", "rules", program)
     assert _items(card)[-1] == ("rules", "answered")
     assert card["note"] == "written by rules in 1.5 ms; grade w=1 d=1"
-    failed = GenerationProgress(TITLE)
-    failed.add(EVENTS[0])
-    assert failed.last_bundle("failed")[PROGRESS_MIME]["state"] == "failed"
+    stopped = GenerationProgress(TITLE)
+    for event in EVENTS[:3]:  # stopped while a model streams
+        stopped.add(event)
+    card = stopped.last_bundle("interrupted")[PROGRESS_MIME]
+    assert (card["state"], card["program"], card["program_label"]) == ("interrupted", "", "")
+    assert _items(card) == [("templates", "unavailable"), ("local", "trying")]
 
 
 def test_plan_and_agent_cards_carry_their_rows_and_the_text_is_the_table():
