@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from lackpy_kernel.notebook.bundles import TRACE_MIME
+from lackpy_kernel.notebook.bundles import PROGRESS_MIME, TRACE_MIME
 from notebooks.make_notebooks import clean, is_project_notebook
 
 # Data for the Lab extension's renderers: nbval compares what every front end shows
 # (text/plain, text/html) and leaves these out, so a stored notebook reads as before.
-LAB_ONLY_MIME_TYPES = (TRACE_MIME,)
+LAB_ONLY_MIME_TYPES = (TRACE_MIME, PROGRESS_MIME)
 
 
 def pytest_ignore_collect(collection_path: Path) -> bool | None:

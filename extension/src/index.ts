@@ -1,12 +1,15 @@
 /**
  * lackpy in JupyterLab (and Notebook 7): live validation of lackpy cells as the person types,
- * and a command (palette: "Delegate to lackpy…") that runs `%delegate` for an intent.
+ * a command (palette and the active cell's toolbar: "Delegate to lackpy…") that runs
+ * `%delegate` for an intent, and a status-bar item naming the session's kit and its grade.
  *
  * Each cell of a lackpy notebook, and each `%%lackpy` cell of a Python notebook, is sent
  * (debounced) to the server extension's `POST /lackpy/validate`, never to the kernel: a
  * running cell never delays it and nothing runs. Each problem is underlined at its place,
  * with the validator's own message on hover. The names the session knows come from the
- * kernel's execute_reply metadata (`metadata.lackpy`), after each cell.
+ * kernel's execute_reply metadata (`metadata.lackpy`), after each cell; so does the kit
+ * (asked once with a silent empty request when a lackpy notebook's kernel starts, so the
+ * status bar names it before a cell runs).
  */
 
 import {
@@ -23,13 +26,20 @@ import {
   NotebookPanel
 } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage, ServerConnection } from '@jupyterlab/services';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { Signal } from '@lumino/signaling';
+import { Widget } from '@lumino/widgets';
 import { Diagnostic, setDiagnostics } from '@codemirror/lint';
 
 import {
+  IKitInfo,
   IProblem,
   ISessionNames,
   UNKNOWN_NAMES,
   delegateCell,
+  delegateOffered,
+  kitFromReply,
+  kitStatus,
   languageOf,
   namesFromReply,
   rangeOf
@@ -56,46 +66,78 @@ async function askProblems(
   return ((await reply.json()) as { problems: IProblem[] }).problems;
 }
 
-/** One notebook's live validation: its cells, its kernel's names, its pending checks. */
-class NotebookChecker {
-  constructor(
-    private panel: NotebookPanel,
-    private settings: ServerConnection.ISettings
-  ) {
+/** The notebook's language as its metadata says (`lackpy`, `python`, ...). */
+function notebookLanguage(panel: NotebookPanel): string {
+  const model = panel.content.model;
+  const info = model?.getMetadata('language_info') as { name?: string } | undefined;
+  const spec = model?.getMetadata('kernelspec') as { language?: string } | undefined;
+  return (info?.name ?? spec?.language ?? '').toLowerCase();
+}
+
+/**
+ * What one notebook's kernel last said of its session (execute_reply metadata): the names
+ * for live validation (from the cells that ran) and the kit for the status bar.
+ */
+class SessionWatcher {
+  constructor(private panel: NotebookPanel) {
     const session = panel.sessionContext;
     session.kernelChanged.connect(this.onKernelChanged, this);
     session.statusChanged.connect((_, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
-        this.names = UNKNOWN_NAMES;
+        this.forget();
+      } else if (status === 'idle' && this.askWhenIdle) {
+        this.askKit();
       }
     });
+    panel.disposed.connect(() => Signal.clearData(this));
     this.onKernelChanged();
-    panel.content.model?.cells.changed.connect(() => this.watchCells());
-    panel.content.model?.metadataChanged.connect(() => this.checkAll());
-    this.watchCells();
-    void panel.revealed.then(() => this.checkAll());
   }
 
-  private names: ISessionNames = UNKNOWN_NAMES;
+  /** Emitted when the names or the kit change. */
+  readonly changed = new Signal<SessionWatcher, void>(this);
+  names: ISessionNames = UNKNOWN_NAMES;
+  kit: IKitInfo | null = null;
   private kernel: Kernel.IKernelConnection | null = null;
-  private watched = new WeakSet<object>();
-  private timers = new Map<Cell, number>();
-  private asked = new Map<Cell, number>();
-  private marked = new WeakSet<Cell>();
+  private asking = new Set<string>();
+  private askWhenIdle = true;
 
-  /** The notebook's language as its metadata says (`lackpy`, `python`, ...). */
-  private get language(): string {
-    const model = this.panel.content.model;
-    const info = model?.getMetadata('language_info') as { name?: string } | undefined;
-    const spec = model?.getMetadata('kernelspec') as { language?: string } | undefined;
-    return (info?.name ?? spec?.language ?? '').toLowerCase();
+  get language(): string {
+    return notebookLanguage(this.panel);
   }
 
   private onKernelChanged(): void {
     this.kernel?.anyMessage.disconnect(this.onMessage, this);
     this.kernel = this.panel.sessionContext.session?.kernel ?? null;
     this.kernel?.anyMessage.connect(this.onMessage, this);
+    this.forget();
+    if (this.kernel?.status === 'idle') {
+      this.askKit();
+    }
+  }
+
+  private forget(): void {
     this.names = UNKNOWN_NAMES;
+    this.kit = null;
+    this.askWhenIdle = true;
+    this.changed.emit();
+  }
+
+  /** A silent empty request to a lackpy kernel: its reply names the kit; nothing runs. */
+  private askKit(): void {
+    this.askWhenIdle = false;
+    if (!this.kernel || this.language !== 'lackpy') {
+      return;
+    }
+    const future = this.kernel.requestExecute({
+      code: '',
+      silent: true,
+      store_history: false,
+      allow_stdin: false,
+      stop_on_error: false
+    });
+    const id = future.msg.header.msg_id;
+    this.asking.add(id);
+    void future.done.catch(() => undefined).then(() => this.asking.delete(id));
   }
 
   private onMessage(_: Kernel.IKernelConnection, args: Kernel.IAnyMessageArgs): void {
@@ -103,12 +145,52 @@ class NotebookChecker {
     if (args.direction !== 'recv' || msg.header.msg_type !== 'execute_reply') {
       return;
     }
-    const said = namesFromReply(msg.metadata);
-    if (said) {
-      this.names = said;
-      this.checkAll();
-    }
+    this.kit = kitFromReply(msg.metadata) ?? this.kit;
+    const parent = (msg.parent_header as { msg_id?: string }).msg_id ?? '';
+    // The names a cell left: before one has run, no name is flagged as unknown.
+    const said = this.asking.has(parent) ? null : namesFromReply(msg.metadata);
+    this.names = said ?? this.names;
+    this.changed.emit();
   }
+}
+
+const watchers = new WeakMap<NotebookPanel, SessionWatcher>();
+
+/** The watcher of `panel`'s session (one per notebook). */
+function watcherOf(panel: NotebookPanel): SessionWatcher {
+  let watcher = watchers.get(panel);
+  if (!watcher) {
+    watcher = new SessionWatcher(panel);
+    watchers.set(panel, watcher);
+  }
+  return watcher;
+}
+
+/** One notebook's live validation: its cells, its pending checks. */
+class NotebookChecker {
+  constructor(
+    private panel: NotebookPanel,
+    private settings: ServerConnection.ISettings
+  ) {
+    this.session = watcherOf(panel);
+    this.session.changed.connect(() => {
+      if (this.session.names !== this.names) {
+        this.names = this.session.names;
+        this.checkAll();
+      }
+    });
+    panel.content.model?.cells.changed.connect(() => this.watchCells());
+    panel.content.model?.metadataChanged.connect(() => this.checkAll());
+    this.watchCells();
+    void panel.revealed.then(() => this.checkAll());
+  }
+
+  private session: SessionWatcher;
+  private names: ISessionNames = UNKNOWN_NAMES;
+  private watched = new WeakSet<object>();
+  private timers = new Map<Cell, number>();
+  private asked = new Map<Cell, number>();
+  private marked = new WeakSet<Cell>();
 
   /** Schedules a check whenever a cell's text changes (each cell watched once). */
   private watchCells(): void {
@@ -136,7 +218,7 @@ class NotebookChecker {
     this.timers.delete(cell);
     const source = cell.model.sharedModel.getSource();
     const language =
-      cell.model.type === 'code' ? languageOf(this.language, source) : null;
+      cell.model.type === 'code' ? languageOf(this.session.language, source) : null;
     if (language === null) {
       this.show(cell, source, []);
       return;
@@ -204,6 +286,12 @@ const delegate: JupyterFrontEndPlugin<void> = {
       label: 'Delegate to lackpy…',
       caption: 'Write a program for an intent (%delegate) and insert it below',
       isEnabled: () => notebooks.currentWidget !== null,
+      isVisible: () => {
+        const panel = notebooks.currentWidget;
+        const cells = panel?.content.model?.sharedModel.cells ?? [];
+        return panel !== null && delegateOffered(notebookLanguage(panel),
+                                                 cells.map(cell => cell.getSource()));
+      },
       execute: async () => {
         const panel = notebooks.currentWidget;
         if (!panel) {
@@ -223,7 +311,75 @@ const delegate: JupyterFrontEndPlugin<void> = {
       }
     });
     palette?.addItem({ command: DELEGATE, category: 'lackpy' });
+    // The toolbars ask again whether it is offered when the notebook, its cell, its
+    // metadata (its language) or its cells (a %load_ext) change.
+    const changed = () => app.commands.notifyCommandChanged(DELEGATE);
+    notebooks.currentChanged.connect(changed);
+    notebooks.activeCellChanged.connect(changed);
+    notebooks.widgetAdded.connect((_, panel) => {
+      void panel.context.ready.then(changed);
+      panel.context.model.metadataChanged.connect(changed);
+      panel.context.model.contentChanged.connect(changed);
+    });
   }
 };
 
-export default [validation, delegate];
+/** The status-bar item: the current notebook's kit and its grade, as its kernel said. */
+class KitStatus extends Widget {
+  constructor(notebooks: INotebookTracker) {
+    super({ node: document.createElement('span') });
+    this.addClass('lackpy-KitStatus');
+    notebooks.currentChanged.connect((_, panel) => this.follow(panel));
+    this.follow(notebooks.currentWidget);
+  }
+
+  /** Emitted when the item comes and goes (a lackpy notebook whose kit is known). */
+  readonly activeChanged = new Signal<KitStatus, void>(this);
+  private watcher: SessionWatcher | null = null;
+
+  get active(): boolean {
+    return this.watcher?.kit != null;
+  }
+
+  private follow(panel: NotebookPanel | null): void {
+    this.watcher?.changed.disconnect(this.render, this);
+    this.watcher = panel ? watcherOf(panel) : null;
+    this.watcher?.changed.connect(this.render, this);
+    this.render();
+  }
+
+  private render(): void {
+    const kit = this.watcher?.kit;
+    const shown = kit ? kitStatus(kit) : { text: '', title: '' };
+    this.node.textContent = shown.text;
+    this.node.title = shown.title;
+    this.activeChanged.emit();
+  }
+}
+
+const kitStatusItem: JupyterFrontEndPlugin<void> = {
+  id: 'lackpy-kernel:kit-status',
+  description: "Shows the lackpy session's kit and its grade in the status bar.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [IStatusBar],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker,
+    statusBar: IStatusBar | null
+  ) => {
+    if (!statusBar) {
+      return;
+    }
+    const item = new KitStatus(notebooks);
+    statusBar.registerStatusItem(kitStatusItem.id, {
+      item,
+      align: 'left',
+      rank: 4,
+      isActive: () => item.active,
+      activeStateChanged: item.activeChanged
+    });
+  }
+};
+
+export default [validation, delegate, kitStatusItem];

@@ -24,11 +24,12 @@ export interface ISessionNames {
 
 export const UNKNOWN_NAMES: ISessionNames = { names: null, tools: [] };
 
-const LACKPY_CELL = /^%%lackpy(\s|$)/;
+const PROGRAM_CELL = /^%%(lackpy|step|validate)(\s|$)/;
 
 /**
  * How to check a cell of a notebook in `notebookLanguage`: every cell of a lackpy
- * notebook; in a Python notebook only a cell that starts with `%%lackpy`; else null.
+ * notebook; in a Python notebook only a cell whose body is lackpy (`%%lackpy`, `%%step`,
+ * `%%validate`); else null.
  */
 export function languageOf(
   notebookLanguage: string,
@@ -37,7 +38,7 @@ export function languageOf(
   if (notebookLanguage === 'lackpy') {
     return 'lackpy';
   }
-  if (notebookLanguage === 'python' && LACKPY_CELL.test(source)) {
+  if (notebookLanguage === 'python' && PROGRAM_CELL.test(source)) {
     return 'python';
   }
   return null;
@@ -59,6 +60,46 @@ export function namesFromReply(metadata: unknown): ISessionNames | null {
   const names = stringList(said?.names);
   const tools = stringList(said?.tools);
   return names && tools ? { names, tools } : null;
+}
+
+/** The session's kit as the kernel last said it: its label, grade and tools. */
+export interface IKitInfo {
+  kit: string;
+  grade: { w: number; d: number };
+  tools: string[];
+}
+
+/** The kit an execute_reply's metadata names (`metadata.lackpy`), or null. */
+export function kitFromReply(metadata: unknown): IKitInfo | null {
+  const said = (metadata as { lackpy?: { kit?: unknown; grade?: unknown; tools?: unknown } })
+    ?.lackpy;
+  const grade = said?.grade as { w?: unknown; d?: unknown } | undefined;
+  const tools = stringList(said?.tools);
+  if (typeof said?.kit !== 'string' || !tools || typeof grade?.w !== 'number' ||
+      typeof grade?.d !== 'number') {
+    return null;
+  }
+  return { kit: said.kit, grade: { w: grade.w, d: grade.d }, tools };
+}
+
+/** The grade's world coupling in the words `[delegate] auto_run` takes. */
+export const GRADE_WORDS = ['pure', 'read', 'exec', 'write'];
+
+const KIT_SHOWN = 32; // characters of a kit's label in the status bar
+
+/** What the status bar shows for a kit, and its tooltip. */
+export function kitStatus(info: IKitInfo): { text: string; title: string } {
+  const word = GRADE_WORDS[info.grade.w] ?? `w=${info.grade.w}`;
+  const label =
+    info.kit.length > KIT_SHOWN ? info.kit.slice(0, KIT_SHOWN - 1) + '\u2026' : info.kit;
+  const count = info.tools.length;
+  return {
+    text: `lackpy kit: ${label} \u00b7 ${word}`,
+    title:
+      `kit ${info.kit}, grade w=${info.grade.w} (${word}) d=${info.grade.d}; ` +
+      `${count} tool${count === 1 ? '' : 's'}: ${info.tools.join(', ') || 'none'}. ` +
+      '%kit NAME changes it'
+  };
 }
 
 /** The offset in `text` of 1-based (line, col), kept within the text and its line. */
@@ -85,4 +126,17 @@ export function rangeOf(
 /** The cell that runs `%delegate` for `intent`, on one line (a newline would end the magic). */
 export function delegateCell(intent: string): string {
   return `%delegate ${intent.replace(/\s+/g, ' ').trim()}`;
+}
+
+const LOADS_LACKPY = /^%load_ext\s+lackpy_kernel(\.extension)?\s*$/m;
+
+/**
+ * Whether `%delegate` works in a notebook in `notebookLanguage` whose cells are `sources`:
+ * in every lackpy notebook, and in a Python notebook that loads lackpy's IPython extension.
+ */
+export function delegateOffered(notebookLanguage: string, sources: string[]): boolean {
+  if (notebookLanguage === 'lackpy') {
+    return true;
+  }
+  return notebookLanguage === 'python' && sources.some(source => LOADS_LACKPY.test(source));
 }

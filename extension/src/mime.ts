@@ -1,5 +1,6 @@
 /**
- * The renderers (a mime extension): the approval dialog (./dialog) and the trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
+ * The renderers (a mime extension): the approval dialog (./dialog), the progress card
+ * (./card) and the trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
  * the kernel sends beside the trace's text/plain and text/html) as a table sorted by a
  * click on a column's head, and the files read and modified as links that open in Lab.
  */
@@ -7,6 +8,7 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { PROGRESS_MIME, ProgressView } from './card';
 import { CHANGES_MIME, ChangeDialog } from './dialog';
 import { ITrace, sortRows } from './trace';
 
@@ -132,4 +134,16 @@ const approval: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default [trace, approval];
+const progress: IRenderMime.IExtension = {
+  id: 'lackpy-kernel:progress',
+  description: 'Shows a %delegate, a plan run or an agent run as a live card.',
+  rendererFactory: {
+    safe: true,
+    mimeTypes: [PROGRESS_MIME],
+    createRenderer: () => new ProgressView()
+  },
+  rank: 10, // before text/plain (120): the kernel sends both
+  dataType: 'json'
+};
+
+export default [trace, approval, progress];

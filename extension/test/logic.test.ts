@@ -1,7 +1,15 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 
-import { delegateCell, languageOf, namesFromReply, rangeOf } from '../src/logic';
+import {
+  delegateCell,
+  delegateOffered,
+  kitFromReply,
+  kitStatus,
+  languageOf,
+  namesFromReply,
+  rangeOf
+} from '../src/logic';
 import { sortRows } from '../src/trace';
 import { changeSummary, fileCounts, lineKind } from '../src/change';
 
@@ -10,9 +18,12 @@ test('every cell of a lackpy notebook is lackpy', () => {
   assert.equal(languageOf('lackpy', '%kit debug'), 'lackpy');
 });
 
-test("only a Python notebook's %%lackpy cells are checked", () => {
+test("only a Python notebook's %%lackpy, %%step and %%validate cells are checked", () => {
   assert.equal(languageOf('python', '%%lackpy --kit debug\nx'), 'python');
   assert.equal(languageOf('python', '%%lackpy'), 'python');
+  assert.equal(languageOf('python', '%%step fetch\nread_file(task)'), 'python');
+  assert.equal(languageOf('python', '%%validate\nx'), 'python');
+  assert.equal(languageOf('python', '%%timeit\nx'), null);
   assert.equal(languageOf('python', 'import os'), null);
   assert.equal(languageOf('python', '%%lackpyish\nx'), null);
   assert.equal(languageOf('r', '%%lackpy\nx'), null);
@@ -69,4 +80,32 @@ test("a change reads as the kernel's text: its summary, each file's counts, each
 
 test('an intent becomes one %delegate line, its spaces and newlines folded', () => {
   assert.equal(delegateCell('  count the\n notes  '), '%delegate count the notes');
+});
+
+test("the kit is read from the reply's metadata, else null", () => {
+  const said = { lackpy: { names: [], tools: ['read_file'], kit: 'debug', grade: { w: 1, d: 1 } } };
+  assert.deepEqual(kitFromReply(said), { kit: 'debug', grade: { w: 1, d: 1 }, tools: ['read_file'] });
+  assert.equal(kitFromReply({ lackpy: { names: [], tools: [] } }), null); // an older kernel
+  assert.equal(kitFromReply({ lackpy: { kit: 'x', tools: [], grade: { w: '1', d: 1 } } }), null);
+  assert.equal(kitFromReply(undefined), null);
+});
+
+test('the status bar names the kit and its grade in auto_run words; the tooltip lists the tools', () => {
+  const shown = kitStatus({ kit: 'debug', grade: { w: 1, d: 1 }, tools: ['find_files', 'read_file'] });
+  assert.equal(shown.text, 'lackpy kit: debug \u00b7 read');
+  assert.equal(shown.title,
+    'kit debug, grade w=1 (read) d=1; 2 tools: find_files, read_file. %kit NAME changes it');
+  const long = kitStatus({ kit: 'read_file,write_file,find_files,edit_file', grade: { w: 3, d: 3 },
+                           tools: [] });
+  assert.equal(long.text, 'lackpy kit: read_file,write_file,find_files\u2026 \u00b7 write');
+  assert.match(long.title, /0 tools: none/);
+});
+
+test('delegate is offered in lackpy notebooks and in Python notebooks that load lackpy', () => {
+  assert.equal(delegateOffered('lackpy', []), true);
+  assert.equal(delegateOffered('python', ['import os', '%load_ext lackpy_kernel']), true);
+  assert.equal(delegateOffered('python', ['x = 1\n%load_ext lackpy_kernel.extension\n']), true);
+  assert.equal(delegateOffered('python', ['%load_ext lackpy_kernelish']), false);
+  assert.equal(delegateOffered('python', []), false);
+  assert.equal(delegateOffered('r', ['%load_ext lackpy_kernel']), false);
 });

@@ -27,6 +27,7 @@ from lackpy_kernel.config import LackpyConfig, load_config
 from lackpy_kernel.errors import ConfigError, KitError, LackpyError, error_text
 from lackpy_kernel.kit import ToolSpec, Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
+from lackpy_kernel.notebook.bundles import kit_label
 from lackpy_kernel.notebook.core import show_run
 from lackpy_kernel.notebook.syntax import split_cell
 from lackpy_kernel.run.spawn import discard_early
@@ -120,7 +121,8 @@ class LackpyKernel(Kernel):
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
         self._allow_stdin = allow_stdin  # what KernelPort.ask checks (IPythonKernel sets it too)
-        self._announce_problems()
+        if not silent:  # a silent request (the Lab extension asking the kit) shows nothing
+            self._announce_problems()
         try:
             await self._cancellable(self._run_cell(code))
             reply = {"status": "ok", "execution_count": self.execution_count,
@@ -143,11 +145,15 @@ class LackpyKernel(Kernel):
                         reply_content: dict[str, Any]) -> dict[str, Any]:
         """The execute_reply's metadata, with the names the session knows under ``lackpy``
         (``names``: tools, parameters, variables; ``tools``: the kit's), for the Lab
-        extension's live validation; without them when the kit cannot be resolved (the
-        cell has already said why: the reply itself must still go out)."""
+        extension's live validation, and the kit (``kit``, ``grade``) for its status bar;
+        without them when the kit cannot be resolved (the cell has already said why: the
+        reply itself must still go out)."""
         try:
-            tools = self.lackpy.resolved_kit().callables
-            metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()), "tools": sorted(tools)}
+            resolved = self.lackpy.resolved_kit()
+            metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()),
+                                  "tools": sorted(resolved.callables),
+                                  "kit": kit_label(self.lackpy.kit),
+                                  "grade": {"w": resolved.grade.w, "d": resolved.grade.d}}
         except KitError:
             pass  # the cell said what is wrong with the kit
         except Exception:  # a bug of ours must not cost the cell its reply (as in do_execute)

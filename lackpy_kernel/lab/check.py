@@ -2,31 +2,37 @@
 
 A lackpy notebook's cell is split as the kernel splits it (``split_cell``): its magic lines
 are read by the magic's own declaration (an unknown magic or option is a problem), its code
-is validated as the kernel validates it. In a Python notebook only a ``%%lackpy`` cell is
-lackpy. Nothing here runs a program.
+is validated as the kernel validates it, and so is the body of a cell magic whose body is a
+program (``%%validate``; ``%%step``, whose program sees the kit, ``task`` and ``context``).
+In a Python notebook only those cells and ``%%lackpy`` cells are lackpy. Nothing here runs
+a program.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from lackpy_kernel.engines.plans import PROGRAM_PARAMS
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.extension import IPYTHON_LACKS
 from lackpy_kernel.kernel.output import KERNEL_LACKS
 from lackpy_kernel.lang import Issue, free_names, validate
-from lackpy_kernel.notebook.declare import Magic
+from lackpy_kernel.notebook.declare import Magic, plan_command, step_line
 from lackpy_kernel.notebook.magics import NotebookMagics
-from lackpy_kernel.notebook.syntax import split_cell
+from lackpy_kernel.notebook.syntax import MagicLine, split_cell
 
-__all__ = ["MAX_SOURCE_CHARS", "Problem", "check_cell"]
+__all__ = ["MAX_SOURCE_CHARS", "PROGRAM_CELLS", "Problem", "check_cell"]
 
 Language = Literal["lackpy", "python"]
 
 MAX_SOURCE_CHARS = 200_000  # a larger cell is not checked as you type (the kernel still checks it)
 DEADLINE_S = 2.0  # a cell that takes longer to validate is reported as too large to check
+PROGRAM_CELLS = ("lackpy", "step", "validate")  # the cell magics whose body is a lackpy program
+_LINE_READERS: dict[str, Callable[[Magic, MagicLine], object]] = {"step": step_line,
+                                                                 "plan": plan_command}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
@@ -73,22 +79,45 @@ def check_cell(source: str, language: Language, names: Collection[str] | None,
     for segment in split_cell(source):
         if segment.kind == "code":
             problems += _check_program(segment.text, lines, names, tools)
+        elif segment.kind == "cell_magic":
+            problems += _check_program_cell(_MAGICS["lackpy"], segment.name, segment.line, lines,
+                                            names, tools)
         else:
-            cell = segment.kind == "cell_magic"
-            at = 1 if cell else _magic_line(lines, segment.name, at)
-            problems += _check_magic(_MAGICS["lackpy"], segment.name, segment.line, cell, lines, at)
+            at = _magic_line(lines, segment.name, at)
+            problems += _check_magic(_MAGICS["lackpy"], segment.name, segment.line, False, lines, at)
     return problems
 
 
 def _check_python(lines: list[str], names: Collection[str] | None,
                   tools: Collection[str]) -> list[Problem]:
-    """A Python notebook's cell: only a ``%%lackpy`` cell is checked, its body as lackpy."""
-    if not lines[0].startswith("%%lackpy") or lines[0][len("%%lackpy"):][:1] not in ("", " "):
+    """A Python notebook's cell: only a cell magic of ``PROGRAM_CELLS`` is checked (its line
+    by the magic syntax, its body as lackpy); any other cell is Python's own."""
+    name, _, line = lines[0].removeprefix("%%").partition(" ")
+    if not lines[0].startswith("%%") or name not in PROGRAM_CELLS:
         return []
-    problems = _check_magic(_MAGICS["python"], "lackpy", lines[0][len("%%lackpy"):].strip(),
-                            True, lines, 1)
+    return _check_program_cell(_MAGICS["python"], name, line.strip(), lines, names, tools)
+
+
+def _check_program_cell(magics: dict[str, Magic], name: str, line: str, lines: list[str],
+                        names: Collection[str] | None, tools: Collection[str]) -> list[Problem]:
+    """A cell magic's line, then its body where the body is a program: a ``%%step``'s sees
+    its kit's tools, ``task`` and ``context`` (any name, when ``--kit`` names another kit)."""
+    problems = _check_magic(magics, name, line, True, lines, 1)
+    if name not in PROGRAM_CELLS or name not in magics:
+        return problems
+    if name == "step" and names is not None:
+        names = None if _step_options(magics[name], line).get("--kit") else [*tools,
+                                                                               *PROGRAM_PARAMS]
     body = "\n".join(["", *lines[1:]])  # line numbers as the person sees them
     return problems + _check_program(body, lines, names, tools)
+
+
+def _step_options(declared: Magic, line: str) -> dict[str, Any]:
+    """The options of a ``%%step`` line (none when it cannot be read: it is a problem too)."""
+    try:
+        return step_line(declared, declared.parse(line))[1]
+    except UsageError:
+        return {}
 
 
 def _check_magic(magics: dict[str, Magic], name: str, line: str, cell: bool,
@@ -107,7 +136,9 @@ def _check_magic(magics: dict[str, Magic], name: str, line: str, cell: bool,
     if cell and not declared.cell:
         return [_whole_line(lines, at, f"%{name} is a line magic; %lsmagic lists the cell magics")]
     try:
-        declared.parse(line)
+        parsed = declared.parse(line)
+        if name in _LINE_READERS:  # the words after the options, as the magic reads them
+            _LINE_READERS[name](declared, parsed)
     except UsageError as exc:
         return [_whole_line(lines, at, str(exc))]
     return []

@@ -22,7 +22,7 @@ from lackpy_kernel.notebook.declare import (
     magic,
 )
 from lackpy_kernel.notebook.family import MagicFamily
-from lackpy_kernel.notebook.plans import envelope_failure, whole_number
+from lackpy_kernel.notebook.plans import envelope_failure, envelope_state, whole_number
 from lackpy_kernel.notebook.port import NotebookError, ProgramCell
 from lackpy_kernel.notebook.syntax import MagicLine
 
@@ -99,20 +99,22 @@ class AgentMagics(MagicFamily):
             envelope = await run(log, update)
         except asyncio.CancelledError:
             log.interrupted()
-            self._finish_run(title, display_id, log, label)
+            self._finish_run(title, display_id, log, label, "interrupted")
             where = f"in {label} {log.turns}" if log.turns else "before its first turn"
             after = (f"; it is paused with a checkpoint: %replan --resume --key {key} goes on"
                      if key else "")
             raise NotebookError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the "
                                 f"tool calls in flight were stopped{after}") from None
-        self._finish_run(title, display_id, log, label)
+        self._finish_run(title, display_id, log, label, envelope_state(envelope))
         return envelope
 
-    def _finish_run(self, title: str, display_id: str, log: TurnLog, label: str) -> None:
+    def _finish_run(self, title: str, display_id: str, log: TurnLog, label: str,
+                    state: str) -> None:
         # As the plan magics do: the live display goes back to its first text and the final
-        # table follows, so a notebook shows the same whether or not updates were applied.
+        # table follows (the Lab extension's card, in its final ``state``), so a notebook
+        # shows the same whether or not updates were applied.
         self.port.update_display({"text/plain": title}, display_id)
-        self.port.display(turns_bundle("", log.rows(), label))
+        self.port.display(turns_bundle("", log.rows(), label, state))
 
     def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str,
                      kit: str | None) -> None:

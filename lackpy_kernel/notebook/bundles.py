@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import pprint
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lackpy_kernel.errors import LackpyError, LimitError
@@ -35,6 +35,7 @@ EXCERPT_CHARS = 120  # the most of a source line shown under one validation issu
 JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
 TRACE_MIME = "application/vnd.lackpy.trace+json"  # the Lab extension's trace renderer reads it
 CHANGES_MIME = "application/vnd.lackpy.changes+json"  # a Change as data, for the Lab dialog
+PROGRESS_MIME = "application/vnd.lackpy.progress+json"  # a live run as data, for the Lab card
 _LINE_STYLES = {"+": "background: rgba(46, 160, 67, 0.18)", "-": "background: rgba(248, 81, 73, 0.18)",
                 "@": "color: #6a737d"}
 
@@ -44,6 +45,10 @@ __all__ = [
     "change_bundle",
     "delegation_status",
     "GenerationProgress",
+    "PROGRESS_MIME",
+    "ProgressCard",
+    "ProgressItem",
+    "kit_label",
     "generation_progress",
     "generation_summary",
     "uses_comment",
@@ -322,17 +327,25 @@ def plan_bundle(rows: list[list[str]], title: str = "") -> dict[str, str]:
     return _titled(title, table_bundle(PLAN_COLUMNS, rows))
 
 
-def progress_bundle(title: str, rows: list[list[str]]) -> dict[str, str]:
-    """A run's steps so far (rows as ``StepLog.rows`` gives them): step, status, runs, ms."""
-    return _titled(title, table_bundle(["step", "status", "runs", "ms"], rows))
+def progress_bundle(title: str, rows: list[list[str]], state: str = "running") -> dict[str, Any]:
+    """A run's steps so far (rows as ``StepLog.rows`` gives them): step, status, runs, ms;
+    beside text and HTML, the same as a ``PROGRESS_MIME`` card in ``state``."""
+    items = [ProgressItem(step, status, f"ran {runs} times" if runs not in ("0", "1") else "", ms)
+             for step, status, runs, ms in rows]
+    card = ProgressCard("plan", title, state, items)
+    return {**_titled(title, table_bundle(["step", "status", "runs", "ms"], rows)),
+            PROGRESS_MIME: card.to_dict()}
 
 
-def turns_bundle(title: str, rows: list[list[str]], label: str = "turn") -> dict[str, str]:
+def turns_bundle(title: str, rows: list[list[str]], label: str = "turn",
+                 state: str = "running") -> dict[str, Any]:
     """An agent run so far (rows as ``TurnLog.rows`` gives them): turn (or round), step,
-    status, ms."""
+    status, ms; beside the text, the same as a ``PROGRESS_MIME`` card in ``state``."""
+    items = [ProgressItem(f"{label} {turn}", status, step, ms) for turn, step, status, ms in rows]
+    card = ProgressCard("agent" if label == "turn" else "replan", title, state, items).to_dict()
     if not rows:
-        return {"text/plain": title}
-    return _titled(title, table_bundle([label, "step", "status", "ms"], rows))
+        return {"text/plain": title, PROGRESS_MIME: card}
+    return {**_titled(title, table_bundle([label, "step", "status", "ms"], rows)), PROGRESS_MIME: card}
 
 
 def runs_bundle(runs: list[Any]) -> dict[str, str]:
@@ -398,18 +411,104 @@ def held_message(delegation: Delegation, where: str = "the next cell") -> str:
 PROGRESS_REASON = 160  # characters of a provider's failure shown while others are tried
 
 
+@dataclass(frozen=True)
+class ProgressItem:
+    """One line of a progress card: a tier, a step or a turn, its status, what it did, its
+    time (``12.5 ms``, or empty)."""
+
+    name: str
+    status: str
+    detail: str = ""
+    ms: str = ""
+
+
+@dataclass(frozen=True)
+class ProgressCard:
+    """What the Lab extension's progress card shows (``PROGRESS_MIME``): a ``%delegate``, a
+    plan's run or an agent's (``kind``), its ``title``, ``state`` (running, done, failed,
+    paused, interrupted) and ``items`` in order; for ``%delegate`` the tier that answered
+    (``badge``), the program (streaming, or the one written) under ``program_label``, and
+    a ``note`` on how it was written and checked. Front ends without the extension show the
+    bundle's text instead."""
+
+    kind: str
+    title: str
+    state: str
+    items: list[ProgressItem]
+    badge: str = ""
+    program: str = ""
+    program_label: str = ""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The card as JSON's object."""
+        return asdict(self)
+
+
 @dataclass
 class GenerationProgress:
-    """What a live ``%delegate`` display shows: its title, then the generation so far. It
-    ends showing the title alone, so a notebook replayed later shows what it showed first."""
+    """What a live ``%delegate`` display shows: its title, then the generation so far. Its
+    text ends showing the title alone, so a notebook replayed later shows what it showed
+    first; its card (``PROGRESS_MIME``) ends showing the tiers tried and the one that
+    answered."""
 
     title: str
     events: list[GenerationEvent] = field(default_factory=list)
 
-    def add(self, event: GenerationEvent) -> str:
-        """The display's text once ``event`` has happened."""
+    def add(self, event: GenerationEvent) -> dict[str, Any]:
+        """The display's bundle once ``event`` has happened."""
         self.events.append(event)
-        return f"{self.title}\n{generation_progress(self.events)}"
+        return {"text/plain": f"{self.title}\n{generation_progress(self.events)}",
+                PROGRESS_MIME: self.card("running").to_dict()}
+
+    def last_bundle(self, state: str, delegation: Delegation | None = None) -> dict[str, Any]:
+        """The display's last bundle: the title alone as text (as it began), and the card in
+        ``state`` (with ``delegation``: its program, the tier that wrote it, its grade)."""
+        return {"text/plain": self.title, PROGRESS_MIME: self.card(state, delegation).to_dict()}
+
+    def card(self, state: str, delegation: Delegation | None = None) -> ProgressCard:
+        """The card of the generation so far, in ``state``: a line per tier (its latest
+        status) and per correction step."""
+        at: dict[str, int] = {}  # each tier's line
+        items: list[ProgressItem] = []
+        program = label = ""
+        for event in self.events:
+            if isinstance(event, ProgramStreaming):
+                program, label = event.text, f"{event.provider} is writing ({event.step})"
+                continue
+            program = label = ""
+            item, tier = _tier_item(event), not isinstance(event, CorrectionStep)
+            if tier and event.provider in at:
+                items[at[event.provider]] = item
+                continue
+            if tier:
+                at[event.provider] = len(items)
+            items.append(item)
+        if delegation is None:  # a program streamed by a stopped model is not shown as written
+            running = state == "running"
+            return ProgressCard("delegate", self.title, state, items,
+                                program=program if running else "",
+                                program_label=label if running else "")
+        generated, grade = delegation.generated, delegation.grade
+        if generated.provider_name in at:
+            line = at[generated.provider_name]
+            items[line] = ProgressItem(items[line].name, "answered", generated.kind)
+        return ProgressCard("delegate", self.title, state, items, badge=generated.provider_name,
+                            program=delegation.program, program_label="the program (valid lackpy)",
+                            note=f"{generation_summary(generated)}; grade w={grade.w} d={grade.d}")
+
+
+def _tier_item(event: GenerationEvent) -> ProgressItem:
+    """The card's line for a generation event (not a streamed piece)."""
+    if isinstance(event, ProviderUnavailable):
+        return ProgressItem(event.provider, "unavailable", _cut(event.reason))
+    if isinstance(event, ProviderFailed):
+        return ProgressItem(event.provider, "no program", _cut(event.reason))
+    if isinstance(event, CorrectionStep):
+        return ProgressItem(f"{event.provider}: {event.step}",
+                            "valid" if event.valid else "still invalid", _cut(event.did))
+    kind = event.kind if isinstance(event, ProviderTried) else ""
+    return ProgressItem(event.provider, "trying", kind)
 
 
 def generation_progress(events: list[GenerationEvent]) -> str:
@@ -436,3 +535,8 @@ def generation_progress(events: list[GenerationEvent]) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= PROGRESS_REASON else text[:PROGRESS_REASON - 3] + "..."
+
+
+def kit_label(kit: Any) -> str:
+    """A kit as ``%kit`` takes it: a name, or tool,tool,..."""
+    return kit if isinstance(kit, str) else ",".join(kit or ())

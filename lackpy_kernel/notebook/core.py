@@ -18,12 +18,13 @@ from typing import Any
 
 from lackpy_kernel.errors import GenerationError, UsageError
 from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.kit import NOTHING_TO_UNDO, Kit, ResolvedKit, Workspace, undo_last
+from lackpy_kernel.kit import NOTHING_TO_UNDO, ResolvedKit, Workspace, undo_last
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
     delegation_status,
     held_message,
+    kit_label,
     table_bundle,
     trace_bundle,
 )
@@ -40,6 +41,7 @@ from lackpy_kernel.notebook.family import MagicFamily
 from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell, program_failure
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param, shell_words
 from lackpy_kernel.run import ExecutionResult, validation_failure
+from lackpy_kernel.service import Delegation
 from lackpy_kernel.telemetry import tallying
 
 __all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run", "tool_sources"]
@@ -110,11 +112,6 @@ def tool_sources(resolved: ResolvedKit) -> list[str]:
     return [f"from {source}: {', '.join(names)}" for source, names in by_source.items()]
 
 
-def _kit_label(kit: Kit) -> str:
-    """A kit as ``%kit`` takes it: a name, or tool,tool,..."""
-    return kit if isinstance(kit, str) else ",".join(kit or ())
-
-
 def show_run(port: NotebookPort, result: ExecutionResult, program: str) -> None:
     """Show what a program printed, its notes, its trace and its output (the magic's
     result); raises the NotebookError of a failed program."""
@@ -147,10 +144,13 @@ class CoreMagics(MagicFamily):
                     params=options.params, on_event=progress.show, sandbox=options.sandbox,
                     variables=self.port.notebook_values())
         except GenerationError:
+            progress.close("failed")
             self.port.stream("stdout", "no provider could write a program\n")
             raise
-        finally:
-            progress.close()
+        except BaseException as exc:  # a bug, a refused change, or the stop button
+            progress.close("failed" if isinstance(exc, Exception) else "interrupted")
+            raise
+        progress.close("done", delegation)
         where = "this cell now" if options.replace else "the next cell"
         spent = f" ({used.summary()})" if used.calls else ""
         self.port.stream("stdout", delegation_status(delegation, where) + spent + "\n")
@@ -200,7 +200,7 @@ class CoreMagics(MagicFamily):
         if not saved["success"]:
             errors = "; ".join(saved["errors"])
             if saved.get("valid") is False:
-                checked = kit or (f"{_kit_label(self.session.kit)}, the session's; --kit K "
+                checked = kit or (f"{kit_label(self.session.kit)}, the session's; --kit K "
                                   "checks against another")
                 errors = f"{errors} (checked against the kit {checked})"
             raise NotebookError("LackpyCreateError", errors)
@@ -292,11 +292,12 @@ class _LiveProgress:
 
     def show(self, event: GenerationEvent) -> None:
         """Add ``event`` to what the display shows."""
-        text = self.progress.add(event)
+        bundle = self.progress.add(event)
         if self.display_id is not None:
-            self.port.update_display({"text/plain": text}, self.display_id)
+            self.port.update_display(bundle, self.display_id)
 
-    def close(self) -> None:
-        """Show the title alone again (the status line follows it)."""
-        if self.display_id is not None and self.progress.events:
-            self.port.update_display({"text/plain": self.progress.title}, self.display_id)
+    def close(self, state: str, delegation: Delegation | None = None) -> None:
+        """Show the title alone again as text (the status line follows it), and the card in
+        ``state`` (with ``delegation``, the program it wrote)."""
+        if self.display_id is not None:
+            self.port.update_display(self.progress.last_bundle(state, delegation), self.display_id)

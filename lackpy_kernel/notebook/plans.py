@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up s
     from lackpy_kernel.engines.temporal import RemoteRuns, TemporalRun, TemporalRunner
     from lackpy_kernel.notebook.draft import PlanDraft, StepLog
 
-__all__ = ["PlanMagics", "envelope_failure", "whole_number"]
+__all__ = ["PlanMagics", "envelope_failure", "envelope_state", "whole_number"]
 
 OnStep = Callable[[str, str, float | None], None]
 Runner = Callable[[OnStep], Awaitable["Envelope"]]
@@ -261,19 +261,20 @@ class PlanMagics(MagicFamily):
             envelope = await run(on_step)
         except asyncio.CancelledError:
             steps.interrupted()
-            self._finish(title, display_id, steps)
+            self._finish(title, display_id, steps, "interrupted")
             resume = (f"paused with a checkpoint: %plan resume {key} continues" if key else
                       "stopped; it had no --key, so there is no checkpoint to resume")
             raise NotebookError("KeyboardInterrupt",
                                 f"interrupted: the plan is {resume}") from None
-        self._finish(title, display_id, steps)
+        self._finish(title, display_id, steps, envelope_state(envelope))
         self._outcome(envelope, key)
 
-    def _finish(self, title: str, display_id: str, steps: StepLog) -> None:
+    def _finish(self, title: str, display_id: str, steps: StepLog, state: str) -> None:
         # The live display goes back to its first text and the final table follows, so a
-        # notebook shows the same outputs whether or not its front end applied the updates.
+        # notebook shows the same outputs whether or not its front end applied the updates;
+        # the Lab extension shows the table as the run's card, in its final ``state``.
         self.port.update_display({"text/plain": title}, display_id)
-        self.port.display(progress_bundle("", steps.rows()))
+        self.port.display(progress_bundle("", steps.rows(), state))
 
     def _outcome(self, envelope: Envelope, key: str | None) -> None:
         error = envelope.error
@@ -302,6 +303,12 @@ def envelope_failure(envelope: Envelope, hint: str = "") -> NotebookError:
         error = exc.error
         return NotebookError(error.type, error.message + hint, cause=exc)
     raise ValueError("envelope_failure takes the envelope of a failed run")
+
+
+def envelope_state(envelope: Envelope) -> str:
+    """How a run ended, as its progress card says: done, paused or failed."""
+    error = envelope.error
+    return "done" if error is None else "paused" if error.type == "PlanPaused" else "failed"
 
 
 def whole_number(options: dict[str, Any], flag: str) -> int | None:

@@ -136,7 +136,9 @@ def test_a_program_cell_is_highlighted_as_python(lab):
 
 
 def test_a_program_that_would_write_is_inserted_not_run_and_the_cell_says_why(lab, shots):
-    assert lab.outputs(APPROVAL).nth(0).inner_text().strip() == "delegating: copy the notes ..."
+    card = lab.cell(APPROVAL).locator(".lackpy-Progress")  # the extension's card, first
+    assert card.locator(".lackpy-Progress-title").inner_text() == "delegating: copy the notes ..."
+    assert card.locator(".lackpy-Progress-badge").inner_text() == "templates"
     status, held = lab.outputs(APPROVAL).nth(1).inner_text().strip().splitlines()
     assert status.startswith("written by templates")
     assert status.endswith("it is in the next cell, not run")
@@ -181,16 +183,24 @@ def test_tab_inside_a_file_tools_string_offers_workspace_paths(lab, shots):
 
 def test_the_progress_display_shows_a_model_writing_and_the_stop_button_ends_it(lab, shots):
     index = lab.add_cell("%delegate summarise the notes")  # no template or rule: the model
-    live = lab.outputs(index).first
-    streamed = "local is writing (generate):\nlines = read_file('notes.txt')"
-    lab.page.wait_for_function("([output, text]) => output.innerText.includes(text)",
-                               arg=[live.element_handle(), streamed], timeout=60_000)
-    shown = live.inner_text().splitlines()
-    assert shown[0] == "delegating: summarise the notes ..." and "trying local" in shown
+    card = lab.cell(index).locator(".lackpy-Progress")  # the extension's card
+    program = card.locator(".lackpy-Progress-program pre")
+    program.wait_for(timeout=60_000)
+    lab.page.wait_for_function("pre => pre.innerText.startsWith(\"lines = read_file('notes.txt')\")",
+                               arg=program.element_handle(), timeout=60_000)
+    assert card.locator(".lackpy-Progress-label").inner_text() == "local is writing (generate)"
+    assert card.locator(".lackpy-Progress-title").inner_text() == "delegating: summarise the notes ..."
+    assert card.locator(".lackpy-Progress-state").inner_text().lower() == "running"
+    names = card.locator(".lackpy-Progress-name").all_inner_texts()
+    statuses = card.locator(".lackpy-Progress-status").all_inner_texts()
+    assert dict(zip(names, statuses, strict=True))["local"] == "trying"
     lab.screenshot(index, shots / "progress.png")
     lab.menu("Kernel", "Interrupt Kernel")
     error = lab.cell(index).locator("[data-mime-type='application/vnd.jupyter.stderr']")
     error.last.wait_for(timeout=60_000)
     assert "KeyboardInterrupt" in error.last.inner_text()
-    assert live.inner_text().strip() == "delegating: summarise the notes ..."  # back to its title
+    lab.page.wait_for_function(
+        "card => card.querySelector('.lackpy-Progress-state').innerText.toLowerCase() === 'interrupted'",
+        arg=card.element_handle(), timeout=60_000)
+    assert card.locator(".lackpy-Progress-program").count() == 0  # nothing was written
     assert lab.source(index + 1).strip() == ""  # Shift-Enter's new empty cell: no program was inserted

@@ -75,6 +75,14 @@ def test_magic_lines_are_read_by_the_magic_syntax(server):
         (4, "unknown option --again; usage: %kit [NAME | tool,tool,...]")]
 
 
+def test_plan_and_step_lines_are_read_past_their_options_as_the_magic_reads_them(server):
+    problems = _problems(server, "%plan bogus\n%plan run\n%plan run notes.txt --key k", names=[])
+    assert [(p["line"], p["message"].split(";")[0]) for p in problems] == [
+        (1, "unknown %plan action 'bogus'"), (2, "%plan run needs TASK")]
+    (problem,) = _problems(server, "%%step two words\n1", names=[])
+    assert problem["message"].startswith("name the step with one name such as fetch_notes")
+
+
 def test_a_python_notebooks_lackpy_cell_is_checked_below_its_magic_line(server):
     source = "%%lackpy --kit debug\nrows = read_file('x')\nimport os"
     (problem,) = _problems(server, source, language="python", names=None)
@@ -82,6 +90,36 @@ def test_a_python_notebooks_lackpy_cell_is_checked_below_its_magic_line(server):
     (bad_option,) = _problems(server, "%%lackpy --nope\n1", language="python", names=None)
     assert bad_option["message"].startswith("unknown option --nope; usage: %%lackpy")
     assert _problems(server, "import os", language="python", names=None) == []  # Python's own
+
+
+def test_a_validate_cells_body_is_checked_as_a_cell_with_the_sessions_names(server):
+    source = "%%validate\nlen(earlier) + nowhere\nimport os"
+    problems = _problems(server, source, names=["earlier"])
+    assert [(p["line"], p["col"], p["message"].split(":")[0]) for p in problems] == [
+        (2, 16, "unknown name 'nowhere'"), (3, 1, "Import is not allowed")]
+    (bad_option,) = _problems(server, "%%validate --nope\n1", names=[])
+    assert bad_option["message"] == "unknown option --nope; usage: %%validate"
+
+
+def test_a_step_cells_body_sees_its_kit_task_and_context_not_the_sessions_variables(server):
+    source = "%%step fetch --writes text\nread_file(task) + context\nlen(earlier)"
+    (problem,) = _problems(server, source, names=["earlier", "read_file"], tools=["read_file"])
+    assert (problem["line"], problem["col"]) == (3, 5)
+    assert problem["message"].startswith("unknown name 'earlier'")
+    # another kit's tools are not known here: no name is unknown, the rest is still checked
+    (problem,) = _problems(server, "%%step s --kit other\nanything(task)\nimport os",
+                           names=["read_file"], tools=["read_file"])
+    assert problem["line"] == 3 and problem["message"].startswith("Import is not allowed")
+    (bad_option,) = _problems(server, "%%step s --nope\n1", names=[])
+    assert bad_option["message"].startswith("unknown option --nope; usage: %%step")
+
+
+def test_a_python_notebooks_step_and_validate_cells_are_checked_and_other_cell_magics_not(server):
+    for magic in ("%%step fetch", "%%validate"):
+        (problem,) = _problems(server, f"{magic}\nimport os", language="python", names=None)
+        assert problem["line"] == 2 and problem["message"].startswith("Import is not allowed")
+    assert _problems(server, "%%timeit\nimport os", language="python", names=None) == []
+    assert _problems(server, "%%lackpyish\nimport os", language="python", names=None) == []
 
 
 def test_a_bad_request_says_what_to_send(server):

@@ -141,13 +141,12 @@ class NotebookPage:
         """Run every cell (Run > Run All Cells) and wait until each has run."""
         count = self.page.locator(".jp-Notebook .jp-CodeCell").count()
         self.menu("Run", "Run All Cells")
-        # Cells a %delegate inserts below stay unrun; the notebook's own cells all get a number.
+        # Cells a %delegate or %agent inserts below stay unrun; the notebook's own cells all
+        # get a number.
         self.page.wait_for_function(
-            """count => {
-                const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
-                return prompts.length >= count &&
-                    prompts.slice(0, count).every(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
-            }""", arg=count, timeout=CELL_TIMEOUT_S * 1000)
+            """count => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+                .filter(p => /^\\[\\d+\\]:$/.test(p.textContent.trim())).length >= count""",
+            arg=count, timeout=CELL_TIMEOUT_S * 1000)
         self.wait_idle()
 
     def menu(self, title: str, item: str) -> None:

@@ -21,7 +21,7 @@ from lackpy_kernel.errors import (
 )
 
 from ._checkpoint import STALE_AFTER_SECONDS, Checkpointer, owner_alive
-from ._compiler import did_you_mean
+from ._compiler import PROGRAM_PARAMS, did_you_mean
 from ._envelope import Envelope, ErrorInfo, StepResult, error_info
 from ._evaluate import Evaluator, PlanState, choose_route, pause_error
 from ._execute import ServiceExecutor, StepExecutor
@@ -34,6 +34,7 @@ from ._step import Approval, Delegate, Program, Step, target_label
 from ._store import Store
 
 __all__ = [
+    "PROGRAM_PARAMS",
     "STALE_AFTER_SECONDS",
     "Approval",
     "ChangePaused",

@@ -1,0 +1,131 @@
+"""The progress cards (``PROGRESS_MIME``) the Lab extension draws for ``%delegate``, a plan's
+run and an agent's, sent beside the text every front end shows: the text reads as before,
+the card says the same as data (tiers, steps or turns, their status, the tier that
+answered, the program). In both hosts (the lackpy kernel, a Python kernel with the
+extension), through jupyter_client."""
+
+from __future__ import annotations
+
+import pytest
+
+from lackpy_kernel.infer import (
+    CorrectionStep,
+    GenerationResult,
+    ProgramStreaming,
+    ProviderFailed,
+    ProviderTried,
+    ProviderUnavailable,
+)
+from lackpy_kernel.lang import Grade
+from lackpy_kernel.notebook.bundles import (
+    PROGRESS_MIME,
+    GenerationProgress,
+    generation_progress,
+    progress_bundle,
+    table_bundle,
+    turns_bundle,
+)
+from lackpy_kernel.service import Delegation
+from tests.support.hosts import HOSTS, running_host
+from tests.support.kernel import make_workspace
+
+TITLE = "delegating: count the notes ..."
+EVENTS = [ProviderUnavailable("templates", "no templates yet"), ProviderTried("local", "model"),
+          ProgramStreaming("local", "generate", "len(read_fi"),
+          CorrectionStep("local", "cleanup", "removed a fence", False),
+          ProviderFailed("local", "still invalid after 2 tries"), ProviderTried("rules", "rules")]
+
+
+def _items(card):
+    return [(item["name"], item["status"]) for item in card["items"]]
+
+
+def test_a_delegate_card_follows_the_tiers_each_on_one_line_with_its_latest_status():
+    progress = GenerationProgress(TITLE)
+    shown = [progress.add(event) for event in EVENTS]
+    assert [bundle["text/plain"] for bundle in shown] == [
+        f"{TITLE}\n{generation_progress(EVENTS[:n])}" for n in range(1, len(EVENTS) + 1)]
+    streaming = shown[2][PROGRESS_MIME]
+    assert (streaming["program_label"], streaming["program"]) == ("local is writing (generate)",
+                                                                  "len(read_fi")
+    card = shown[-1][PROGRESS_MIME]
+    assert card["kind"] == "delegate" and card["state"] == "running" and card["title"] == TITLE
+    assert _items(card) == [("templates", "unavailable"), ("local", "no program"),
+                            ("local: cleanup", "still invalid"), ("rules", "trying")]
+    assert card["items"][1]["detail"] == "still invalid after 2 tries"
+    assert card["program"] == ""  # the streamed text went with the next step
+
+
+def test_a_delegate_card_ends_with_the_tier_that_answered_its_program_and_grade():
+    progress = GenerationProgress(TITLE)
+    for event in EVENTS:
+        progress.add(event)
+    program = "len(read_file('notes.txt').splitlines())"
+    delegation = Delegation("count the notes", GenerationResult(program, "rules", 1.5, kind="rules"),
+                            Grade(1, 1))
+    last = progress.last_bundle("done", delegation)
+    assert last["text/plain"] == TITLE  # the text ends as it began
+    card = last[PROGRESS_MIME]
+    assert (card["state"], card["badge"], card["program"]) == ("done", "rules", program)
+    assert _items(card)[-1] == ("rules", "answered")
+    assert card["note"] == "written by rules in 1.5 ms; grade w=1 d=1"
+    stopped = GenerationProgress(TITLE)
+    for event in EVENTS[:3]:  # stopped while a model streams
+        stopped.add(event)
+    card = stopped.last_bundle("interrupted")[PROGRESS_MIME]
+    assert (card["state"], card["program"], card["program_label"]) == ("interrupted", "", "")
+    assert _items(card) == [("templates", "unavailable"), ("local", "trying")]
+
+
+def test_plan_and_agent_cards_carry_their_rows_and_the_text_is_the_table():
+    rows = [["fetch", "done", "1", "3.5 ms"], ["lines", "running", "2", ""]]
+    plan = progress_bundle("plan on 'x'", rows, "running")
+    assert plan["text/plain"] == "plan on 'x'\n" + table_bundle(["step", "status", "runs", "ms"],
+                                                               rows)["text/plain"]
+    assert [(i["name"], i["status"], i["detail"], i["ms"]) for i in plan[PROGRESS_MIME]["items"]] == [
+        ("fetch", "done", "", "3.5 ms"), ("lines", "running", "ran 2 times", "")]
+    turns = turns_bundle("", [["1", "read_file(path='a')", "ok", "2.0 ms"]], "round", "failed")
+    card = turns[PROGRESS_MIME]
+    assert (card["kind"], card["state"]) == ("replan", "failed")
+    assert [(i["name"], i["detail"]) for i in card["items"]] == [("round 1", "read_file(path='a')")]
+    assert turns_bundle("agent: x", [])["text/plain"] == "agent: x"
+
+
+@pytest.fixture(scope="module", params=HOSTS)
+def host(request, installed_kernelspec, tmp_path_factory):
+    workspace = make_workspace(tmp_path_factory.mktemp(f"cards-{request.param}"),
+                               '[sandbox]\ntimeout = 60\napprove = "never"\n')
+    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
+        yield running
+
+
+def test_delegate_sends_its_card_beside_the_text_and_ends_with_the_tier_that_answered(host):
+    shown = host.run("%delegate read the file notes.txt")
+    assert shown.status == "ok", shown.evalue
+    title = "delegating: read the file notes.txt ..."
+    assert shown.displays == [{"text/plain": title}]
+    last = shown.updates[-1]
+    assert last["text/plain"] == title
+    card = last[PROGRESS_MIME]
+    assert (card["state"], card["badge"]) == ("done", "rules")
+    assert ("rules", "answered") in _items(card)
+    assert card["program"] in shown.next_input["text"]
+    assert all(update[PROGRESS_MIME]["state"] == "running" for update in shown.updates[:-1])
+
+
+def test_a_plan_runs_card_follows_its_steps_and_ends_in_the_final_table(host):
+    host.run("%plan clear")
+    host.run("%%step fetch\nread_file(task)")
+    host.run("%%step lines\nlen(task.splitlines())")
+    shown = host.run("%plan run notes.txt")
+    assert shown.status == "ok", shown.evalue
+    live, final = shown.displays
+    assert live == {"text/plain": "plan on 'notes.txt'"}
+    assert any(("fetch", "running") in _items(u[PROGRESS_MIME]) for u in shown.updates
+               if PROGRESS_MIME in u)
+    assert final[PROGRESS_MIME]["state"] == "done"
+    assert _items(final[PROGRESS_MIME]) == [("fetch", "done"), ("lines", "done")]
+    failed = host.run("%plan run missing.txt")
+    assert failed.status == "error"
+    assert failed.displays[-1][PROGRESS_MIME]["state"] == "failed"
+    assert _items(failed.displays[-1][PROGRESS_MIME])[0] == ("fetch", "failed")
