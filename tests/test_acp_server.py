@@ -357,8 +357,9 @@ async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspac
         assert client.messages().startswith("kit: find_files")
 
 
-async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
-        workspace, model_env, model_server):
+@pytest.mark.parametrize("permission", ["apply", "discard"])
+async def test_agent_mode_asks_for_a_calls_write_with_its_diff_and_a_refusal_changes_nothing(
+        workspace, model_env, model_server, permission):
     agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
                         extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
                               '[kit]\ndefault = ["read_file", "write_file"]\n')
@@ -368,6 +369,7 @@ async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
             ("write_file", {"path": "copy.txt", "content": "milk"})]),
         loopback.tool_turn("openai", "You should remember the milk."))
     async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = permission
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
         response = await prompt(conn, session.session_id, "what should I remember")
@@ -375,13 +377,44 @@ async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
         titles = [call.title for call in client.tool_calls()]
         assert titles == ["read_file(path='notes.txt')",
                           "write_file(path='copy.txt', content='milk')"]
-        assert sorted(client.statuses()) == ["completed", "failed"]  # the calls run at once
+        [(asked, options)] = client.asked
+        assert asked.tool_call_id == client.tool_calls()[1].tool_call_id
+        assert [option.option_id for option in options] == ["apply", "discard"]
+        [diff] = asked.content
+        assert diff.type == "diff" and diff.path == str(workspace / "copy.txt")
+        assert diff.old_text is None and diff.new_text == "milk"
         assert "Let me read it." in client.thoughts()
         assert client.messages().startswith("You should remember the milk.\n\n(2 turns, 2 tool")
-        [refused] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
-        assert refused.tool_call_id == client.tool_calls()[1].tool_call_id
-        assert "did not run" in refused.content[0].content.text
-    assert not (workspace / "copy.txt").exists()
+        [write] = [u for u in client.updates if getattr(u, "tool_call_id", None) == asked.tool_call_id
+                   and getattr(u, "status", None) in ("completed", "failed")]
+        assert write.content[0].type == "diff"  # the call keeps the diff it asked about
+        if permission == "apply":
+            assert client.statuses() == ["completed", "completed"]
+            assert (workspace / "copy.txt").read_text() == "milk"
+        else:
+            assert sorted(client.statuses()) == ["completed", "failed"]
+            assert write.status == "failed" and "declined" in write.content[1].content.text
+            assert not (workspace / "copy.txt").exists()
+
+
+async def test_agent_mode_leaves_out_a_tool_that_writes_without_a_diff(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(
+        loopback.tool_turn("openai", "", [("remember", {"key": "colour", "value": "blue"})]),
+        loopback.tool_turn("openai", "I cannot keep it."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "keep colour as blue")
+        assert "left out of the agent's tools: exit_now, remember (they change things " \
+               "without a diff" in client.thoughts()
+        [call] = client.tool_calls()
+        assert client.statuses() == ["failed"] and not client.asked
+        [failed] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
+        assert failed.tool_call_id == call.tool_call_id
+        assert "there is no tool 'remember'" in failed.content[0].content.text
 
 
 async def test_agent_mode_without_a_model_says_which_to_set(workspace):

@@ -63,7 +63,7 @@ MODES = {
            "is its result, and its file changes land only when you approve them",
     "plan": "write a program for the prompt and show it, without running it",
     "agent": "let the configured model ([agent] model) call the kit's tools turn by turn, "
-             "each call shown; tools that write are refused",
+             "each call shown; a call's file changes land only when you approve them",
 }
 DEFAULT_MODE = "run"
 MAX_SESSIONS = 8  # live at once: each holds a sandbox worker and its MCP servers
@@ -84,7 +84,7 @@ class _Chat:
     cancelled: bool = False
     programs: int = 0
     running: set[str] = field(default_factory=set)  # the tool calls not finished yet
-    asker: PermissionAsker | None = None  # asks about the running program's file changes
+    asker: PermissionAsker | None = None  # asks about the running prompt's file changes
     used: float = field(default_factory=time.monotonic)
 
 
@@ -347,8 +347,8 @@ class LackpyAgent:
             await self._note(session_id, delegation, ran_well=False)
             return
         chat.running.add(call_id)
-        asker = PermissionAsker(self._client, session_id, call_id, chat.workspace,
-                                shown(delegation.program))
+        asker = PermissionAsker(self._client, session_id, chat.workspace, lambda: call_id,
+                                [shown(delegation.program)])
         chat.session.approve = chat.asker = asker
         try:
             ran_well = await self._run(chat.session, session_id, call_id, delegation, asker)
@@ -391,11 +391,13 @@ class LackpyAgent:
     async def _answer_with_agent(self, chat: _Chat, session_id: str, intent: str) -> None:
         """Answer with the agent loop: its tool calls as tool calls, its answer as the
         message; the run's calls as one program become the last program (for /create)."""
-        from ._loop import answer_with_agent  # noqa: PLC0415 - the engines load when used
+        from ._loop import CALL, answer_with_agent  # noqa: PLC0415 - the engines load when used
 
         calls = Outbox(lambda update: self._update(session_id, update))
+        chat.asker = PermissionAsker(self._client, session_id, chat.workspace, CALL.get)
         try:
-            answer = await answer_with_agent(chat.session, intent, calls, chat.running)
+            answer = await answer_with_agent(chat.session, intent, calls, chat.running,
+                                             chat.asker)
         except LackpyError as exc:
             await calls.flush()
             await self._say(session_id, f"the agent cannot start: {error_text(exc)}")
@@ -403,6 +405,8 @@ class LackpyAgent:
         except asyncio.CancelledError:
             calls.cancel()
             raise
+        finally:
+            chat.asker = None
         await calls.flush()
         await self._say(session_id, answer.text)
         if answer.program is not None:
@@ -423,7 +427,8 @@ class LackpyAgent:
         answer = reply(result, delegation.program)
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
-            content=[shown(delegation.program), *asker.diff, tool_content(text_block(answer))]))
+            content=[shown(delegation.program), *asker.diffs.get(call_id, ()),
+                     tool_content(text_block(answer))]))
         await self._say(session_id, answer)
         return result.success
 

@@ -14,6 +14,7 @@ from acp.schema import (
 )
 
 from lackpy_kernel.config import AUTO_RUN_LEVELS
+from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.builtin_specs import PROVIDER_NAME as STAGED
 from lackpy_kernel.notebook.bundles import output_text, program_error
 from lackpy_kernel.run import ExecutionResult
@@ -68,7 +69,7 @@ def held(session: LackpySession, program: str) -> str:
     calls = session.validate(program).calls
     writes = {name for name in calls if name in resolved.tools
               and resolved.tools[name].grade_w > READ}
-    unstaged = sorted(name for name in writes if resolved.tools[name].provider != STAGED)
+    unstaged = sorted(writes & unstaged_writers(resolved))
     if unstaged:
         return WRITES_NOT_RUN.format(tools=", ".join(unstaged))
     check = session.service.run_check(program, resolved)
@@ -77,6 +78,13 @@ def held(session: LackpySession, program: str) -> str:
     if check.allowed or set(check.past) <= asked:
         return ""
     return f"not run: {check.reason}."
+
+
+def unstaged_writers(resolved: ResolvedKit) -> set[str]:
+    """The kit's tools (aliases) that change things without staging them (an MCP server's
+    that writes): no diff can be shown before they act, so no one can approve them here."""
+    return {alias for alias, spec in resolved.tools.items()
+            if spec.grade_w > READ and spec.provider != STAGED}
 
 
 def reply(result: ExecutionResult, program: str) -> str:
