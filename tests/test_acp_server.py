@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -292,7 +293,8 @@ async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, session.session_id, "what is in my notes")
-        assert "written by local" in client.tool_calls()[0].title
+        *_, title = [u.title for u in client.call_updates("program-1") if u.title]
+        assert title.startswith("lackpy program (written by local in ")
         assert client.messages().startswith("remember the milk\n")
         assert "/create NAME saves this program as a template" in client.messages()
         asked = len(model_server.requests)
@@ -305,6 +307,41 @@ async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
         assert "written by templates" in client.tool_calls()[0].title
         assert "answered by the template notes: no model call" in client.messages()
         assert len(model_server.requests) == asked
+
+
+async def test_a_model_program_grows_in_its_tool_call_as_it_streams_then_is_checked(
+        workspace, model_env, model_server):
+    _model_config(workspace, model_server.url)
+    resume = threading.Event()
+    model_server.script(loopback.openai_stream(
+        ["```python\n", "read_file(", "'notes", ".txt')", "\n```"], stall_after=3, resume=resume))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "what is in my notes"))
+        async with asyncio.timeout(60):  # the model holds its answer until the test has seen it
+            while not any("read_file('notes" in _text(u) for u in client.call_updates("program-1")):
+                assert not running.done(), client.messages()
+                await asyncio.sleep(0.05)
+        [start] = client.tool_calls()
+        assert start.title == "lackpy program (local is writing it: generate)"
+        assert start.status == "pending" and client.statuses() == []
+        resume.set()
+        response = await running
+        assert response.stop_reason == "end_turn"
+        shown = [_text(u) for u in client.call_updates("program-1") if u.content]
+        partial = shown.index(next(text for text in shown if "read_file('notes" in text))
+        assert "read_file('notes.txt')" not in shown[partial]  # seen before the model finished
+        assert "read_file('notes.txt')" in shown[partial + 1]
+        final = next(u for u in client.call_updates("program-1") if u.raw_input)
+        assert final.title.startswith("lackpy program (written by local in ")
+        assert _text(final) == "```python\nread_file('notes.txt')\n```"  # sanitized
+        assert "checked: valid lackpy, calling read_file" in client.thoughts()
+        assert client.statuses() == ["in_progress", "completed"]
+        assert client.messages().startswith("remember the milk\n")
+
+
+def _text(update) -> str:
+    return "".join(c.content.text for c in update.content or () if c.type == "content")
 
 
 async def test_create_says_what_is_missing(workspace):

@@ -327,19 +327,26 @@ class LackpyAgent:
         if chat.record.mode == "agent":
             await self._answer_with_agent(chat, session_id, intent)
             return
-        delegation = await self._write(chat.session, session_id, intent)
-        if delegation is None:
-            return
         chat.programs += 1
         call_id = f"program-{chat.programs}"
+        delegation = await self._write(chat, session_id, intent, call_id)
+        if delegation is None:
+            return
         summary = generation_summary(delegation.generated)
-        await self._update(session_id, start_tool_call(
-            call_id, f"lackpy program ({summary})", kind="execute", status="pending",
-            content=[shown(delegation.program)],
-            raw_input={"intent": intent, "program": delegation.program}))
+        title, content = f"lackpy program ({summary})", [shown(delegation.program)]
+        raw_input = {"intent": intent, "program": delegation.program}
+        await self._update(session_id, update_tool_call(
+            call_id, title=title, content=content, raw_input=raw_input)
+            if call_id in chat.running else start_tool_call(
+            call_id, title, kind="execute", status="pending", content=content,
+            raw_input=raw_input))
+        calls = chat.session.validate(delegation.program).calls
+        await self._update(session_id, update_agent_thought_text(
+            f"checked: valid lackpy, calling {', '.join(calls) or 'no tool'}\n"))
         mode = chat.record.mode
         why = held(chat.session, delegation.program) if mode == "run" else ""
         if mode == "plan" or why:
+            chat.running.discard(call_id)
             await self._update(session_id, update_tool_call(
                 call_id, status="failed" if why else "completed"))
             await self._say(session_id, why or f"plan mode: the program above was {summary} "
@@ -365,19 +372,32 @@ class LackpyAgent:
         if note:
             await self._say(session_id, f"\n\nlackpy: {note}")
 
-    async def _write(self, session: LackpySession, session_id: str,
-                     intent: str) -> Delegation | None:
-        """The tiers' program for ``intent``, each tier tried sent as a thought; None, with
-        the reason said, when none wrote one."""
+    async def _write(self, chat: _Chat, session_id: str, intent: str,
+                     call_id: str) -> Delegation | None:
+        """The tiers' program for ``intent``, each tier tried sent as a thought and a model's
+        program as it streams as the tool call ``call_id`` (its content growing); None,
+        with the reason said, when none wrote one."""
         progress = Outbox(lambda update: self._update(session_id, update))
 
-        def tried(event: GenerationEvent) -> None:  # a model's streamed text is not sent
+        def tried(event: GenerationEvent) -> None:
             if not isinstance(event, ProgramStreaming):
-                progress.put(update_agent_thought_text(generation_progress([event])))
+                progress.put(update_agent_thought_text(generation_progress([event]) + "\n"))
+                return
+            title = f"lackpy program ({event.provider} is writing it: {event.step})"
+            if call_id in chat.running:
+                progress.put(update_tool_call(call_id, title=title,
+                                              content=[shown(event.text)]), key=call_id)
+                return
+            chat.running.add(call_id)
+            progress.put(start_tool_call(call_id, title, kind="execute", status="pending",
+                                         content=[shown(event.text)]))
 
         try:
-            delegation = await session.delegate(intent, on_event=tried)
+            delegation = await chat.session.delegate(intent, on_event=tried)
         except LackpyError as exc:
+            if call_id in chat.running:
+                chat.running.discard(call_id)
+                progress.put(update_tool_call(call_id, status="failed"))
             await progress.flush()
             failed = "no tier could write a program: " if isinstance(exc, GenerationError) else ""
             await self._say(session_id, failed + error_text(exc))
