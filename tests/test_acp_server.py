@@ -55,6 +55,8 @@ async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(works
         assert shown.startswith("```python\n") and "read_file('notes.txt')" in shown
         assert client.statuses() == ["in_progress", "completed"]
         assert client.messages() == "remember the milk\n"
+        *_, done = client.call_updates(call.tool_call_id)  # for clients that show raw output
+        assert done.raw_output == "content = read_file('notes.txt')\ncontent\n\n→ remember the milk\n"
 
 
 async def test_a_template_answers_with_no_model(workspace):

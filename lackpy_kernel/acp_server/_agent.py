@@ -55,7 +55,16 @@ from . import _store
 from ._commands import available_commands, is_command, ratchet_note, run_command
 from ._outbox import Outbox
 from ._permission import PermissionAsker
-from ._replies import STOPPED, ContentBlock, held, intent_of, refusal, reply, shown
+from ._replies import (
+    STOPPED,
+    ContentBlock,
+    held,
+    intent_of,
+    refusal,
+    reply,
+    shown,
+    with_result,
+)
 from ._servers import client_servers
 
 MODES = {
@@ -348,7 +357,8 @@ class LackpyAgent:
         if mode == "plan" or why:
             chat.running.discard(call_id)
             await self._update(session_id, update_tool_call(
-                call_id, status="failed" if why else "completed"))
+                call_id, status="failed" if why else "completed",
+                raw_output=with_result(delegation.program, why)))
             await self._say(session_id, why or f"plan mode: the program above was {summary} "
                                                "and not run. Switch to run mode to run it.")
             await self._note(session_id, delegation, ran_well=False)
@@ -448,7 +458,8 @@ class LackpyAgent:
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
             content=[shown(delegation.program), *asker.diffs.get(call_id, ()),
-                     tool_content(text_block(answer))]))
+                     tool_content(text_block(answer))],
+            raw_output=with_result(delegation.program, answer)))
         await self._say(session_id, answer)
         return result.success
 

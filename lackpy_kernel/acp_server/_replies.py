@@ -60,6 +60,12 @@ def shown(program: str) -> ContentToolCallContent:
     return tool_content(text_block(f"{fence}python\n{program}\n{fence}"))
 
 
+def with_result(program: str, result: str) -> str:
+    """``program`` and, below it, ``result`` (when there is one): a tool call's raw output,
+    for the clients that show that rather than its content (jupyter-ai)."""
+    return f"{program}\n\n→ {result}" if result else program
+
+
 def held(session: LackpySession, program: str) -> str:
     """Why ``program`` is not run from the chat ("" when it may run): it calls a tool whose
     changes are not staged (an MCP server's that writes), or one beyond the config's
