@@ -436,6 +436,33 @@ async def test_agent_mode_asks_for_a_calls_write_with_its_diff_and_a_refusal_cha
             assert not (workspace / "copy.txt").exists()
 
 
+async def test_cancel_while_an_agents_write_is_asked_writes_nothing(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
+                              '[kit]\ndefault = ["read_file", "write_file"]\n')
+    model_server.script(loopback.tool_turn("openai", "", [
+        ("write_file", {"path": "copy.txt", "content": "milk"})]))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = "wait"
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "copy my notes"))
+        async with asyncio.timeout(60):
+            while not client.asked:
+                await asyncio.sleep(0.05)
+        await conn.cancel(session_id=session.session_id)  # the client never answers
+        response = await asyncio.wait_for(running, 10)
+        assert response.stop_reason == "cancelled"
+        assert client.statuses() == ["failed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")
+        client.clear()
+        await conn.set_session_mode(session_id=session.session_id, mode_id="run")
+        await prompt(conn, session.session_id, "read the file notes.txt")  # the session goes on
+        assert client.messages() == "remember the milk\n"
+    assert not (workspace / "copy.txt").exists()
+
+
 async def test_agent_mode_leaves_out_a_tool_that_writes_without_a_diff(
         workspace, model_env, model_server):
     agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
