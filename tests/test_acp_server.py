@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,6 +58,8 @@ async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(works
         assert shown.startswith("```python\n") and "read_file('notes.txt')" in shown
         assert client.statuses() == ["in_progress", "completed"]
         assert client.messages() == "remember the milk\n"
+        *_, done = client.call_updates(call.tool_call_id)  # for clients that show raw output
+        assert done.raw_output == "content = read_file('notes.txt')\ncontent\n\n→ remember the milk\n"
 
 
 async def test_a_template_answers_with_no_model(workspace):
@@ -295,7 +298,8 @@ async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, session.session_id, "what is in my notes")
-        assert "written by local" in client.tool_calls()[0].title
+        *_, title = [u.title for u in client.call_updates("program-1") if u.title]
+        assert title.startswith("lackpy program (written by local in ")
         assert client.messages().startswith("remember the milk\n")
         assert "/create NAME saves this program as a template" in client.messages()
         asked = len(model_server.requests)
@@ -308,6 +312,41 @@ async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
         assert "written by templates" in client.tool_calls()[0].title
         assert "answered by the template notes: no model call" in client.messages()
         assert len(model_server.requests) == asked
+
+
+async def test_a_model_program_grows_in_its_tool_call_as_it_streams_then_is_checked(
+        workspace, model_env, model_server):
+    _model_config(workspace, model_server.url)
+    resume = threading.Event()
+    model_server.script(loopback.openai_stream(
+        ["```python\n", "read_file(", "'notes", ".txt')", "\n```"], stall_after=3, resume=resume))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "what is in my notes"))
+        async with asyncio.timeout(60):  # the model holds its answer until the test has seen it
+            while not any("read_file('notes" in _text(u) for u in client.call_updates("program-1")):
+                assert not running.done(), client.messages()
+                await asyncio.sleep(0.05)
+        [start] = client.tool_calls()
+        assert start.title == "lackpy program (local is writing it: generate)"
+        assert start.status == "pending" and client.statuses() == []
+        resume.set()
+        response = await running
+        assert response.stop_reason == "end_turn"
+        shown = [_text(u) for u in client.call_updates("program-1") if u.content]
+        partial = shown.index(next(text for text in shown if "read_file('notes" in text))
+        assert "read_file('notes.txt')" not in shown[partial]  # seen before the model finished
+        assert "read_file('notes.txt')" in shown[partial + 1]
+        final = next(u for u in client.call_updates("program-1") if u.raw_input)
+        assert final.title.startswith("lackpy program (written by local in ")
+        assert _text(final) == "```python\nread_file('notes.txt')\n```"  # sanitized
+        assert "checked: valid lackpy, calling read_file" in client.thoughts()
+        assert client.statuses() == ["in_progress", "completed"]
+        assert client.messages().startswith("remember the milk\n")
+
+
+def _text(update) -> str:
+    return "".join(c.content.text for c in update.content or () if c.type == "content")
 
 
 async def test_create_says_what_is_missing(workspace):
@@ -360,8 +399,9 @@ async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspac
         assert client.messages().startswith("kit: find_files")
 
 
-async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
-        workspace, model_env, model_server):
+@pytest.mark.parametrize("permission", ["apply", "discard"])
+async def test_agent_mode_asks_for_a_calls_write_with_its_diff_and_a_refusal_changes_nothing(
+        workspace, model_env, model_server, permission):
     agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
                         extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
                               '[kit]\ndefault = ["read_file", "write_file"]\n')
@@ -371,6 +411,7 @@ async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
             ("write_file", {"path": "copy.txt", "content": "milk"})]),
         loopback.tool_turn("openai", "You should remember the milk."))
     async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = permission
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
         response = await prompt(conn, session.session_id, "what should I remember")
@@ -378,13 +419,71 @@ async def test_agent_mode_reports_each_tool_call_and_refuses_a_write(
         titles = [call.title for call in client.tool_calls()]
         assert titles == ["read_file(path='notes.txt')",
                           "write_file(path='copy.txt', content='milk')"]
-        assert sorted(client.statuses()) == ["completed", "failed"]  # the calls run at once
+        [(asked, options)] = client.asked
+        assert asked.tool_call_id == client.tool_calls()[1].tool_call_id
+        assert [option.option_id for option in options] == ["apply", "discard"]
+        [diff] = asked.content
+        assert diff.type == "diff" and diff.path == str(workspace / "copy.txt")
+        assert diff.old_text is None and diff.new_text == "milk"
         assert "Let me read it." in client.thoughts()
         assert client.messages().startswith("You should remember the milk.\n\n(2 turns, 2 tool")
-        [refused] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
-        assert refused.tool_call_id == client.tool_calls()[1].tool_call_id
-        assert "did not run" in refused.content[0].content.text
+        [write] = [u for u in client.updates if getattr(u, "tool_call_id", None) == asked.tool_call_id
+                   and getattr(u, "status", None) in ("completed", "failed")]
+        assert write.content[0].type == "diff"  # the call keeps the diff it asked about
+        if permission == "apply":
+            assert client.statuses() == ["completed", "completed"]
+            assert (workspace / "copy.txt").read_text() == "milk"
+        else:
+            assert sorted(client.statuses()) == ["completed", "failed"]
+            assert write.status == "failed" and "declined" in write.content[1].content.text
+            assert not (workspace / "copy.txt").exists()
+
+
+async def test_cancel_while_an_agents_write_is_asked_writes_nothing(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n'
+                              '[kit]\ndefault = ["read_file", "write_file"]\n')
+    model_server.script(loopback.tool_turn("openai", "", [
+        ("write_file", {"path": "copy.txt", "content": "milk"})]))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        client.permission = "wait"
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        running = asyncio.ensure_future(prompt(conn, session.session_id, "copy my notes"))
+        async with asyncio.timeout(60):
+            while not client.asked:
+                await asyncio.sleep(0.05)
+        await conn.cancel(session_id=session.session_id)  # the client never answers
+        response = await asyncio.wait_for(running, 10)
+        assert response.stop_reason == "cancelled"
+        assert client.statuses() == ["failed"]
+        assert client.messages().startswith("stopped: the prompt was cancelled")
+        client.clear()
+        await conn.set_session_mode(session_id=session.session_id, mode_id="run")
+        await prompt(conn, session.session_id, "read the file notes.txt")  # the session goes on
+        assert client.messages() == "remember the milk\n"
     assert not (workspace / "copy.txt").exists()
+
+
+async def test_agent_mode_leaves_out_a_tool_that_writes_without_a_diff(
+        workspace, model_env, model_server):
+    agents.write_config(workspace, "openai", model_server, retry_delay=0.001,
+                        extra='[agent]\nprovider = "loop"\nmodel = "loop-model"\n')
+    model_server.script(
+        loopback.tool_turn("openai", "", [("remember", {"key": "colour", "value": "blue"})]),
+        loopback.tool_turn("openai", "I cannot keep it."))
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")
+        await prompt(conn, session.session_id, "keep colour as blue")
+        assert "left out of the agent's tools: exit_now, remember (they change things " \
+               "without a diff" in client.thoughts()
+        [call] = client.tool_calls()
+        assert client.statuses() == ["failed"] and not client.asked
+        [failed] = [u for u in client.updates if getattr(u, "status", None) == "failed"]
+        assert failed.tool_call_id == call.tool_call_id
+        assert "there is no tool 'remember'" in failed.content[0].content.text
 
 
 async def test_agent_mode_without_a_model_says_which_to_set(workspace):

@@ -55,7 +55,16 @@ from . import _store
 from ._commands import available_commands, is_command, ratchet_note, run_command
 from ._outbox import Outbox
 from ._permission import PermissionAsker
-from ._replies import STOPPED, ContentBlock, held, intent_of, refusal, reply, shown
+from ._replies import (
+    STOPPED,
+    ContentBlock,
+    held,
+    intent_of,
+    refusal,
+    reply,
+    shown,
+    with_result,
+)
 from ._servers import client_servers
 
 MODES = {
@@ -63,7 +72,7 @@ MODES = {
            "is its result, and its file changes land only when you approve them",
     "plan": "write a program for the prompt and show it, without running it",
     "agent": "let the configured model ([agent] model) call the kit's tools turn by turn, "
-             "each call shown; tools that write are refused",
+             "each call shown; a call's file changes land only when you approve them",
 }
 DEFAULT_MODE = "run"
 MAX_SESSIONS = 8  # live at once: each holds a sandbox worker and its MCP servers
@@ -84,7 +93,7 @@ class _Chat:
     cancelled: bool = False
     programs: int = 0
     running: set[str] = field(default_factory=set)  # the tool calls not finished yet
-    asker: PermissionAsker | None = None  # asks about the running program's file changes
+    asker: PermissionAsker | None = None  # asks about the running prompt's file changes
     used: float = field(default_factory=time.monotonic)
 
 
@@ -327,28 +336,36 @@ class LackpyAgent:
         if chat.record.mode == "agent":
             await self._answer_with_agent(chat, session_id, intent)
             return
-        delegation = await self._write(chat.session, session_id, intent)
-        if delegation is None:
-            return
         chat.programs += 1
         call_id = f"program-{chat.programs}"
+        delegation = await self._write(chat, session_id, intent, call_id)
+        if delegation is None:
+            return
         summary = generation_summary(delegation.generated)
-        await self._update(session_id, start_tool_call(
-            call_id, f"lackpy program ({summary})", kind="execute", status="pending",
-            content=[shown(delegation.program)],
-            raw_input={"intent": intent, "program": delegation.program}))
+        title, content = f"lackpy program ({summary})", [shown(delegation.program)]
+        raw_input = {"intent": intent, "program": delegation.program}
+        await self._update(session_id, update_tool_call(
+            call_id, title=title, content=content, raw_input=raw_input)
+            if call_id in chat.running else start_tool_call(
+            call_id, title, kind="execute", status="pending", content=content,
+            raw_input=raw_input))
+        calls = chat.session.validate(delegation.program).calls
+        await self._update(session_id, update_agent_thought_text(
+            f"checked: valid lackpy, calling {', '.join(calls) or 'no tool'}\n"))
         mode = chat.record.mode
         why = held(chat.session, delegation.program) if mode == "run" else ""
         if mode == "plan" or why:
+            chat.running.discard(call_id)
             await self._update(session_id, update_tool_call(
-                call_id, status="failed" if why else "completed"))
+                call_id, status="failed" if why else "completed",
+                raw_output=with_result(delegation.program, why)))
             await self._say(session_id, why or f"plan mode: the program above was {summary} "
                                                "and not run. Switch to run mode to run it.")
             await self._note(session_id, delegation, ran_well=False)
             return
         chat.running.add(call_id)
-        asker = PermissionAsker(self._client, session_id, call_id, chat.workspace,
-                                shown(delegation.program))
+        asker = PermissionAsker(self._client, session_id, chat.workspace, lambda: call_id,
+                                [shown(delegation.program)])
         chat.session.approve = chat.asker = asker
         try:
             ran_well = await self._run(chat.session, session_id, call_id, delegation, asker)
@@ -365,19 +382,32 @@ class LackpyAgent:
         if note:
             await self._say(session_id, f"\n\nlackpy: {note}")
 
-    async def _write(self, session: LackpySession, session_id: str,
-                     intent: str) -> Delegation | None:
-        """The tiers' program for ``intent``, each tier tried sent as a thought; None, with
-        the reason said, when none wrote one."""
+    async def _write(self, chat: _Chat, session_id: str, intent: str,
+                     call_id: str) -> Delegation | None:
+        """The tiers' program for ``intent``, each tier tried sent as a thought and a model's
+        program as it streams as the tool call ``call_id`` (its content growing); None,
+        with the reason said, when none wrote one."""
         progress = Outbox(lambda update: self._update(session_id, update))
 
-        def tried(event: GenerationEvent) -> None:  # a model's streamed text is not sent
+        def tried(event: GenerationEvent) -> None:
             if not isinstance(event, ProgramStreaming):
-                progress.put(update_agent_thought_text(generation_progress([event])))
+                progress.put(update_agent_thought_text(generation_progress([event]) + "\n"))
+                return
+            title = f"lackpy program ({event.provider} is writing it: {event.step})"
+            if call_id in chat.running:
+                progress.put(update_tool_call(call_id, title=title,
+                                              content=[shown(event.text)]), key=call_id)
+                return
+            chat.running.add(call_id)
+            progress.put(start_tool_call(call_id, title, kind="execute", status="pending",
+                                         content=[shown(event.text)]))
 
         try:
-            delegation = await session.delegate(intent, on_event=tried)
+            delegation = await chat.session.delegate(intent, on_event=tried)
         except LackpyError as exc:
+            if call_id in chat.running:
+                chat.running.discard(call_id)
+                progress.put(update_tool_call(call_id, status="failed"))
             await progress.flush()
             failed = "no tier could write a program: " if isinstance(exc, GenerationError) else ""
             await self._say(session_id, failed + error_text(exc))
@@ -391,11 +421,13 @@ class LackpyAgent:
     async def _answer_with_agent(self, chat: _Chat, session_id: str, intent: str) -> None:
         """Answer with the agent loop: its tool calls as tool calls, its answer as the
         message; the run's calls as one program become the last program (for /create)."""
-        from ._loop import answer_with_agent  # noqa: PLC0415 - the engines load when used
+        from ._loop import CALL, answer_with_agent  # noqa: PLC0415 - the engines load when used
 
         calls = Outbox(lambda update: self._update(session_id, update))
+        chat.asker = PermissionAsker(self._client, session_id, chat.workspace, CALL.get)
         try:
-            answer = await answer_with_agent(chat.session, intent, calls, chat.running)
+            answer = await answer_with_agent(chat.session, intent, calls, chat.running,
+                                             chat.asker)
         except LackpyError as exc:
             await calls.flush()
             await self._say(session_id, f"the agent cannot start: {error_text(exc)}")
@@ -403,6 +435,8 @@ class LackpyAgent:
         except asyncio.CancelledError:
             calls.cancel()
             raise
+        finally:
+            chat.asker = None
         await calls.flush()
         await self._say(session_id, answer.text)
         if answer.program is not None:
@@ -423,7 +457,9 @@ class LackpyAgent:
         answer = reply(result, delegation.program)
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
-            content=[shown(delegation.program), *asker.diff, tool_content(text_block(answer))]))
+            content=[shown(delegation.program), *asker.diffs.get(call_id, ()),
+                     tool_content(text_block(answer))],
+            raw_output=with_result(delegation.program, answer)))
         await self._say(session_id, answer)
         return result.success
 

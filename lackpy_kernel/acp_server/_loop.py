@@ -1,8 +1,12 @@
 """Mode ``agent``: the agent loop ``%agent`` runs (a model calling the kit's tools turn by
-turn), each tool call reported as an ACP tool call, the answer as the agent's message."""
+turn), each tool call reported as an ACP tool call, the answer as the agent's message. A
+call's file changes are asked for on that call (``session/request_permission`` with the
+diff) and land only when the person applies them; tools that change things without
+staging them (an MCP server's that writes) are left out of the agent's kit."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +18,11 @@ from lackpy_kernel.notebook.turns import notebook_agent, offer_program, run_summ
 from lackpy_kernel.session import LackpySession
 
 from ._outbox import Outbox
+from ._permission import PermissionAsker
+from ._replies import unstaged_writers
 
 MAX_SHOWN = 4_000  # characters of a call's arguments or result shown in its tool call
+CALL: ContextVar[str] = ContextVar("lackpy_acp_call", default="")  # the call a task runs
 
 
 @dataclass
@@ -32,6 +39,7 @@ class _Calls:
     """The run's tool calls as ACP tool calls: their ids, and those still open."""
 
     outbox: Outbox
+    diffs: dict[str, list[Any]]  # the changes asked for, by call
     ids: dict[tuple[int, str], str] = field(default_factory=dict)
     open: set[str] = field(default_factory=set)
 
@@ -40,6 +48,7 @@ class _Calls:
             call_id = f"agent-call-{len(self.ids) + 1}"
             self.ids[(event.turn, event.call.id)] = call_id
             self.open.add(call_id)
+            CALL.set(call_id)  # in the call's own task, where its changes are asked for
             self.outbox.put(start_tool_call(
                 call_id, _bounded(_call_title(event.call.name, event.call.arguments)),
                 kind="execute" if event.call.name == "lackpy" else "other",
@@ -49,7 +58,8 @@ class _Calls:
             self.open.discard(call_id)
             self.outbox.put(update_tool_call(
                 call_id, status="failed" if event.outcome.is_error else "completed",
-                content=[tool_content(text_block(_bounded(event.outcome.content)))]))
+                content=[*self.diffs.get(call_id, ()),
+                         tool_content(text_block(_bounded(event.outcome.content)))]))
         elif event.kind == "turn_finished" and event.model_turn and event.model_turn.calls \
                 and event.model_turn.text.strip():
             self.outbox.put(update_agent_thought_text(_bounded(event.model_turn.text)))
@@ -58,13 +68,22 @@ class _Calls:
 
 
 async def answer_with_agent(session: LackpySession, intent: str, outbox: Outbox,
-                            open_calls: set[str]) -> AgentAnswer:
-    """Run the agent loop on ``intent`` with the session's kit (tools that write are refused,
-    the model is told so), its tool calls put in ``outbox``; ``open_calls`` holds the ids
-    of those that have not finished (for a cancel to close). Raises LackpyError when the
-    agent cannot start (no model configured, a bad kit)."""
-    agent = notebook_agent(session.service, session.kit)
-    calls = _Calls(outbox, open=open_calls)
+                            open_calls: set[str], asker: PermissionAsker) -> AgentAnswer:
+    """Run the agent loop on ``intent`` with the session's kit, less the tools that change
+    things unstaged (said as a thought), its tool calls put in ``outbox`` and their file
+    changes asked for through ``asker`` (whose call is ``CALL``); ``open_calls`` holds the
+    ids of those that have not finished (for a cancel to close). Raises LackpyError when
+    the agent cannot start (no model configured, a bad kit)."""
+    resolved = session.resolved_kit()
+    left_out = unstaged_writers(resolved)
+    if left_out:
+        outbox.put(update_agent_thought_text(
+            f"left out of the agent's tools: {', '.join(sorted(left_out))} (they change "
+            "things without a diff to approve first)\n"))
+    kit = {alias: spec.name for alias, spec in resolved.tools.items() if alias not in left_out}
+    agent = notebook_agent(session.service, kit, allow_writes=True)
+    agent.approve = asker
+    calls = _Calls(outbox, asker.diffs, open=open_calls)
     with agent:
         envelope = await agent.arun(intent, on_event=calls)
     return _answer(session, agent, intent, envelope)

@@ -6,6 +6,7 @@ that cannot be asked leaves every file as it was."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,32 +28,36 @@ Content = ContentToolCallContent | FileEditToolCallContent
 
 
 class PermissionAsker:
-    """The session's approver for one program's tool call: asks the client, showing the
-    program and its change on the call; True applies the change. ``diff`` keeps what was
-    shown, for the call's final content."""
+    """The session's approver for a prompt's tool calls: asks the client about a change on
+    the tool call ``call_id()`` names when asked (the program's, or the agent's call that
+    made the change), showing ``shown`` and the change's diff; True applies the change.
+    ``diffs`` keeps what was shown for each call, for its final content."""
 
-    def __init__(self, client: Client | None, session_id: str, call_id: str, workspace: Path,
-                 program: Content) -> None:
-        self._client, self._session_id, self._call_id = client, session_id, call_id
-        self._workspace, self._program = workspace, program
-        self._asking: asyncio.Task[Any] | None = None
-        self.diff: list[Content] = []
+    def __init__(self, client: Client | None, session_id: str, workspace: Path,
+                 call_id: Callable[[], str], shown: Sequence[Content] = ()) -> None:
+        self._client, self._session_id, self._workspace = client, session_id, workspace
+        self._call_id, self._shown = call_id, list(shown)
+        self._asking: set[asyncio.Task[Any]] = set()
+        self.diffs: dict[str, list[Content]] = {}
 
     def stop(self) -> None:
-        """Stop asking (the prompt was cancelled): the change is refused, even where the
+        """Stop asking (the prompt was cancelled): the changes are refused, even where the
         sandbox asks from a thread of its own and the client never answers."""
-        if self._asking is not None:
-            self._asking.cancel()
+        for task in list(self._asking):
+            task.cancel()
 
     async def __call__(self, change: Change) -> bool:
         """Whether the person applies ``change``; raises ChangeRefusedError when the client
         cannot be asked (the change is refused, saying why)."""
-        self.diff = diff_content(self._workspace, change)
-        call = ToolCallUpdate(tool_call_id=self._call_id, title=change.summary(), kind="edit",
-                              content=[self._program, *self.diff])
+        call_id = self._call_id()
+        diff = self.diffs[call_id] = diff_content(self._workspace, change)
+        call = ToolCallUpdate(tool_call_id=call_id, title=change.summary(), kind="edit",
+                              content=[*self._shown, *diff])
         if self._client is None:
             raise ChangeRefusedError("no client is connected to ask")
-        self._asking = asyncio.current_task()
+        current = asyncio.current_task()
+        asking = {current} if current is not None else set()
+        self._asking |= asking
         try:
             response = await self._client.request_permission(
                 session_id=self._session_id, tool_call=call, options=OPTIONS)
@@ -61,7 +66,7 @@ class PermissionAsker:
                 f"this client cannot be asked to approve file changes "
                 f"(session/request_permission: {exc}); nothing was written") from None
         finally:
-            self._asking = None
+            self._asking -= asking
         outcome = response.outcome
         return outcome.outcome == "selected" and getattr(outcome, "option_id", "") == APPLY
 

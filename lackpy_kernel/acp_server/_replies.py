@@ -14,6 +14,7 @@ from acp.schema import (
 )
 
 from lackpy_kernel.config import AUTO_RUN_LEVELS
+from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.builtin_specs import PROVIDER_NAME as STAGED
 from lackpy_kernel.notebook.bundles import output_text, program_error
 from lackpy_kernel.run import ExecutionResult
@@ -59,6 +60,12 @@ def shown(program: str) -> ContentToolCallContent:
     return tool_content(text_block(f"{fence}python\n{program}\n{fence}"))
 
 
+def with_result(program: str, result: str) -> str:
+    """``program`` and, below it, ``result`` (when there is one): a tool call's raw output,
+    for the clients that show that rather than its content (jupyter-ai)."""
+    return f"{program}\n\n→ {result}" if result else program
+
+
 def held(session: LackpySession, program: str) -> str:
     """Why ``program`` is not run from the chat ("" when it may run): it calls a tool whose
     changes are not staged (an MCP server's that writes), or one beyond the config's
@@ -68,7 +75,7 @@ def held(session: LackpySession, program: str) -> str:
     calls = session.validate(program).calls
     writes = {name for name in calls if name in resolved.tools
               and resolved.tools[name].grade_w > READ}
-    unstaged = sorted(name for name in writes if resolved.tools[name].provider != STAGED)
+    unstaged = sorted(writes & unstaged_writers(resolved))
     if unstaged:
         return WRITES_NOT_RUN.format(tools=", ".join(unstaged))
     check = session.service.run_check(program, resolved)
@@ -77,6 +84,13 @@ def held(session: LackpySession, program: str) -> str:
     if check.allowed or set(check.past) <= asked:
         return ""
     return f"not run: {check.reason}."
+
+
+def unstaged_writers(resolved: ResolvedKit) -> set[str]:
+    """The kit's tools (aliases) that change things without staging them (an MCP server's
+    that writes): no diff can be shown before they act, so no one can approve them here."""
+    return {alias for alias, spec in resolved.tools.items()
+            if spec.grade_w > READ and spec.provider != STAGED}
 
 
 def reply(result: ExecutionResult, program: str) -> str:

@@ -98,6 +98,11 @@ class RecordingClient:
     def tool_calls(self) -> list[ToolCallStart]:
         return [u for u in self.updates if isinstance(u, ToolCallStart)]
 
+    def call_updates(self, call_id: str) -> list[ToolCallStart | ToolCallProgress]:
+        """The updates of the tool call ``call_id``, its start first."""
+        return [u for u in self.updates if isinstance(u, (ToolCallStart, ToolCallProgress))
+                and u.tool_call_id == call_id]
+
     def statuses(self) -> list[str]:
         return [u.status for u in self.updates if isinstance(u, ToolCallProgress) and u.status]
 

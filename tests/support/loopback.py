@@ -206,17 +206,21 @@ def hang() -> Step:
 
 
 def chunked(chunks: Iterable[bytes], content_type: str, *, stall_after: int | None = None,
-            status: int = 200, headers: Mapping[str, str] | None = None) -> Step:
-    """A chunked body; with ``stall_after``, stop sending after that many chunks and keep the socket open."""
+            status: int = 200, headers: Mapping[str, str] | None = None,
+            resume: threading.Event | None = None) -> Step:
+    """A chunked body; with ``stall_after``, stop sending after that many chunks and keep the socket open
+    (until ``resume`` is set, when given: then send the rest)."""
     chunks = list(chunks)
 
     def step(handler: _Handler, request: Request) -> None:
         handler.start(status, {"Content-Type": content_type, "Transfer-Encoding": "chunked",
                                **(headers or {})})
         for index, chunk in enumerate(chunks):
-            if stall_after is not None and index >= stall_after:
-                handler.wait_for_release()
-                return
+            if stall_after is not None and index == stall_after:
+                if resume is None:
+                    handler.wait_for_release()
+                    return
+                resume.wait(MAX_WAIT)
             handler.write_chunk(chunk)
         handler.end_chunks()
 
@@ -368,9 +372,11 @@ def _openai_chunk(request: Request, piece: str, finish: str | None) -> dict[str,
     return {"id": "cmpl-loopback", "object": kind, "created": 1700000000, "model": model, "choices": [choice]}
 
 
-def openai_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> Step:
+def openai_stream(pieces: Iterable[str], *, stall_after: int | None = None,
+                  resume: threading.Event | None = None) -> Step:
     """SSE ``data:`` chunks, one per piece (chat deltas or completion text, by path), a usage
-    chunk (10 tokens in, 5 out) when the request asks for one, then ``[DONE]``."""
+    chunk (10 tokens in, 5 out) when the request asks for one, then ``[DONE]`` (see
+    ``chunked`` for ``stall_after`` and ``resume``)."""
     pieces = list(pieces)
 
     def step(handler: _Handler, request: Request) -> None:
@@ -380,7 +386,7 @@ def openai_stream(pieces: Iterable[str], *, stall_after: int | None = None) -> S
             chunks.append({**_openai_chunk(request, "", None), "choices": [], "usage": {
                 "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
         events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
-        chunked(events, "text/event-stream", stall_after=stall_after)(handler, request)
+        chunked(events, "text/event-stream", stall_after=stall_after, resume=resume)(handler, request)
 
     return step
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from lackpy_kernel.errors import UsageError
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.service import LackpyService
 
 from ..loop import run_sync
@@ -40,13 +41,15 @@ class Agent:
     is the highest grade of kit tool (or tool a ``lackpy`` program calls) that runs without
     asking (default: the config's ``[delegate] auto_run``, else ``"read"``, so write tools
     are refused until allowed); Python callables and agents are the caller's and run.
+    ``approve`` is asked before a tool call's file changes land (``[sandbox] approve =
+    "write"``), in the task of that call (see ``Approver``); without one they are refused.
 
     Raises KitError or UsageError at construction when the tools cannot be used.
     """
 
     def __init__(self, engine: Engine | str, tools: Any = None, *, name: str | None = None,
                  output: Any = str, service: LackpyService | None = None,
-                 auto_run: str | None = None) -> None:
+                 auto_run: str | None = None, approve: Approver | None = None) -> None:
         self.engine: Engine = LLMEngine(engine) if isinstance(engine, str) else engine
         if not callable(getattr(self.engine, "arun", None)):
             raise UsageError(f"engine must be an LLMEngine, a ReplanEngine or a model name, not "
@@ -58,6 +61,7 @@ class Agent:
         self.output = output
         self.service = service
         self.auto_run = auto_run
+        self.approve = approve
         self._pool: SandboxPool | None = None  # with a service of its own: kept across runs
         with self._service() as checking:  # the kit resolves now, or the error shows now
             build_toolset(tools, checking, ceiling=auto_run)
@@ -157,7 +161,8 @@ class Agent:
 
     def _toolset(self, service: LackpyService, pool: SandboxPool) -> Toolset:
         return build_toolset(self.tools, service, ceiling=self.auto_run,
-                             lackpy=getattr(self.engine, "needs_lackpy_tool", False), pool=pool)
+                             lackpy=getattr(self.engine, "needs_lackpy_tool", False), pool=pool,
+                             approve=self.approve)
 
     def _pool_for(self, service: LackpyService) -> SandboxPool:
         if service is not self.service:

@@ -45,7 +45,7 @@ from lackpy_kernel.run import (
     find_non_plain,
     summarize,
 )
-from lackpy_kernel.run.kernel_side import in_thread
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.service import LackpyService, trace_sources, validate_for
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -124,14 +124,16 @@ class CallOutcome:
 
 @dataclass
 class Toolset:
-    """The tools of one agent, the kit they resolve in, the service that runs programs, and
-    the approval ceiling (the highest grade that runs without asking)."""
+    """The tools of one agent, the kit they resolve in, the service that runs programs, the
+    approval ceiling (the highest grade that runs without asking) and who approves a call's
+    file changes (``approve``; None refuses them, see ``Approver``)."""
 
     tools: dict[str, AgentTool]
     service: LackpyService
     kit: ResolvedKit | None = None
     ceiling: str = DEFAULT_CEILING
     pool: SandboxPool | None = None  # kit calls' workers (made on first use; its maker closes it)
+    approve: Approver | None = None
 
     def __bool__(self) -> bool:
         return bool(self.tools)
@@ -208,14 +210,15 @@ class Toolset:
             try:
                 ran = await in_daemon_thread(stage.run, lambda: RestrictedRunner().run_validated(
                     program, check, kit.callables, params, sources=trace_sources(kit)))
-                return await stage.settle(ran, ask=self.service.approves_writes, approve=None)
+                return await stage.settle(ran, ask=self.service.approves_writes,
+                                          approve=self.approve)
             finally:
                 stage.discard()
         if self.pool is None:
             self.pool = SandboxPool(self.service)
         with self.pool.box() as box:
-            result: ExecutionResult = await in_thread(box.run, box.interrupt, program, kit,
-                                                      params, keep=False)
+            result: ExecutionResult = await box.run_async(program, kit, params, keep=False,
+                                                          approve=self.approve)
         return result
 
     def _kit(self) -> ResolvedKit:
@@ -277,7 +280,8 @@ class SandboxPool:
 
 
 def build_toolset(tools: Any, service: LackpyService, *, ceiling: str | None = None,
-                  lackpy: bool = False, pool: SandboxPool | None = None) -> Toolset:
+                  lackpy: bool = False, pool: SandboxPool | None = None,
+                  approve: Approver | None = None) -> Toolset:
     """The Toolset for ``tools``: None (the config's default kit), a kit spec (a kit name,
     ``"a,b"``, a list of tool names, an alias dict), or a list mixing kit tool names,
     Python callables and agents. The name ``lackpy`` (or ``lackpy=True``) adds the tool
@@ -310,7 +314,8 @@ def build_toolset(tools: Any, service: LackpyService, *, ceiling: str | None = N
             raise UsageError(f"two tools are named {tool.name!r}; give one another name "
                              f"(agent.as_tool('other_name'))")
         found[tool.name] = tool
-    return Toolset(found, service, resolved if resolved or lackpy else None, chosen, pool)
+    return Toolset(found, service, resolved if resolved or lackpy else None, chosen, pool,
+                   approve)
 
 
 def ceiling_of(ceiling: str | None, service: LackpyService) -> str:
