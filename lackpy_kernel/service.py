@@ -67,7 +67,7 @@ from lackpy_kernel.run import (
 )
 from lackpy_kernel.run.context import describe_variables
 from lackpy_kernel.run.here import HereStage
-from lackpy_kernel.run.kernel_side import Approver
+from lackpy_kernel.run.kernel_side import Approver, asked_first
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -577,6 +577,12 @@ class LackpyService:
                        protected=self.tool_sources.protected,
                        approve_writes=self.approves_writes)
 
+    def callables_here(self, resolved: ResolvedKit, approve: Approver | None
+                       ) -> dict[str, Callable[..., Any]]:
+        """The callables of ``resolved`` for a program run in this process: where writes
+        are approved, a kernel tool graded write asks ``approve`` before each call."""
+        return asked_first(resolved, approve) if self.approves_writes else resolved.callables
+
     def stage_here(self) -> HereStage:
         """A stage for one program run in this process (see ``lackpy_kernel.run.here``)."""
         return HereStage(self.workspace, self.tool_sources.protected)
@@ -631,7 +637,8 @@ class LackpyService:
         stage = self.stage_here()
         try:
             result = stage.run(lambda: runner.run_validated(
-                program, check, resolved.callables, params, sources=trace_sources(resolved)))
+                program, check, self.callables_here(resolved, approve), params,
+                sources=trace_sources(resolved)))
             if dry:  # what it staged is dropped below, unasked
                 return result
             return await stage.settle(result, ask=self.approves_writes, approve=approve)

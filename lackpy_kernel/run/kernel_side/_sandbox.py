@@ -143,7 +143,7 @@ class Sandbox:
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
-        with self._run_lock, self._hosting(plan) as hosted:
+        with self._run_lock, self._hosting(plan, approve) as hosted:
             reply = self._exchange(request.to_frame(), self._run_wait, hosted, approve)
         return self._result_of(reply, keep)
 
@@ -171,7 +171,7 @@ class Sandbox:
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
-            with self._hosting(plan) as hosted:
+            with self._hosting(plan, blocking(approve, asyncio.get_running_loop())) as hosted:
                 reply = await self._exchange_async(request.to_frame(), hosted, approve)
         finally:
             self._run_lock.release()
@@ -256,13 +256,16 @@ class Sandbox:
         return plan_kit(kit)
 
     @contextlib.contextmanager
-    def _hosting(self, plan: KitPlan) -> Iterator[HostedRun | None]:
-        """The run's forwarded calls while it runs, when its kit has tools that run here."""
+    def _hosting(self, plan: KitPlan, approve: Approver | None) -> Iterator[HostedRun | None]:
+        """The run's forwarded calls while it runs, when its kit has tools that run here;
+        ``approve`` (blocking) is asked before each call of a tool graded write, where
+        ``approve_writes``."""
         if not plan.kernel:
             yield None
             return
         hosted = self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
-                                  send=self._send_bytes, max_bytes=self.limits.max_result_bytes)
+                                  send=self._send_bytes, max_bytes=self.limits.max_result_bytes,
+                                  ask=self.approve_writes, approve=approve)
         try:
             yield hosted
         finally:
@@ -291,13 +294,14 @@ class Sandbox:
             self._send(request)
             deadline = time.monotonic() + wait
             while True:
-                reply = _taken(self._receive(deadline - time.monotonic()), hosted)
+                reply = _taken(self._receive_by(deadline, hosted), hosted)
                 if reply is None:
                     continue
                 if "approve" not in reply:
                     return reply
                 self._send(decide(approve, reply["approve"]))
-                deadline = time.monotonic() + wait  # the time asking took is not the program's
+                # the time asking took is not the program's
+                deadline = time.monotonic() + wait - _stood(hosted)
         except _WORKER_FAILED as exc:
             return self._failed_worker(exc)
 
@@ -324,7 +328,8 @@ class Sandbox:
         loop.add_reader(fd, readable)
         try:
             self._send(request)
-            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait)):
+            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait,
+                                                                 hosted)):
                 pending[0] = loop.create_future()
                 self._send(await self._asked(approve, frame["approve"], pending[0]))
         except _WORKER_FAILED as exc:
@@ -351,11 +356,20 @@ class Sandbox:
             raise
 
     async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
-                           wait: float) -> Frame:
-        """The reply frame within ``wait`` seconds. Cancelled, it stops the program and
-        re-raises; a result that came first stands."""
+                           wait: float, hosted: HostedRun | None = None) -> Frame:
+        """The reply frame within ``wait`` seconds (more by the time a person was asked
+        about a call meanwhile). Cancelled, it stops the program and re-raises; a result
+        that came first stands."""
+        deadline = time.monotonic() + wait - _stood(hosted)
         try:
-            frame = await asyncio.wait_for(asyncio.shield(reply), wait)
+            while True:
+                try:
+                    frame = await asyncio.wait_for(asyncio.shield(reply),
+                                                   _left(deadline, hosted))
+                    break
+                except TimeoutError:
+                    if _left(deadline, hosted) <= 0:
+                        raise
         except asyncio.CancelledError:
             if not reply.done():
                 self.interrupt()
@@ -425,6 +439,16 @@ class Sandbox:
             raise EOFError("the worker exited")
         self._reader.feed(data)
 
+    def _receive_by(self, deadline: float, hosted: HostedRun | None) -> Any:
+        """The worker's next frame by ``deadline``, moved by the time a person was asked
+        about a call of ``hosted``'s. Raises TimeoutError, EOFError."""
+        while True:
+            try:
+                return self._receive(_left(deadline, hosted))
+            except TimeoutError:
+                if _left(deadline, hosted) <= 0:
+                    raise
+
     def _receive(self, wait: float) -> Any:
         """The worker's next frame within ``wait`` seconds. Raises TimeoutError, EOFError."""
         fd = self._stdout()
@@ -448,6 +472,18 @@ class Sandbox:
         for pipe in (process.stdin, process.stdout):
             if pipe:
                 pipe.close()
+
+
+def _stood(hosted: HostedRun | None) -> float:
+    """The seconds the clock of ``hosted``'s program stood so far (0 without one)."""
+    return hosted.stood() if hosted is not None else 0.0
+
+
+def _left(deadline: float, hosted: HostedRun | None) -> float:
+    """The seconds left until ``deadline``, moved by the time the clock stood; while a
+    person is asked, at least ``GRACE_SECONDS`` (to look again then)."""
+    left = deadline + _stood(hosted) - time.monotonic()
+    return max(left, GRACE_SECONDS) if hosted is not None and hosted.asking else left
 
 
 def _taken(frame: Any, hosted: HostedRun | None) -> Frame | None:
