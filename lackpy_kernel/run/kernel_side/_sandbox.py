@@ -61,8 +61,9 @@ class Sandbox:
     process as here.
 
     With ``approve_writes`` (``[sandbox] approve = "write"``, the default) a program's
-    file changes land only once the run's ``approve`` callback (see ``Approver``) says
-    so; a run without one refuses them. False lets them land unseen.
+    file changes land, and each call of a tool graded write that runs here is made, only
+    once the run's ``approve`` callback (see ``Approver``) says so; a run without one
+    refuses them. False lets them land (and run) unseen; a run's ``ask`` overrides it.
     """
 
     def __init__(
@@ -129,6 +130,7 @@ class Sandbox:
         return_variables: bool = False,
         dry: bool = False,
         approve: Approver | None = None,
+        ask: bool | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
@@ -137,13 +139,14 @@ class Sandbox:
         ``keep=False`` runs on an empty namespace and leaves the session alone. ``dry``
         drops whatever the program staged (its file changes never land, nothing is asked).
         ``approve`` is asked, on this thread, before the program's file changes land
-        (``approve_writes``); its deadline does not run meanwhile.
+        (``ask``, None for ``approve_writes``); its deadline does not run meanwhile.
         """
-        prepared = self._prepare(program, kit, params, keep, return_variables, dry)
+        ask = self.approve_writes if ask is None else ask
+        prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
-        with self._run_lock, self._hosting(plan, approve) as hosted:
+        with self._run_lock, self._hosting(plan, approve, ask) as hosted:
             reply = self._exchange(request.to_frame(), self._run_wait, hosted, approve)
         return self._result_of(reply, keep)
 
@@ -157,6 +160,7 @@ class Sandbox:
         return_variables: bool = False,
         dry: bool = False,
         approve: Approver | None = None,
+        ask: bool | None = None,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
@@ -165,13 +169,16 @@ class Sandbox:
         if not self.ready or not self._run_lock.acquire(blocking=False):
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables, dry=dry,
-                                    approve=blocking(approve, asyncio.get_running_loop()))
+                                    approve=blocking(approve, asyncio.get_running_loop()),
+                                    ask=ask)
         try:
-            prepared = self._prepare(program, kit, params, keep, return_variables, dry)
+            ask = self.approve_writes if ask is None else ask
+            prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
-            with self._hosting(plan, blocking(approve, asyncio.get_running_loop())) as hosted:
+            with self._hosting(plan, blocking(approve, asyncio.get_running_loop()),
+                               ask) as hosted:
                 reply = await self._exchange_async(request.to_frame(), hosted, approve)
         finally:
             self._run_lock.release()
@@ -230,7 +237,7 @@ class Sandbox:
         return self.limits.timeout + GRACE_SECONDS
 
     def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool, dry: bool = False
+                 return_variables: bool, dry: bool, ask: bool
                  ) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
@@ -247,7 +254,7 @@ class Sandbox:
                           plan.import_path, _protected(self.protected), dict(params or {}), keep,
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
                           limits.max_result_bytes, limits.max_tool_calls, dry,
-                          approve=self.approve_writes), plan
+                          approve=ask), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
@@ -256,16 +263,17 @@ class Sandbox:
         return plan_kit(kit)
 
     @contextlib.contextmanager
-    def _hosting(self, plan: KitPlan, approve: Approver | None) -> Iterator[HostedRun | None]:
+    def _hosting(self, plan: KitPlan, approve: Approver | None, ask: bool
+                 ) -> Iterator[HostedRun | None]:
         """The run's forwarded calls while it runs, when its kit has tools that run here;
-        ``approve`` (blocking) is asked before each call of a tool graded write, where
-        ``approve_writes``."""
+        with ``ask``, ``approve`` (blocking) is asked before each call of a tool graded
+        write."""
         if not plan.kernel:
             yield None
             return
         hosted = self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
                                   send=self._send_bytes, max_bytes=self.limits.max_result_bytes,
-                                  ask=self.approve_writes, approve=approve)
+                                  ask=ask, approve=approve)
         try:
             yield hosted
         finally:
