@@ -77,3 +77,16 @@ def test_without_stdin_the_call_is_refused_naming_the_setting(host: Host, outbox
     shown = host.run(posting(host, outbox))
     assert "post() was not run: this front end takes no input" in shown.evalue
     assert not outbox.exists()
+
+
+def test_the_stop_button_while_a_call_is_asked_for_refuses_it(host: Host, outbox):
+    kernel = host.kernel
+    msg_id = kernel.client.execute(posting(host, outbox), allow_stdin=True, stop_on_error=False)
+    assert kernel.client.get_stdin_msg(timeout=60)["content"]["prompt"] == QUESTION
+    kernel.manager.interrupt_kernel()  # while the question waits for its answer
+    stopped = kernel.wait(msg_id)
+    assert stopped.status == "error" and stopped.error["ename"] == "KeyboardInterrupt"
+    assert not outbox.exists()
+    shown = host.run(posting(host, outbox), answer="y")  # the question was not left behind
+    assert shown.ok, shown
+    assert outbox.read_text() == "hello\x1b[2J\n"
