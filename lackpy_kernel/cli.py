@@ -437,8 +437,13 @@ def _add_plan_commands(commands: Subcommands, common: argparse.ArgumentParser) -
     run.add_argument("name")
     run.add_argument("task", help="the task; a Python literal where it parses as one")
     run.add_argument("--key", help="checkpoint the run under this key, to resume it later")
-    actions.add_parser("resume", parents=[common, registry, remote],
-                       help="continue a paused, failed or killed run").add_argument("key")
+    resume = actions.add_parser("resume", parents=[common, registry, remote],
+                                help="continue a paused, failed or killed run")
+    resume.add_argument("key")
+    resume.add_argument("--approve", action="store_true",
+                        help="let the file change the run paused on land (the one its pause "
+                             "showed, as `lackpy plan status KEY` does); another change pauses "
+                             "again")
     actions.add_parser("restart", parents=[common, registry],
                        help="start a checkpointed run over from its first step").add_argument("key")
     actions.add_parser("status", parents=[common, remote],
@@ -491,14 +496,25 @@ def cmd_plan(service: LackpyService, args: argparse.Namespace) -> int:
         else:
             plan = library.plan_for(args.key, registry, service=service,
                                     resume=args.plan_command == "resume")
-            envelope = plan.run() if args.plan_command == "resume" else plan.restart()
+            envelope = plan.run(approve=args.approve) if args.plan_command == "resume" \
+                else plan.restart()
+        key = plan.checkpoint_key
+        waits = _waits_for_approval(library, key, envelope)
     finally:
         library.close()
     if args.json:
         _print_json(envelope.to_dict())
     else:
-        _print_envelope(envelope, plan.checkpoint_key)
+        _print_envelope(envelope, key, " --approve" if waits else "")
     return EXIT_OK if envelope.ok else EXIT_FAILED
+
+
+def _waits_for_approval(library: PlanLibrary, key: str | None, envelope: Envelope) -> bool:
+    """Whether the run under ``key`` paused on a file change, which a resume approves."""
+    if key is None or envelope.error is None or envelope.error.type != "PlanPaused":
+        return False
+    run = library.run(key)
+    return run is not None and run.change is not None
 
 
 def _plan_registry(spec: str | None) -> dict[str, Any]:
@@ -566,7 +582,7 @@ def _plan_on_temporal(service: LackpyService, args: argparse.Namespace) -> int:
         task = parse_param(f"task={args.task}")[1]
         key, envelope = asyncio.run(_temporal_run(runner, plan, task))
     else:
-        key, envelope = args.key, asyncio.run(runner.resume(args.key))
+        key, envelope = args.key, asyncio.run(runner.resume(args.key, approve=args.approve))
     if args.json:
         _print_json({"key": key, **envelope.to_dict()})
     else:

@@ -67,7 +67,7 @@ from lackpy_kernel.run import (
 )
 from lackpy_kernel.run.context import describe_variables
 from lackpy_kernel.run.here import HereStage
-from lackpy_kernel.run.kernel_side import Approver
+from lackpy_kernel.run.kernel_side import Approver, asked_first
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -373,19 +373,20 @@ class LackpyService:
     async def run_program(self, program: str, kit: KitOrResolved = None,
                           params: dict[str, Any] | None = None, sandbox: bool | None = None,
                           rules: list[Rule] | None = None, extra_tools: list[str] | None = None,
-                          *, approve: Approver | None = None, dry: bool = False
-                          ) -> ExecutionResult:
+                          *, approve: Approver | None = None, dry: bool = False,
+                          ask: bool | None = None) -> ExecutionResult:
         """Validate, then run ``program`` on an empty namespace: in the sandbox worker unless
         the config or ``sandbox=False`` says otherwise. Its file changes land when it ends
-        well, once ``approve`` let them where ``[sandbox] approve = "write"`` (without an
-        approver they are refused: see ``Approver``); ``dry`` drops them, unasked.
+        well, once ``approve`` let them where ``[sandbox] approve = "write"`` or ``ask``
+        says so (without an approver they are refused: see ``Approver``); ``dry`` drops
+        them, unasked.
 
         Returns a failed result rather than raising for an invalid program, a runtime error,
         a limit or a refused change; raises KitError for a kit that cannot be resolved.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         return await self._run_once(program, resolved, dict(params or {}), sandbox, rules,
-                                    approve, dry=dry)
+                                    approve, dry=dry, ask=ask)
 
     def tryout_runner(self, resolved: ResolvedKit, params: Mapping[str, Any],
                       rules: list[Rule] | None, values: Mapping[str, Any],
@@ -577,6 +578,14 @@ class LackpyService:
                        protected=self.tool_sources.protected,
                        approve_writes=self.approves_writes)
 
+    def callables_here(self, resolved: ResolvedKit, approve: Approver | None,
+                       ask: bool | None = None) -> dict[str, Callable[..., Any]]:
+        """The callables of ``resolved`` for a program run in this process: with ``ask``
+        (None: where writes are approved), a kernel tool graded write asks ``approve``
+        before each call."""
+        ask = self.approves_writes if ask is None else ask
+        return asked_first(resolved, approve) if ask else resolved.callables
+
     def stage_here(self) -> HereStage:
         """A stage for one program run in this process (see ``lackpy_kernel.run.here``)."""
         return HereStage(self.workspace, self.tool_sources.protected)
@@ -611,7 +620,8 @@ class LackpyService:
     @telemetry.traced_run
     async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
                         sandbox: bool | None, rules: list[Rule] | None,
-                        approve: Approver | None = None, *, dry: bool = False) -> ExecutionResult:
+                        approve: Approver | None = None, *, dry: bool = False,
+                        ask: bool | None = None) -> ExecutionResult:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
@@ -619,22 +629,26 @@ class LackpyService:
             if self._sandbox is None:
                 self._sandbox = self.new_sandbox()
             return await self._sandbox.run_async(program, resolved, params, keep=False,
-                                                 return_variables=True, dry=dry, approve=approve)
-        return await self._run_staged_here(program, check, resolved, params, approve, dry=dry)
+                                                 return_variables=True, dry=dry, approve=approve,
+                                                 ask=ask)
+        return await self._run_staged_here(program, check, resolved, params, approve, dry=dry,
+                                           ask=self.approves_writes if ask is None else ask)
 
     async def _run_staged_here(self, program: str, check: ValidationResult,
                                resolved: ResolvedKit, params: dict[str, Any],
-                               approve: Approver | None, *, dry: bool) -> ExecutionResult:
-        """``program`` in this process, its writes staged, then settled (or dropped when
-        ``dry``)."""
+                               approve: Approver | None, *, dry: bool, ask: bool
+                               ) -> ExecutionResult:
+        """``program`` in this process, its writes staged, then settled (``approve`` asked
+        with ``ask``; dropped when ``dry``)."""
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
         stage = self.stage_here()
         try:
             result = stage.run(lambda: runner.run_validated(
-                program, check, resolved.callables, params, sources=trace_sources(resolved)))
+                program, check, self.callables_here(resolved, approve, ask), params,
+                sources=trace_sources(resolved)))
             if dry:  # what it staged is dropped below, unasked
                 return result
-            return await stage.settle(result, ask=self.approves_writes, approve=approve)
+            return await stage.settle(result, ask=ask, approve=approve)
         finally:
             stage.discard()
 

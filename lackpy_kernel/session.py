@@ -237,8 +237,8 @@ class LackpySession:
             self.running_here = True
             try:
                 result = stage.run(lambda: runner.run_validated(
-                    program, check, resolved.callables, params, scratch,
-                    sources=trace_sources(resolved)))
+                    program, check, self.service.callables_here(resolved, self.approve),
+                    params, scratch, sources=trace_sources(resolved)))
             except KeyboardInterrupt:
                 return _interrupted()
             finally:

@@ -88,3 +88,48 @@ def test_on_a_terminal_the_person_is_asked(workspace, answer, applied):
     assert unchanged(workspace) is not applied
     if not applied:
         assert "were not applied: they were declined" in shown
+
+
+OUTBOX_TOOL = '''
+def post(path: str, text: str) -> str:
+    """Append ``text`` to the file at ``path``."""
+    with open(path, "a") as out:
+        out.write(text)
+    return "sent"
+'''
+
+
+@pytest.fixture
+def posting(workspace, tmp_path_factory):
+    """A workspace whose ``post`` runs in the kernel (graded write), ``posts.lackpy`` calling
+    it; the file it appends to."""
+    outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[tools.providers.outbox]\nplugin = "python"\npath = "tools/outbox.py"\n'
+        'where = "kernel"\n')
+    (workspace / "posts.lackpy").write_text(f"post({str(outbox)!r}, 'hi\\x1b[2J')\n")
+    return outbox
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_a_write_tools_call_is_asked_for_on_the_terminal(workspace, posting, answer):
+    code, shown = on_a_terminal(workspace, answer, "run", "posts.lackpy", "--kit", "post")
+    assert f"call post({str(posting)!r}, 'hi\\x1b[2J')" in shown
+    assert "\x1b[2J" not in shown
+    assert code == (0 if answer == "y" else 1), shown
+    assert posting.exists() is (answer == "y")
+    if answer == "n":
+        assert "post() was not run: it was declined" in shown
+
+
+def test_a_write_tools_call_without_a_terminal_is_refused_unless_yes(workspace, posting):
+    done = lackpy("run", "posts.lackpy", "--kit", "post", cwd=workspace)
+    assert done.returncode == 1
+    assert "post() was not run: there is no terminal to ask on" in done.stderr
+    assert not posting.exists()
+    done = lackpy("run", "posts.lackpy", "--kit", "post", "--yes", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert posting.read_text() == "hi\x1b[2J"

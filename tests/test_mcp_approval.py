@@ -109,3 +109,57 @@ async def test_delegate_asks_too(workspace):
     assert data["generation_tier"] == "templates"
     assert data["success"] is False and data["error_type"] == "ChangeRefusedError"
     assert len(person.asked) == 1 and not written(workspace)
+
+
+OUTBOX_TOOL = '''
+def post(path: str, text: str) -> str:
+    """Append ``text`` to the file at ``path``."""
+    with open(path, "a") as out:
+        out.write(text)
+    return "sent"
+'''
+OUTBOX_CONFIG = """
+[tools.providers.outbox]
+plugin = "python"
+path = "tools/outbox.py"
+where = "kernel"
+"""
+
+
+async def post_through_mcp(workspace: Path, person: Person, outbox: Path) -> dict[str, Any]:
+    """``run_program`` of a call of ``post``, a kernel-side tool graded write."""
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text(OUTBOX_CONFIG)
+    async with Client(server_params(workspace), mode="legacy",
+                      elicitation_callback=person) as client:
+        result = await client.call_tool("run_program", {
+            "program": f"post({str(outbox)!r}, 'hi\\u202e')", "kit": "post"})
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def test_a_write_tools_call_is_asked_for_and_runs_once_accepted(workspace, tmp_path_factory):
+    outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
+    person = Person("accept")
+    result = await post_through_mcp(workspace, person, outbox)
+    assert result["success"] is True, result["error"]
+    (asked,) = person.asked
+    assert asked.message.startswith(f"{APPROVAL_QUESTION}\n\ncall post({str(outbox)!r}, "
+                                    "'hi\\u202e')")
+    assert "\u202e" not in asked.message
+    assert outbox.read_text() == "hi\u202e"
+
+
+@pytest.mark.parametrize("action, apply", [("decline", True), ("cancel", True),
+                                           ("accept", False)])
+async def test_a_write_tools_call_declined_or_cancelled_never_runs(workspace, tmp_path_factory,
+                                                                  action, apply):
+    outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
+    result = await post_through_mcp(workspace, Person(action, apply), outbox)
+    assert result["success"] is False
+    assert result["error_type"] == "ToolCallError"
+    assert "post() was not run: it was declined" in result["error"]
+    assert '[sandbox] approve = "never"' in result["error"]
+    assert not outbox.exists()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
 import threading
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 __all__ = ["LoopThread", "run_sync"]
@@ -44,8 +46,11 @@ class LoopThread:
         """Whether the loop's thread still runs."""
         return self._thread.is_alive()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the thread's loop and wait for its result.
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None, *,
+            serve: queue.SimpleQueue[Callable[[], None]] | None = None) -> T:
+        """Run ``coro`` on the thread's loop and wait for its result; meanwhile the calls
+        other threads hand to ``serve`` are made here, on the waiting thread (IPython's
+        ``input()``, which only the main thread can stop).
 
         A KeyboardInterrupt while waiting, or ``timeout`` passing (TimeoutError), cancels
         the coroutine, waits up to ``grace`` for it to wind down, and raises (a
@@ -61,11 +66,13 @@ class LoopThread:
         def start() -> None:
             task = self._loop.create_task(coro)
             task.add_done_callback(lambda _: finished.set())
+            if serve is not None:
+                task.add_done_callback(lambda _: serve.put(_awake))
             holder["task"] = task
 
         self._loop.call_soon_threadsafe(start)
         try:
-            if not finished.wait(timeout):
+            if not _wait(finished, timeout, serve):
                 self._cancel(holder, finished)
                 raise TimeoutError(f"lackpy gave up waiting after {timeout} s")
         except KeyboardInterrupt:
@@ -93,6 +100,29 @@ class LoopThread:
         # FIFO with ``start``: by the time this runs, the task exists.
         self._loop.call_soon_threadsafe(lambda: holder["task"].cancel())
         finished.wait(self.grace)
+
+
+def _wait(finished: threading.Event, timeout: float | None,
+          serve: queue.SimpleQueue[Callable[[], None]] | None) -> bool:
+    """Wait for ``finished``, at most ``timeout`` seconds, making the calls handed to
+    ``serve`` meanwhile; whether it is set."""
+    if serve is None:
+        return finished.wait(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not finished.is_set():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            return False
+        try:
+            call = serve.get(timeout=left)
+        except queue.Empty:
+            continue
+        call()
+    return True
+
+
+def _awake() -> None:
+    """What wakes a waiting ``_wait`` when its coroutine is done."""
 
 
 _shared: LoopThread | None = None

@@ -28,6 +28,7 @@ MAX_FILE_BYTES = 8_000  # characters of diff lines shown for one file
 MAX_LINES = 400  # diff lines shown in all
 MAX_BYTES = 40_000  # characters of diff lines shown in all
 MAX_LINE_CHARS = 240  # the most of one line shown
+MAX_CALL_CHARS = 2_000  # the most of a call's arguments shown
 MAX_COMPARED_BYTES = 500_000  # larger files are counted, not compared line by line
 MAX_COMPARED_LINES = 10_000
 MAX_READ_BYTES = 16 * 1024 * 1024  # a file tool writes no more; a larger file is not read
@@ -65,10 +66,33 @@ class FileChange:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A call of a tool that acts beyond the workspace's files (a ``write`` tool that runs in
+    the kernel: an MCP server's, ``where = "kernel"``), asked for before it runs: the tool's
+    ``name`` and its ``arguments`` as shown (bounded, printable)."""
+
+    name: str
+    arguments: str
+
+    def to_frame(self) -> dict[str, Any]:
+        """Plain data for the wire."""
+        return {"name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True)
 class Change:
-    """A program's file changes, one ``FileChange`` a file, in the order it wrote them."""
+    """A program's file changes, one ``FileChange`` a file, in the order it wrote them; or,
+    with ``call`` (and no files), the call of a tool it asks to make."""
 
     files: tuple[FileChange, ...]
+    call: ToolCall | None = None
+
+    @classmethod
+    def of_call(cls, tool: str, arguments: str) -> Change:
+        """The change a call of ``tool`` with ``arguments`` (their text) asks to make,
+        shown printable and cut to ``MAX_CALL_CHARS``."""
+        return cls((), ToolCall(printable(tool[:MAX_LINE_CHARS]), _shortened(printable(
+            arguments[:MAX_CALL_CHARS + 1]), MAX_CALL_CHARS)))
 
     @property
     def added(self) -> int:
@@ -86,13 +110,20 @@ class Change:
         return [file.path for file in self.files]
 
     def summary(self) -> str:
-        """One line: how many files, and the lines added and removed."""
+        """One line: how many files, and the lines added and removed (for a call: the
+        call)."""
+        if self.call is not None:
+            return f"call {self.call.name}({self.call.arguments})"
         count = len(self.files)
         return f"{count} file{'s' if count != 1 else ''} changed: +{self.added} -{self.removed}"
 
     def to_text(self) -> str:
         """The change as a terminal shows it: the summary, one line a file, then each
-        file's diff."""
+        file's diff (for a call: the call, and why it is asked for)."""
+        if self.call is not None:
+            return (f"{self.summary()}\n  {self.call.name} acts beyond the workspace's files "
+                    "(a tool graded write that runs in the kernel), so it runs only if you "
+                    "allow this call")
         width = max((len(file.path) for file in self.files), default=0)
         out = [self.summary()]
         out += [f"  {file.status:<8} {file.path:<{width}}  {file.note or file.counts}".rstrip()
@@ -109,16 +140,23 @@ class Change:
 
     def to_frame(self) -> dict[str, Any]:
         """Plain data for the wire (the sandbox's pipe, an approval's display bundle)."""
-        return {"files": [file.to_frame() for file in self.files]}
+        frame: dict[str, Any] = {"files": [file.to_frame() for file in self.files]}
+        if self.call is not None:
+            frame["call"] = self.call.to_frame()
+        return frame
 
     @classmethod
     def from_frame(cls, frame: Mapping[str, Any]) -> Change:
         """The change ``to_frame`` gave. Raises ValueError when its shape is wrong."""
         try:
             files = tuple(_file_from(item) for item in frame["files"])
+            call = frame.get("call")
+            if call is not None and not (type(call) is dict and type(call["name"]) is str
+                                         and type(call["arguments"]) is str):
+                raise TypeError("a call of the wrong shape")
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed change: {type(exc).__name__}") from None
-        return cls(files)
+        return cls(files) if call is None else cls.of_call(call["name"], call["arguments"])
 
 
 def describe_changes(workspace: Workspace, changes: Iterable[tuple[str, bytes | None]]
@@ -220,8 +258,11 @@ def _counted(old: list[str], new: list[str]) -> tuple[int, int]:
 
 
 def _cut(line: str) -> str:
-    line = printable(line[:MAX_LINE_CHARS + 1])
-    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "..."
+    return _shortened(printable(line[:MAX_LINE_CHARS + 1]), MAX_LINE_CHARS)
+
+
+def _shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _text(data: bytes | None) -> str | None:

@@ -105,3 +105,29 @@ def test_bad_input_is_a_usage_error_that_says_what_to_do(saved, args, said):
 
 def test_plan_list_names_the_saved_plans(saved):
     assert lackpy("list", cwd=saved).stdout.split() == ["gated", "wordcount"]
+
+
+def test_a_run_paused_on_a_file_change_resumes_from_the_shell_approving_it(saved):
+    (saved / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "write"\n')
+    library = PlanLibrary(saved)
+    library.save("append", Plan(Step(Program(
+        "write_file('todo.txt', read_file('todo.txt') + task + '\\n')\n'added'"),
+        name="add"), kit=["read_file", "write_file"]))
+    library.close()
+
+    paused = lackpy("run", "append", "ship it", "--key", "todo", cwd=saved)
+    assert paused.returncode == 1
+    assert "step 'add' would change files (1 file changed: +1 -0" in paused.stderr
+    assert "+ship it" in paused.stderr  # the diff, as the person approves it
+    assert "`lackpy plan resume todo --approve` continues there" in paused.stderr
+    assert (saved / "todo.txt").read_text() == "write tests\n"
+
+    again = lackpy("resume", "todo", cwd=saved)  # resuming alone does not approve it
+    assert again.returncode == 1 and "--approve" in again.stderr
+    assert (saved / "todo.txt").read_text() == "write tests\n"
+
+    approved = lackpy("resume", "todo", "--approve", cwd=saved)
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.endswith("--- output\nadded\n")
+    assert (saved / "todo.txt").read_text() == "write tests\nship it\n"
+    assert "done" in lackpy("status", "todo", cwd=saved).stdout

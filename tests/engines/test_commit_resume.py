@@ -106,6 +106,27 @@ def test_a_step_killed_after_its_commit_before_its_checkpoint_resumes_without_a_
     assert commit_records(place) == [None]  # the checkpoint cleared the record
 
 
+@pytest.mark.parametrize("sandbox", [False, True], ids=["here", "sandbox"])
+def test_unasked_a_step_killed_after_its_commit_before_its_checkpoint_writes_once(
+        place, sandbox):
+    """Under ``approve = "never"`` nothing pauses, and the step's commit is still recorded
+    before it lands, so the resume neither loses nor doubles the write."""
+    (place / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
+    (place / "hold.txt").write_text("")
+    running = start(place, "run", sandbox)
+    kill_when(running, lambda: (place / "log.txt").read_text() == AFTER)
+    assert [record["digest"] for record in commit_records(place)], "no commit was recorded"
+    (place / "hold.txt").unlink()
+
+    envelope = finished(place)
+
+    assert (place / "log.txt").read_text() == AFTER
+    assert {step["name"]: step["output"] for step in envelope["history"]}["append"] == \
+        "appended line"
+    assert envelope["payload"] == AFTER
+    assert commit_records(place) == [None]
+
+
 def test_a_step_killed_before_its_commit_writes_once_on_resume(place):
     paused(place)
     (place / "spin.txt").write_text("100000000")  # the step spins before its commit

@@ -76,7 +76,9 @@ def journal(place: Path) -> Counter:
 
 def logged_writes(place: Path) -> dict[str, list]:
     with sqlite3.connect(place / "plans.sqlite") as raw:
-        rows = raw.execute("SELECT key, value FROM audit WHERE key != ?", (KEY,)).fetchall()
+        # the plan's own writes: not its checkpoint, nor the commit records of its steps
+        rows = raw.execute("SELECT key, value FROM audit WHERE key != ? AND key NOT LIKE ?",
+                           (KEY, "%:commit:%")).fetchall()
     found: dict[str, list] = {}
     for key, value in rows:
         found.setdefault(key, []).append(json.loads(value))

@@ -69,3 +69,23 @@ def test_without_stdin_the_change_is_refused_naming_the_setting(host: Host):
     assert "this front end takes no input" in shown.evalue
     assert '[sandbox] approve = "never"' in shown.evalue
     assert files(host) == BEFORE
+
+
+def test_the_stop_button_while_asking_writes_nothing_and_the_next_question_is_asked(
+        host: Host):
+    kernel = host.kernel
+    before = kept(host)
+    msg_id = kernel.client.execute(writing_cell(host), allow_stdin=True, stop_on_error=False)
+    request = kernel.client.get_stdin_msg(timeout=60)
+    assert request["content"]["prompt"] == QUESTION
+    kernel.manager.interrupt_kernel()  # while input() waits for the answer
+    stopped = kernel.wait(msg_id)
+    assert stopped.status == "error"
+    assert stopped.error["ename"] == "KeyboardInterrupt", stopped.error
+    assert files(host) == BEFORE
+    assert kept(host) == before
+    shown = host.run(writing_cell(host), answer="y")  # the question was not left behind
+    assert shown.asked == QUESTION and shown.ok, shown
+    assert files(host) == ("changed\n", True)
+    assert host.run("%undo").ok
+    assert files(host) == BEFORE

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from lackpy_kernel.kit import ToolSpec, builtin_toolbox
+from lackpy_kernel.kit.builtin_specs import READ_GRADE
 from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
 from lackpy_kernel.run.walls import os_walls
@@ -94,7 +95,7 @@ class KernelTools:
 
     def register(self, toolbox) -> None:
         for name in ("kernel_pid", "echo", "fail", "give_function", "huge", "wait_here"):
-            toolbox.register_tool(ToolSpec(name, "custom"), getattr(self, name))
+            toolbox.register_tool(ToolSpec(name, "custom", **READ_GRADE), getattr(self, name))
 
     def kernel_pid(self) -> int:
         self.calls.append("kernel_pid")
@@ -145,7 +146,7 @@ def sandbox(workspace, kernel_tools):
         "mine": {"plugin": "python", "path": "tools/mine.py", "overrides": {
             "nap": {"timeout": 0.5}}},
         "here": {"plugin": "python", "path": "tools/mine.py", "where": "kernel",
-                 "functions": ["nap"], "overrides": {"nap": {"timeout": 0.5}}},
+                 "functions": ["nap"], "grade": "read", "overrides": {"nap": {"timeout": 0.5}}},
         "loadless": {"plugin": "python", "path": "tools/kernel_only.py"},
     }, workspace)
     sources.attach(toolbox)
@@ -233,7 +234,8 @@ def test_a_kernel_tools_timeout_answers_the_program_while_the_tool_runs_on(works
                                                                             kernel_tools):
     toolbox = builtin_toolbox(workspace)
     sources = ToolSources({"here": {"plugin": "python", "path": "tools/mine.py",
-                                    "where": "kernel", "timeout": 0.5}}, workspace)
+                                    "where": "kernel", "grade": "read", "timeout": 0.5}},
+                          workspace)
     sources.attach(toolbox)
     with Sandbox(workspace, LIMITS, toolbox=toolbox) as box:
         result = box.run("nap(60)", ["nap"])
@@ -343,7 +345,8 @@ def test_a_python_tool_declared_for_the_kernel_runs_outside_the_walls(workspace,
                                     "where": "kernel"}}, workspace)
     sources.attach(toolbox)
     with Sandbox(workspace, LIMITS, toolbox=toolbox) as box:
-        result = box.run(f"[peek({str(outside)!r}), knock({listener})]", ["peek", "knock"])
+        result = box.run(f"[peek({str(outside)!r}), knock({listener})]", ["peek", "knock"],
+                         approve=lambda change: True)  # graded write: each call is asked for
     sources.close()
     assert result.output == ["kept elsewhere", "connected"], result.error
 

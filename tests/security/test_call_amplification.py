@@ -106,6 +106,7 @@ def workspace(tmp_path_factory) -> Path:
         plugin = "python"
         path = "tools/checks.py"
         where = "kernel"
+        grade = "read"
 
         [tools.providers.server]
         plugin = "mcp"

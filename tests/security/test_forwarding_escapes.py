@@ -17,6 +17,7 @@ import textwrap
 import pytest
 
 from lackpy_kernel.kit import ToolSpec, builtin_toolbox
+from lackpy_kernel.kit.builtin_specs import READ_GRADE
 from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
 
@@ -82,8 +83,8 @@ class KernelSide:
         self.calls: list[tuple[str, tuple]] = []
 
     def register(self, toolbox) -> None:
-        toolbox.register_tool(ToolSpec("record", "custom"), self.record)
-        toolbox.register_tool(ToolSpec("secret", "custom"), self.secret)
+        toolbox.register_tool(ToolSpec("record", "custom", **READ_GRADE), self.record)
+        toolbox.register_tool(ToolSpec("secret", "custom", **READ_GRADE), self.secret)
 
     def record(self, *args):
         self.calls.append(("record", args))

@@ -30,6 +30,7 @@ CONFIG = '''
 plugin = "python"
 path = "tools/lazy.py"
 where = "kernel"
+grade = "read"
 '''
 HELPER = "def greet():\n    return 'hi'\n"
 

@@ -44,8 +44,9 @@ class ServiceExecutor:
     With a ``ledger`` (a checkpointed run, which can be resumed), a program's file change
     (``[sandbox] approve = "write"``) lands only when ``approved`` holds its digest under the
     step's name (once), recorded in the ledger first; otherwise the step raises
-    ``ChangePaused`` carrying it, nothing written. A step whose recorded change landed runs
-    again dry (see ``_ledger``). Without a ledger the change is refused, naming the config.
+    ``ChangePaused`` carrying it, nothing written. Where ``approve = "never"`` it lands
+    unasked, still recorded first. A step whose recorded change landed runs again dry (see
+    ``_ledger``). Without a ledger the change is refused, naming the config.
     """
 
     def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
@@ -115,19 +116,27 @@ class ServiceExecutor:
             if pending is not None:  # approved before the run died, and not landed
                 self.approved.setdefault(step.name, pending[0])
             asked: list[Change] = []
-            approve = self._approver(step.name, workspace, asked) if self.ledger else None
-            outcome = await service.run_program(program, kit, params, approve=approve)
+            approve = self._approver(step.name, workspace, asked, service.approves_writes) \
+                if self.ledger else None
+            # with a ledger every change is seen before it lands, to be recorded
+            outcome = await service.run_program(program, kit, params, approve=approve,
+                                                ask=True if self.ledger else None)
             if asked:
                 raise ChangePaused(step.name, asked[0])
             return program, outcome
         except LackpyError as exc:  # a kit that went away, no tier could write a program
             return None, exc
 
-    def _approver(self, step: str, workspace: Workspace, asked: list[Change]
+    def _approver(self, step: str, workspace: Workspace, asked: list[Change], person: bool
                   ) -> Callable[[Change], bool]:
         """Lets the change ``approved`` holds for ``step`` land (recorded first), else
-        keeps it in ``asked`` and declines it."""
+        keeps it in ``asked`` and declines it; without a ``person`` to ask (``approve =
+        "never"``), lets every change land, its files recorded first."""
         def approve(change: Change) -> bool:
+            if not person:
+                if change.call is None and self.ledger is not None:
+                    self.ledger.record(step, change, workspace)
+                return True
             if self.approved.get(step) != change_digest(change):
                 asked.append(change)
                 return False

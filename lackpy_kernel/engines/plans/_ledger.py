@@ -15,9 +15,10 @@ Limits: the dry re-run reads the workspace as the commit left it, so a step whos
 depends on re-reading a file it wrote itself may compute another output the second time.
 A file changed by something else between the kill and the resume reads as landed; one
 whose name is shown escaped (control characters) is not read back, so reads as not landed.
-The record is made by the approver, so it needs ``[sandbox] approve = "write"`` (with
-``never`` the worker commits without asking, and a resumed step runs again). A
-``Delegate`` step's change is not recorded: it is refused, naming the config.
+The record is made by the step's approver, which a checkpointed run asks whatever
+``[sandbox] approve`` says (with ``never`` it lets every change land, recorded first). A
+``Delegate`` step's change is not recorded: under ``write`` it is refused, naming the
+config; under ``never`` it lands unrecorded, so a resumed Delegate step may write again.
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
             reader.feed(data)
             continue
         op = frame.get("op") if type(frame) is dict else None
-        if op in ("cancel", "answer", "approve"):
+        if op in ("cancel", "answer", "asking", "asked", "approve"):
             continue  # late, for a program that already finished
         request = _program_in(frame)
         if request is None or not fits(request, snapshot):

@@ -7,26 +7,35 @@ True to apply it and False to decline it (or an ``async`` one returning the same
 raise ``ChangeRefusedError`` to refuse it with its own reason (no one can be asked). A run
 with no approver refuses (``NO_ONE_TO_ASK``). A refused change is a failed run: nothing
 written, the variables as they were.
+
+A call of a tool graded ``write`` that runs here (an MCP server's, ``where = "kernel"``)
+acts beyond the files, so it cannot be staged: the same approver is asked before it runs
+(``ask_call``), given a ``Change`` whose ``call`` names the tool and shows its arguments
+(``call_change``: bounded, printable); a refusal fails that call (``refused_call``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from lackpy_kernel.errors import ChangeRefusedError
-from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.kit.changes import MAX_CALL_CHARS, Change
 
 from .. import wire
 from ..failures import ASK_INTERRUPTED, DECLINED
+from ..plain import bounded_repr
 
-__all__ = ["NO_ONE_TO_ASK", "Approver", "decide", "decide_async"]
+__all__ = ["NO_ONE_TO_ASK", "Approver", "ask_call", "call_change", "decide", "decide_async",
+           "refused_call"]
 
 # Given the change: whether to apply it (True) or decline it (False)
 Approver = Callable[[Change], bool] | Callable[[Change], Awaitable[bool]]
+MAX_ARGUMENT_CHARS = 400  # the most of one argument a call's question shows
 NO_ONE_TO_ASK = ('no one can be asked to approve them here. For an unattended run (tests, '
                  'CI, papermill, a script without a terminal) let file changes land unseen '
                  'with [sandbox] approve = "never" in .lackpy/config.toml')
@@ -64,6 +73,44 @@ async def decide_async(approve: Approver | None, question: Any) -> wire.Frame:
     except (Exception, KeyboardInterrupt) as exc:
         return _refusal(exc)
     return _answer(verdict is True)
+
+
+def ask_call(approve: Approver | None, change: Change) -> str | None:
+    """Ask ``approve`` (blocking, on this thread) whether the call ``change`` names may run:
+    None when it may, else why not."""
+    if approve is None:
+        return "no one can be asked here"
+    answer = decide(approve, change.to_frame())
+    if answer["apply"]:
+        return None
+    reason = str(answer["reason"])
+    return "it was declined" if reason == DECLINED else reason
+
+
+def call_change(tool: str, args: list[Any], kwargs: dict[str, Any]) -> Change:
+    """The question for a call of ``tool``: its arguments (plain data) written as Python,
+    each cut to ``MAX_ARGUMENT_CHARS``."""
+    parts = itertools.chain(
+        (bounded_repr(value, MAX_ARGUMENT_CHARS) for value in args),
+        (f"{name[:80]}={bounded_repr(value, MAX_ARGUMENT_CHARS)}"
+         for name, value in kwargs.items()))
+    shown: list[str] = []
+    size = 0
+    for part in parts:  # no more than is shown, however many arguments there are
+        shown.append(part)
+        size += len(part) + 2
+        if size > MAX_CALL_CHARS:
+            break
+    return Change.of_call(tool, ", ".join(shown))
+
+
+def refused_call(tool: str, why: str) -> str:
+    """Why a call of ``tool`` did not run (``why``), and which setting to change."""
+    return (f"{tool}() was not run: {why}. A tool graded write that runs in the kernel acts "
+            "beyond the files, so each of its calls waits for a person where [sandbox] "
+            'approve = "write"; let its calls run unasked with [sandbox] approve = "never" in '
+            ".lackpy/config.toml, or grade it 'read' in its source's settings if it only "
+            "reads")
 
 
 def _refusal(exc: BaseException) -> wire.Frame:

@@ -61,8 +61,9 @@ class Sandbox:
     process as here.
 
     With ``approve_writes`` (``[sandbox] approve = "write"``, the default) a program's
-    file changes land only once the run's ``approve`` callback (see ``Approver``) says
-    so; a run without one refuses them. False lets them land unseen.
+    file changes land, and each call of a tool graded write that runs here is made, only
+    once the run's ``approve`` callback (see ``Approver``) says so; a run without one
+    refuses them. False lets them land (and run) unseen; a run's ``ask`` overrides it.
     """
 
     def __init__(
@@ -129,6 +130,7 @@ class Sandbox:
         return_variables: bool = False,
         dry: bool = False,
         approve: Approver | None = None,
+        ask: bool | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
@@ -137,13 +139,14 @@ class Sandbox:
         ``keep=False`` runs on an empty namespace and leaves the session alone. ``dry``
         drops whatever the program staged (its file changes never land, nothing is asked).
         ``approve`` is asked, on this thread, before the program's file changes land
-        (``approve_writes``); its deadline does not run meanwhile.
+        (``ask``, None for ``approve_writes``); its deadline does not run meanwhile.
         """
-        prepared = self._prepare(program, kit, params, keep, return_variables, dry)
+        ask = self.approve_writes if ask is None else ask
+        prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
-        with self._run_lock, self._hosting(plan) as hosted:
+        with self._run_lock, self._hosting(plan, approve, ask) as hosted:
             reply = self._exchange(request.to_frame(), self._run_wait, hosted, approve)
         return self._result_of(reply, keep)
 
@@ -157,6 +160,7 @@ class Sandbox:
         return_variables: bool = False,
         dry: bool = False,
         approve: Approver | None = None,
+        ask: bool | None = None,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
@@ -165,13 +169,16 @@ class Sandbox:
         if not self.ready or not self._run_lock.acquire(blocking=False):
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables, dry=dry,
-                                    approve=blocking(approve, asyncio.get_running_loop()))
+                                    approve=blocking(approve, asyncio.get_running_loop()),
+                                    ask=ask)
         try:
-            prepared = self._prepare(program, kit, params, keep, return_variables, dry)
+            ask = self.approve_writes if ask is None else ask
+            prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
-            with self._hosting(plan) as hosted:
+            with self._hosting(plan, blocking(approve, asyncio.get_running_loop()),
+                               ask) as hosted:
                 reply = await self._exchange_async(request.to_frame(), hosted, approve)
         finally:
             self._run_lock.release()
@@ -230,7 +237,7 @@ class Sandbox:
         return self.limits.timeout + GRACE_SECONDS
 
     def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool, dry: bool = False
+                 return_variables: bool, dry: bool, ask: bool
                  ) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
@@ -247,7 +254,7 @@ class Sandbox:
                           plan.import_path, _protected(self.protected), dict(params or {}), keep,
                           return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
                           limits.max_result_bytes, limits.max_tool_calls, dry,
-                          approve=self.approve_writes), plan
+                          approve=ask), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
@@ -256,13 +263,17 @@ class Sandbox:
         return plan_kit(kit)
 
     @contextlib.contextmanager
-    def _hosting(self, plan: KitPlan) -> Iterator[HostedRun | None]:
-        """The run's forwarded calls while it runs, when its kit has tools that run here."""
+    def _hosting(self, plan: KitPlan, approve: Approver | None, ask: bool
+                 ) -> Iterator[HostedRun | None]:
+        """The run's forwarded calls while it runs, when its kit has tools that run here;
+        with ``ask``, ``approve`` (blocking) is asked before each call of a tool graded
+        write."""
         if not plan.kernel:
             yield None
             return
         hosted = self._host.start(plan, deadline=time.monotonic() + self.limits.timeout,
-                                  send=self._send_bytes, max_bytes=self.limits.max_result_bytes)
+                                  send=self._send_bytes, max_bytes=self.limits.max_result_bytes,
+                                  ask=ask, approve=approve)
         try:
             yield hosted
         finally:
@@ -291,13 +302,14 @@ class Sandbox:
             self._send(request)
             deadline = time.monotonic() + wait
             while True:
-                reply = _taken(self._receive(deadline - time.monotonic()), hosted)
+                reply = _taken(self._receive_by(deadline, hosted), hosted)
                 if reply is None:
                     continue
                 if "approve" not in reply:
                     return reply
                 self._send(decide(approve, reply["approve"]))
-                deadline = time.monotonic() + wait  # the time asking took is not the program's
+                # the time asking took is not the program's
+                deadline = time.monotonic() + wait - _stood(hosted)
         except _WORKER_FAILED as exc:
             return self._failed_worker(exc)
 
@@ -324,7 +336,8 @@ class Sandbox:
         loop.add_reader(fd, readable)
         try:
             self._send(request)
-            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait)):
+            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait,
+                                                                 hosted)):
                 pending[0] = loop.create_future()
                 self._send(await self._asked(approve, frame["approve"], pending[0]))
         except _WORKER_FAILED as exc:
@@ -351,11 +364,20 @@ class Sandbox:
             raise
 
     async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
-                           wait: float) -> Frame:
-        """The reply frame within ``wait`` seconds. Cancelled, it stops the program and
-        re-raises; a result that came first stands."""
+                           wait: float, hosted: HostedRun | None = None) -> Frame:
+        """The reply frame within ``wait`` seconds (more by the time a person was asked
+        about a call meanwhile). Cancelled, it stops the program and re-raises; a result
+        that came first stands."""
+        deadline = time.monotonic() + wait - _stood(hosted)
         try:
-            frame = await asyncio.wait_for(asyncio.shield(reply), wait)
+            while True:
+                try:
+                    frame = await asyncio.wait_for(asyncio.shield(reply),
+                                                   _left(deadline, hosted))
+                    break
+                except TimeoutError:
+                    if _left(deadline, hosted) <= 0:
+                        raise
         except asyncio.CancelledError:
             if not reply.done():
                 self.interrupt()
@@ -425,6 +447,16 @@ class Sandbox:
             raise EOFError("the worker exited")
         self._reader.feed(data)
 
+    def _receive_by(self, deadline: float, hosted: HostedRun | None) -> Any:
+        """The worker's next frame by ``deadline``, moved by the time a person was asked
+        about a call of ``hosted``'s. Raises TimeoutError, EOFError."""
+        while True:
+            try:
+                return self._receive(_left(deadline, hosted))
+            except TimeoutError:
+                if _left(deadline, hosted) <= 0:
+                    raise
+
     def _receive(self, wait: float) -> Any:
         """The worker's next frame within ``wait`` seconds. Raises TimeoutError, EOFError."""
         fd = self._stdout()
@@ -448,6 +480,18 @@ class Sandbox:
         for pipe in (process.stdin, process.stdout):
             if pipe:
                 pipe.close()
+
+
+def _stood(hosted: HostedRun | None) -> float:
+    """The seconds the clock of ``hosted``'s program stood so far (0 without one)."""
+    return hosted.stood() if hosted is not None else 0.0
+
+
+def _left(deadline: float, hosted: HostedRun | None) -> float:
+    """The seconds left until ``deadline``, moved by the time the clock stood; while a
+    person is asked, at least ``GRACE_SECONDS`` (to look again then)."""
+    left = deadline + _stood(hosted) - time.monotonic()
+    return max(left, GRACE_SECONDS) if hosted is not None and hosted.asking else left
 
 
 def _taken(frame: Any, hosted: HostedRun | None) -> Frame | None:

@@ -7,6 +7,12 @@ tool (an MCP server's, ``where = "kernel"``, one registered from Python) in the 
 holds the toolbox. The child sends each call of one of those up its pipe, the worker checks
 it and passes it on, and a thread here runs it; the answer goes back the same way, both ways
 frames of plain data. The call's time counts against the program's deadline.
+
+A call of a tool graded ``write`` here (``KitPlan.asks``) is asked for first, where the run
+asks (``[sandbox] approve = "write"``): the thread tells the worker that the clock stands
+(``{"op": "asking"}``), asks the run's approver, then lets the clock run again
+(``{"op": "asked"}``) and calls the tool, or answers the call with the refusal. The
+program's deadline moves by the time the person took (``HostedRun.stood``).
 """
 
 from __future__ import annotations
@@ -17,18 +23,21 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError
 from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit.builtin_specs import WRITE_GRADE
 from lackpy_kernel.kit.plain import not_plain_message
-from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KEYWORD_ONLY_MARK, ToolSpec
+from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KERNEL, KEYWORD_ONLY_MARK, ToolSpec
 
 from .. import wire
 from ..failures import tool_timeout_message
 from ..plain import TOO_LARGE, Bounds, bounded_repr, display_problem, find_non_plain
+from ._approval import Approver, ask_call, call_change, refused_call
 
 MAX_ERROR_CHARS = 2_000
 MAX_CALL_DEPTH = 1_000  # about as deep as a frame's pickle goes
@@ -42,13 +51,15 @@ class KitPlan:
     ``tools`` (alias -> a plain-data description of each other tool), ``import_path`` (this
     process's, for a worker that imports Python tools, which finds what they import where
     this process does), and what runs here: ``kernel`` (alias -> callable) and the
-    ``timeouts`` this side enforces."""
+    ``timeouts`` this side enforces, and which of them ``asks`` before each call (graded
+    write)."""
 
     builtins: dict[str, str] = field(default_factory=dict)
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     import_path: list[str] = field(default_factory=list)
     kernel: dict[str, Callable[..., Any]] = field(default_factory=dict)
     timeouts: dict[str, float] = field(default_factory=dict)
+    asks: set[str] = field(default_factory=set)
 
 
 def plan_kit(resolved: ResolvedKit) -> KitPlan:
@@ -68,10 +79,40 @@ def plan_kit(resolved: ResolvedKit) -> KitPlan:
             plan.import_path = [os.path.abspath(entry) for entry in sys.path]
         else:
             plan.kernel[alias] = resolved.callables[alias]
+            if asks_before_calls(spec):
+                plan.asks.add(alias)
             if timeout:
                 plan.timeouts[alias] = float(timeout)
         plan.tools[alias] = described
     return plan
+
+
+def asks_before_calls(spec: ToolSpec) -> bool:
+    """Whether each call of the tool ``spec`` describes is asked for where writes are
+    (``[sandbox] approve = "write"``): it runs in the kernel and is graded write."""
+    return spec.where == KERNEL and spec.grade_w >= WRITE_GRADE["grade_w"]
+
+
+def asked_first(resolved: ResolvedKit, approve: Approver | None) -> dict[str, Callable[..., Any]]:
+    """The kit's callables for a program run in this process (no sandbox), each tool that
+    ``asks_before_calls`` asking ``approve`` (blocking, on the program's thread) before each
+    call; a refusal raises ToolCallError in the program."""
+    callables = dict(resolved.callables)
+    for alias, spec in resolved.tools.items():
+        if asks_before_calls(spec):
+            callables[alias] = _asking(spec.name, callables[alias], approve)
+    return callables
+
+
+def _asking(tool: str, fn: Callable[..., Any], approve: Approver | None) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def asked(*args: Any, **kwargs: Any) -> Any:
+        why = ask_call(approve, call_change(tool, list(args), kwargs))
+        if why is not None:
+            raise ToolCallError(refused_call(tool, why))
+        return fn(*args, **kwargs)
+
+    return asked
 
 
 def _positional(spec: ToolSpec) -> list[str]:
@@ -98,10 +139,13 @@ class ToolHost:
         self._lock = threading.Lock()
 
     def start(self, plan: KitPlan, *, deadline: float, send: Callable[[bytes], None],
-              max_bytes: int) -> HostedRun:
+              max_bytes: int, ask: bool = False, approve: Approver | None = None
+              ) -> HostedRun:
         """The calls of one program whose tools are ``plan``'s, which must end by
-        ``deadline`` (``time.monotonic()``); ``send`` writes an answer's frame."""
-        return HostedRun(plan, deadline, send, max_bytes, self._submit)
+        ``deadline`` (``time.monotonic()``); ``send`` writes an answer's frame. With ``ask``,
+        a call of a tool of ``plan.asks`` runs once ``approve`` (blocking) lets it."""
+        return HostedRun(plan, deadline, send, max_bytes, self._submit,
+                         ask=ask, approve=approve)
 
     def _submit(self, job: _Job) -> None:
         with self._lock:
@@ -124,12 +168,28 @@ class HostedRun:
     unless the program ended first (then it is dropped: the program's process is gone)."""
 
     def __init__(self, plan: KitPlan, deadline: float, send: Callable[[bytes], None],
-                 max_bytes: int, submit: Callable[[_Job], None]) -> None:
+                 max_bytes: int, submit: Callable[[_Job], None], *, ask: bool = False,
+                 approve: Approver | None = None) -> None:
         self.plan, self.deadline, self.max_bytes = plan, deadline, max_bytes
         self._send, self._submit = send, submit
+        self._asks = plan.asks if ask else set()
+        self._approve = approve
         self._lock = threading.Lock()
         self._open = True
         self._answered: set[int] = set()
+        self._stood = 0.0  # seconds the clock stood while a person was asked
+        self._asking_since: float | None = None
+
+    def stood(self) -> float:
+        """The seconds the program's clock stood so far (a person asked about a call), the
+        question still open included."""
+        since = self._asking_since
+        return self._stood + (time.monotonic() - since if since is not None else 0.0)
+
+    @property
+    def asking(self) -> bool:
+        """Whether a person is being asked about a call now."""
+        return self._asking_since is not None
 
     def call(self, call: dict[str, Any]) -> None:
         """Start the call the worker passed on (``id``, ``tool``, ``args``, ``kwargs``)."""
@@ -145,16 +205,7 @@ class HostedRun:
         if too_large is not None:
             self._answer(call_id, _error_answer(call_id, too_large))
             return
-        timer = None
-        timeout = self.plan.timeouts.get(alias)
-        if timeout:
-            described = self.plan.tools[alias]
-            late = _error_answer(call_id, ToolCallTimeoutError(
-                tool_timeout_message(described["tool"], described["source"], timeout)))
-            timer = threading.Timer(timeout, self._answer, (call_id, late))
-            timer.daemon = True
-            timer.start()
-        self._submit(functools.partial(self._run, call_id, alias, fn, args, kwargs, timer))
+        self._submit(functools.partial(self._run, call_id, alias, fn, args, kwargs))
 
     def _arguments_problem(self, tool: str, arguments: list[Any]) -> ToolCallError | None:
         """The error for arguments that would expand past what a call may send, counted as
@@ -176,12 +227,15 @@ class HostedRun:
             self._open = False
 
     def _run(self, call_id: int, alias: str, fn: Callable[..., Any], args: list[Any],
-             kwargs: dict[str, Any], timer: threading.Timer | None) -> None:
+             kwargs: dict[str, Any]) -> None:
         from lackpy_kernel.kit.sources import (  # noqa: PLC0415 - the kit's sources load late
             call_deadline,
             protections_added,
         )
 
+        if alias in self._asks and not self._allowed(call_id, alias, args, kwargs):
+            return
+        timer = self._timer(call_id, alias)
         try:
             # A second past the program's deadline: the sandbox's own limit, and its message,
             # come first; then the call ends rather than run on for nobody.
@@ -200,6 +254,46 @@ class HostedRun:
         if timer is not None:
             timer.cancel()
         self._answer(call_id, answer)
+
+    def _allowed(self, call_id: int, alias: str, args: list[Any], kwargs: dict[str, Any]
+                 ) -> bool:
+        """Whether the person let this call run, asked with the clock standing; a refusal
+        is answered here, and a program that ended meanwhile has nothing to run."""
+        tool = str(self.plan.tools[alias]["tool"])
+        self._asking_since = time.monotonic()
+        self._tell({"op": "asking", "id": call_id})
+        try:
+            why = ask_call(self._approve, call_change(tool, args, kwargs))
+        finally:
+            stood = time.monotonic() - self._asking_since
+            self.deadline += stood
+            self._stood += stood
+            self._asking_since = None
+        if why is not None:
+            self._answer(call_id, _error_answer(call_id, ToolCallError(refused_call(tool, why))))
+            return False
+        self._tell({"op": "asked", "id": call_id})
+        return self._open
+
+    def _timer(self, call_id: int, alias: str) -> threading.Timer | None:
+        """The timer that answers the call with its timeout when the tool has one."""
+        timeout = self.plan.timeouts.get(alias)
+        if not timeout:
+            return None
+        described = self.plan.tools[alias]
+        late = _error_answer(call_id, ToolCallTimeoutError(
+            tool_timeout_message(described["tool"], described["source"], timeout)))
+        timer = threading.Timer(timeout, self._answer, (call_id, late))
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _tell(self, frame: dict[str, Any]) -> None:
+        """Send the worker ``frame`` about a call, while the program runs."""
+        with self._lock:
+            if self._open:
+                with contextlib.suppress(OSError, EOFError):
+                    self._send(wire.dumps(frame))
 
     def _answer(self, call_id: Any, answer: dict[str, Any]) -> None:
         data = self._encode(answer)

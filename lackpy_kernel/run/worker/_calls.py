@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import time
 from typing import Any
 
 from lackpy_kernel.kit.spec import KERNEL
@@ -61,6 +62,8 @@ class CallRelay:
         self.to_child = to_child  # the child's second pipe
         self.request = request
         self.waiting: int | None = None  # the id of the call the parent has not answered
+        self.stood = 0.0  # seconds the program's clock stood while the kernel asked a person
+        self.asking_since: float | None = None
         self.out = bytearray()
         self.watching = False
         os.set_blocking(to_child, False)
@@ -77,15 +80,28 @@ class CallRelay:
 
     def pass_down(self, message: Any) -> bool:
         """Send an answer to the child if it answers the call it waits on (a late one is
-        dropped); False for a message that is not an answer."""
-        if type(message) is not dict or message.get("op") != "answer":
+        dropped), and note when the kernel asks a person about that call (``asking``, then
+        ``asked`` or the answer: the clock stands meanwhile); False for any other message."""
+        op = message.get("op") if type(message) is dict else None
+        if op not in ("answer", "asking", "asked"):
             return False
-        if message.get("id") == self.waiting and self.waiting is not None:
+        if message.get("id") != self.waiting or self.waiting is None:
+            return True  # late, for a call already answered
+        if op == "asking":
+            self.asking_since = time.monotonic()
+            return True
+        self._clock_runs()
+        if op == "answer":
             self.waiting = None
             protect(self.request, message.get("protect"))
             self.out += wire.dumps(message)
             self.flush()
         return True
+
+    def _clock_runs(self) -> None:
+        if self.asking_since is not None:
+            self.stood += time.monotonic() - self.asking_since
+            self.asking_since = None
 
     def flush(self) -> None:
         """Write what the pipe takes now; the rest when it has room."""

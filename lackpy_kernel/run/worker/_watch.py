@@ -41,11 +41,11 @@ def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Repl
             while (message := requests.next_frame()) is not None:
                 if not relay.pass_down(message):  # not an answer: only "cancel" comes else
                     return _stop(child, frames.failed("KeyboardInterrupt", INTERRUPTED))
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            remaining = deadline + relay.stood - time.monotonic()
+            if remaining <= 0 and relay.asking_since is None:
                 return _stop(child, frames.failed("TimeoutError", _timeout_message(timeout)))
-            relay.watch_writes(selector)
-            for key, _ in selector.select(remaining):
+            relay.watch_writes(selector)  # while a person is asked, the clock stands
+            for key, _ in selector.select(None if relay.asking_since is not None else remaining):
                 if key.data == "down":
                     relay.flush()
                     continue
