@@ -68,6 +68,9 @@ VOCABULARY: dict[str, tuple[str, str | None]] = {
 }
 
 
+Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any]"]  # a question for the thread
+
+
 def _stderr(message: str) -> None:
     print(f"lackpy: {message}", file=sys.stderr)
 
@@ -86,10 +89,9 @@ class Watch:
         self._notice = notice
         self._names: Mapping[str, str] = {}  # alias -> the tool's name
         self._said: set[str] = set()
-        self._shared: dict[str, Any] = {"off": False}
-        self._jobs: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Future[Any]]] = \
-            queue.SimpleQueue()
-        threading.Thread(target=self._serve, name="lackpy-kibitzer", daemon=True).start()
+        self._shared: dict[str, Any] = {"off": False, "thread": None}  # shared with for_kit's
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
 
     @classmethod
     def open(cls, workspace: Path, *, enabled: bool | None = None, mode: str | None = None,
@@ -227,6 +229,7 @@ class Watch:
             return default
         if isinstance(load := self._shared.pop("load", None), str):
             self._ask("load", self._load, load)
+        self._start()
         future: Future[Any] = Future()
         self._jobs.put((call, args, future))
         try:
@@ -240,9 +243,24 @@ class Watch:
                             "lackpy goes on without its answer")
         return default
 
+    def close(self) -> None:
+        """Stop the watch's thread once it has answered what it was asked (a later question
+        starts another)."""
+        with self._lock:
+            if self._shared["thread"] is not None:
+                self._shared["thread"] = None
+                self._jobs.put(None)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._shared["thread"] is None:
+                thread = threading.Thread(target=self._serve, name="lackpy-kibitzer", daemon=True)
+                thread.start()
+                self._shared["thread"] = thread
+
     def _serve(self) -> None:
-        while True:
-            call, args, future = self._jobs.get()
+        while (job := self._jobs.get()) is not None:
+            call, args, future = job
             try:
                 future.set_result(call(*args))
             except BaseException as exc:  # handed to the caller, which says so once

@@ -599,11 +599,14 @@ class LackpyService:
     # -- lifecycle ------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the sandbox worker, if one was started, and the tool sources' MCP servers."""
+        """Stop the sandbox worker, if one was started, the tool sources' MCP servers and
+        Kibitzer's thread."""
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
         self.tool_sources.close()
+        if self.kibitzer is not None:
+            self.kibitzer.close()
 
     def __enter__(self) -> LackpyService:
         return self

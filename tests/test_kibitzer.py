@@ -206,3 +206,17 @@ def test_kibitzer_magic_and_its_suggestions_under_the_cell(host: Host):
     assert f"lackpy: {SEQUENTIAL_READS}" in cell.stderr
     shown = host.run("%kibitzer").text
     assert shown.startswith("Kibitzer: free mode\n  ") and SEQUENTIAL_READS in shown
+
+
+async def test_a_closed_service_leaves_no_kibitzer_thread(tmp_path):
+    def watching() -> set[threading.Thread]:
+        return {thread for thread in threading.enumerate() if thread.name == "lackpy-kibitzer"}
+
+    before = watching()
+    for _ in range(3):
+        with LackpyService(kibitzer_workspace(tmp_path, None)) as service:
+            assert (await service.run_program("read_file('notes.txt')", KIT)).success
+    started = watching() - before
+    for thread in started:
+        thread.join(timeout=60)
+    assert len(started) <= 3 and not any(thread.is_alive() for thread in started)
