@@ -1,6 +1,6 @@
 """Kernel benchmarks: the lackpy kernel against the ipykernel Python kernel, in one run.
 
-    python benchmarks/bench_kernel.py [--quick]
+    python benchmarks/bench_kernel.py [--quick] [--telemetry]
 
 Both kernels are launched through jupyter_client (``KernelManager(kernel_name=...)``)
 with a fresh temporary workspace as their working directory, and measured
@@ -45,6 +45,11 @@ both alike.
    python3, then both again in the other order), so that neither kernel's background
    work falls on the other's cells: each cell sent as soon as the one before is idle
    (as a notebook's "run all" does), and each 100 ms after it (someone at the keyboard).
+
+With ``--telemetry``, only this: the read cell (3.) in two lackpy kernels, alternately, one
+with ``[telemetry] exporter = "none"`` (spans off: one check of a module attribute per span)
+and one with ``"console"`` (each span written to the kernel's stderr, here a file), and the
+difference of their medians, what telemetry costs a cell (Kibitzer off in both).
 
 Times are medians (and p90 where there are enough samples); the ratio is
 lackpy / python3. The kernels' stderr is captured, and any lines found there,
@@ -334,11 +339,48 @@ def stderr_notes(files: dict[str, Path]) -> list[str]:
     return notes
 
 
+def bench_telemetry(root: Path, context: zmq.Context, cells: int) -> None:
+    """``--telemetry``: the read cell with spans off and with the console exporter."""
+    times: dict[str, list[float]] = {"none": [], "console": []}
+    kernels: dict[str, Kernel] = {}
+    with ExitStack() as stack:
+        try:
+            for exporter in times:
+                workspace = root / f"telemetry-{exporter}"
+                (workspace / ".lackpy").mkdir(parents=True)
+                (workspace / "a.txt").write_text("alpha beta gamma\n" * 20)
+                (workspace / ".lackpy" / "config.toml").write_text(
+                    f'[telemetry]\nexporter = "{exporter}"\n\n[kibitzer]\nenabled = false\n')
+                kernels[exporter] = Kernel("lackpy")
+                kernels[exporter].start(workspace, context, stack.enter_context(
+                    (root / f"telemetry-{exporter}.stderr").open("w")))
+                kernels[exporter].ready()
+                round_trip(kernels[exporter].kc, TOOL_CELL["lackpy"])  # warm up
+            for index in range(cells):
+                for exporter in (list(times) if index % 2 == 0 else list(times)[::-1]):
+                    times[exporter].append(round_trip(kernels[exporter].kc,
+                                                      TOOL_CELL["lackpy"])[1])
+        finally:
+            for kernel in kernels.values():
+                kernel.shutdown()
+    off, on = (statistics.median(times[exporter]) * 1e3 for exporter in times)
+    print(f"telemetry, read a.txt cell -> idle, median of {cells}: off {off:.2f} ms, console "
+          f"exporter {on:.2f} ms: {on - off:+.2f} ms a cell")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--telemetry", action="store_true",
+                        help="only the cost of telemetry: a cell with spans off and on (console)")
     args = parser.parse_args()
     starts, cells = (2, 10) if args.quick else (5, 50)
+    if args.telemetry:
+        context = zmq.Context()
+        with tempfile.TemporaryDirectory() as folder:
+            bench_telemetry(Path(folder), context, cells * 2)
+        context.term()
+        return
     print(f"python {sys.version.split()[0]} on {sys.platform}; {starts} starts and "
           f"{cells} cells of each kind per kernel")
     specs = KernelSpecManager().find_kernel_specs()

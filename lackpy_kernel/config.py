@@ -37,6 +37,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
     "telemetry": {"exporter": (str,), "include_values": (bool,)},
+    "kibitzer": {"enabled": (bool,), "mode": (str,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls")}
@@ -97,6 +98,8 @@ class LackpyConfig:
     delegate_context: str = "previews"
     telemetry_exporter: str = "none"  # OpenTelemetry spans: none | console | otlp
     telemetry_include_values: bool = False  # tool calls' argument values and results in spans
+    kibitzer_enabled: bool | None = None  # Kibitzer's session: None = on when it is installed
+    kibitzer_mode: str | None = None  # the Kibitzer mode a session starts in (else its own state)
 
 
 def config_path(workspace: str | os.PathLike[str] | None = None) -> Path:
@@ -279,6 +282,9 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     telemetry = data.get("telemetry", {})
     config.telemetry_exporter = telemetry.get("exporter", config.telemetry_exporter)
     config.telemetry_include_values = telemetry.get("include_values", config.telemetry_include_values)
+    kibitzer = data.get("kibitzer", {})
+    config.kibitzer_enabled = kibitzer.get("enabled", config.kibitzer_enabled)
+    config.kibitzer_mode = kibitzer.get("mode", config.kibitzer_mode)
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

@@ -40,6 +40,7 @@ from lackpy_kernel.infer.tiers import (
     format_template,
     parse_template,
 )
+from lackpy_kernel.kibitzer import Watch, watched_kit
 from lackpy_kernel.kit import (
     Kit,
     ResolvedKit,
@@ -213,6 +214,9 @@ class LackpyService:
                                 include_values=self.config.telemetry_include_values)
         except LackpyError as exc:
             self._notice(str(exc))
+        # Kibitzer's session for the workspace, when installed and not turned off
+        self.kibitzer = Watch.open(self.workspace, enabled=self.config.kibitzer_enabled,
+                                   mode=self.config.kibitzer_mode, notice=self._notice)
 
     @property
     def _inference_providers(self) -> list[Any]:
@@ -366,6 +370,7 @@ class LackpyService:
             variables_desc=context.description,
             on_event=on_event,
             tryout=self.tryout_runner(resolved, params, rules, variables or {}, context.names),
+            kibitzer_session=self.kibitzer,
         )
         self.ratchet.generated(intent, generated, tool_names(resolved))
         return generated
@@ -603,11 +608,14 @@ class LackpyService:
     # -- lifecycle ------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the sandbox worker, if one was started, and the tool sources' MCP servers."""
+        """Stop the sandbox worker, if one was started, the tool sources' MCP servers and
+        Kibitzer's thread."""
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
         self.tool_sources.close()
+        if self.kibitzer is not None:
+            self.kibitzer.close()
 
     def __enter__(self) -> LackpyService:
         return self
@@ -625,12 +633,15 @@ class LackpyService:
         check = validate_for(program, resolved, set(params), rules)
         if not check.valid:
             return validation_failure(check.issues)
+        refused = self.kibitzer_refusal(check, resolved)
+        if refused is not None:
+            return refused
         if self.sandbox_applies(requested=sandbox):
             if self._sandbox is None:
                 self._sandbox = self.new_sandbox()
-            return await self._sandbox.run_async(program, resolved, params, keep=False,
-                                                 return_variables=True, dry=dry, approve=approve,
-                                                 ask=ask)
+            return self.kibitzer_heard(await self._sandbox.run_async(
+                program, self.kibitzer_kit(resolved), params, keep=False, return_variables=True,
+                dry=dry, approve=approve, ask=ask))
         return await self._run_staged_here(program, check, resolved, params, approve, dry=dry,
                                            ask=self.approves_writes if ask is None else ask)
 
@@ -643,14 +654,39 @@ class LackpyService:
         runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
         stage = self.stage_here()
         try:
-            result = stage.run(lambda: runner.run_validated(
-                program, check, self.callables_here(resolved, approve, ask), params,
-                sources=trace_sources(resolved)))
+            result = self.kibitzer_heard(stage.run(lambda: runner.run_validated(
+                program, check,
+                self.callables_here(self.kibitzer_kit(resolved, here=True), approve, ask),
+                params, sources=trace_sources(resolved))))
             if dry:  # what it staged is dropped below, unasked
                 return result
             return await stage.settle(result, ask=ask, approve=approve)
         finally:
             stage.discard()
+
+    # -- Kibitzer (lackpy_kernel.kibitzer) ---------------------------------------
+
+    def kibitzer_refusal(self, check: ValidationResult, resolved: ResolvedKit
+                         ) -> ExecutionResult | None:
+        """The failed result of a valid program Kibitzer refuses before it runs, else None."""
+        reason = None if self.kibitzer is None else self.kibitzer.program_refusal(check.tree,
+                                                                                 resolved)
+        return None if reason is None else ExecutionResult(False, error=reason,
+                                                           error_type="ToolCallError")
+
+    def kibitzer_kit(self, resolved: ResolvedKit, *, here: bool = False) -> ResolvedKit:
+        """``resolved`` as the sandbox (or, ``here``, this process) runs it: each call asks
+        Kibitzer first, when it watches."""
+        return resolved if self.kibitzer is None else watched_kit(resolved, self.kibitzer,
+                                                                   here=here)
+
+    def kibitzer_heard(self, result: ExecutionResult) -> ExecutionResult:
+        """``result``, once Kibitzer heard of its calls (from its trace) and saved its state,
+        with the suggestions it made meanwhile as notes."""
+        if self.kibitzer is not None:
+            self.kibitzer.after_run(result.trace.entries)
+            result.notes.extend(self.kibitzer.take_fresh())
+        return result
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:

@@ -209,11 +209,14 @@ class LackpySession:
     async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
                             params: dict[str, Any] | None = None) -> ExecutionResult:
         params = self.params if params is None else params
+        refused = self.service.kibitzer_refusal(check, resolved) if check.valid else None
         if not check.valid:
             result = validation_failure(check.issues)
+        elif refused is not None:
+            result = refused
         elif self._runs_sandboxed():
-            result = await self._session_sandbox().run_async(program, resolved, dict(params),
-                                                             approve=self.approve)
+            result = self.service.kibitzer_heard(await self._session_sandbox().run_async(
+                program, self.service.kibitzer_kit(resolved), dict(params), approve=self.approve))
         else:
             result = await self._run_here(program, check, resolved, params)
         return self._finish(result)
@@ -236,9 +239,11 @@ class LackpySession:
         try:
             self.running_here = True
             try:
-                result = stage.run(lambda: runner.run_validated(
-                    program, check, self.service.callables_here(resolved, self.approve),
-                    params, scratch, sources=trace_sources(resolved)))
+                result = self.service.kibitzer_heard(stage.run(lambda: runner.run_validated(
+                    program, check,
+                    self.service.callables_here(
+                        self.service.kibitzer_kit(resolved, here=True), self.approve),
+                    params, scratch, sources=trace_sources(resolved))))
             except KeyboardInterrupt:
                 return _interrupted()
             finally:

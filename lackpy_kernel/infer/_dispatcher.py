@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.errors import GenerationError
+from lackpy_kernel.kibitzer import Watch, classify_failure, watching
 from lackpy_kernel.lang import Rule, validate
 from lackpy_kernel.telemetry import span
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -86,6 +87,7 @@ class InferenceDispatcher:
         variables_desc: str | None = None,
         on_event: EventCallback | None = None,
         tryout: TryoutRunner | None = None,
+        kibitzer_session: Any = None,
     ) -> GenerationResult:
         """A validated program for ``intent``.
 
@@ -95,6 +97,9 @@ class InferenceDispatcher:
         variables for the prompt (their names belong in ``allowed_names``).
         ``on_event`` receives the progress events of :mod:`.events`, in order.
         ``tryout`` dry-runs a model's valid programs (see the class).
+        ``kibitzer_session`` (a KibitzerSession or ``lackpy_kernel.kibitzer.Watch``) hears of
+        each model tier's outcome (``report_generation``); its prompt hints join the prompt
+        and its correction hints the errors the correction chain tells the model.
         The prompt's examples come from ``example_pool`` and, for the kit's
         tools, :data:`.examples.GENERAL_EXAMPLES`.
 
@@ -105,11 +110,12 @@ class InferenceDispatcher:
         allowed = set(allowed_names)
         tools = allowed if tool_names is None else set(tool_names)
         examples = [*(example_pool or []), *general_examples(tools)]
+        watch = None if kibitzer_session is None else watching(kibitzer_session)
         config: dict[str, Any] = {
             "system_prompt": build_system_prompt(
                 namespace_desc, params_desc, intent, examples, interpreter=interpreter,
                 variables_desc=variables_desc,
-            ),
+            ) + _hinted(watch),
             "params_desc": params_desc,
             "variables_desc": variables_desc,
             "allowed_names": sorted(allowed),
@@ -119,12 +125,13 @@ class InferenceDispatcher:
             "max_tokens": default_max_tokens(examples),
         }
         attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config, _Events(on_event),
-                           tryout)
+                           tryout, watch)
         failures: list[str] = []
         for provider in list(self.providers):
             with span(f"lackpy.tier {provider.name}", {"lackpy.tier": provider.name}) as tier:
                 outcome = await attempt.with_provider(provider)
                 tier.set({"lackpy.outcome": "program" if isinstance(outcome, GenerationResult) else outcome})
+            attempt.report(provider, outcome)
             if isinstance(outcome, GenerationResult):
                 outcome.generation_time_ms = _ms_since(started)
                 return outcome
@@ -197,8 +204,10 @@ class _Attempt:
     """One dispatch: the shared context, and the log of every step."""
 
     def __init__(self, intent: str, namespace_desc: str, allowed: set[str], extra_rules: list[Rule] | None,
-                 config: dict[str, Any], events: _Events, tryout: TryoutRunner | None = None) -> None:
+                 config: dict[str, Any], events: _Events, tryout: TryoutRunner | None = None,
+                 watch: Watch | None = None) -> None:
         self.tryout = tryout
+        self.watch = watch
         self.intent = intent
         self.namespace_desc = namespace_desc
         self.allowed = allowed
@@ -340,7 +349,8 @@ class _Attempt:
             config = dict(self._config(provider, "feedback"), previous_program=candidate.program,
                           fixer=True)
             answer = await self._call(provider, "feedback", provider.generate, self.intent,
-                                      self.namespace_desc, config, list(errors))
+                                      self.namespace_desc, config,
+                                      self._hinted(provider, errors, attempt=steps))
             if isinstance(answer, _Failed):
                 break
             if answer is None:
@@ -391,11 +401,11 @@ class _Attempt:
     def _retry(self, provider: InferenceProvider, rejected: Cleaned) -> Awaitable[Any]:
         config = dict(self._config(provider, "retry"), previous_program=_program_of(rejected))
         return self._call(provider, "retry", provider.generate, self.intent, self.namespace_desc, config,
-                          list(rejected.errors))
+                          self._hinted(provider, rejected.errors))
 
     def _fix(self, provider: InferenceProvider, best: Cleaned) -> Awaitable[Any]:
         config = self._config(provider, "fixer")
-        program, errors = _program_of(best), list(best.errors)
+        program, errors = _program_of(best), self._hinted(provider, best.errors, attempt=2)
         fix = getattr(provider, "fix", None)
         if callable(fix):
             extra = (config,) if _takes_config(fix) else ()
@@ -404,6 +414,25 @@ class _Attempt:
         config = dict(config, previous_program=program, fixer=True)
         return self._call(provider, "fixer", provider.generate, self.intent, self.namespace_desc, config,
                           errors)
+
+    def _hinted(self, provider: InferenceProvider, errors: list[str], attempt: int = 1) -> list[str]:
+        """``errors``, and Kibitzer's correction hint for them when it has one."""
+        hint = None if self.watch is None else self.watch.correction_hint(
+            errors, getattr(provider, "model", None), attempt)
+        return [*errors, hint] if hint else list(errors)
+
+    def report(self, provider: InferenceProvider, outcome: GenerationResult | str) -> None:
+        """Tell Kibitzer how a model tier did (``report_generation``)."""
+        if self.watch is None or provider_kind(provider) != KIND_MODEL:
+            return
+        report: dict[str, Any] = {"intent": self.intent, "provider": provider.name,
+                                  "model": getattr(provider, "model", None)}
+        if isinstance(outcome, GenerationResult):
+            report.update(success=True, program=outcome.program,
+                          correction_attempts=outcome.correction_attempts)
+        else:
+            report.update(success=False, failure_mode=classify_failure([outcome]))
+        self.watch.report_generation(report)
 
     def _config(self, provider: InferenceProvider, step: str) -> dict[str, Any]:
         config = dict(self.config)
@@ -448,6 +477,13 @@ class _Attempt:
               errors: list[str], **extra: Any) -> None:
         self.log.append({"provider": provider.name, "step": step, "did": did, "program": program,
                          "errors": list(errors), **extra})
+
+
+def _hinted(watch: Watch | None) -> str:
+    """Kibitzer's prompt hints as a section of the system prompt ("" when it has none)."""
+    hints = [] if watch is None else watch.prompt_hints()
+    return "".join(["\n\nLessons from earlier programs:", *(f"\n- {hint}" for hint in hints)]
+                   ) if hints else ""
 
 
 def _score(attempt: Cleaned) -> tuple[bool, int]:

@@ -130,21 +130,24 @@ class RestrictedRunner:
         on_file_modified: Callable[[str], None] | None = None,
         *,
         sources: Mapping[str, str] | None = None,
+        kibitzer_session: Any = None,
     ) -> ExecutionResult:
         """Run ``program`` with the tools in ``namespace``.
 
         ``params`` are named inputs; ``variables`` are session variables from
         earlier programs; ``on_file_modified`` hears of each file a tool
         changes, as it happens. Every tool call is traced, with the tool's
-        source from ``sources`` (name -> ``ToolSpec.source``). Returns a failed
-        result, never raises, for invalid programs and runtime errors.
+        source from ``sources`` (name -> ``ToolSpec.source``), and goes through
+        ``kibitzer_session`` (see ``make_traced``) when one is given. Returns a
+        failed result, never raises, for invalid programs and runtime errors.
         """
         params = dict(params or {})
         variables = dict(variables or {})
         check = validate(program, {*namespace, *params, *variables}, extra_rules,
                          protected_names=namespace)
         return self.run_validated(program, check, namespace, params, variables,
-                                  on_file_modified=on_file_modified, sources=sources)
+                                  on_file_modified=on_file_modified, sources=sources,
+                                  kibitzer_session=kibitzer_session)
 
     def run_validated(
         self,
@@ -156,20 +159,22 @@ class RestrictedRunner:
         *,
         on_file_modified: Callable[[str], None] | None = None,
         sources: Mapping[str, str] | None = None,
+        kibitzer_session: Any = None,
     ) -> ExecutionResult:
         """Run the tree ``check`` holds, the validator's verdict on ``program`` with these
-        tools, parameters and variables, without validating again (``sources`` as for
-        ``run``). An invalid ``check`` gives its failed result. Never raises for the
-        program's own errors."""
+        tools, parameters and variables, without validating again (``sources`` and
+        ``kibitzer_session`` as for ``run``). An invalid ``check`` gives its failed result.
+        Never raises for the program's own errors."""
         if not check.valid or check.tree is None:
             return validation_failure(check.issues)
         return self._execute(program, check.tree, namespace, dict(params or {}),
-                             dict(variables or {}), on_file_modified, dict(sources or {}))
+                             dict(variables or {}), on_file_modified, dict(sources or {}),
+                             kibitzer_session)
 
     def _execute(self, program: str, tree: ast.Module,
                  namespace: Mapping[str, Callable[..., Any]], params: dict[str, Any],
                  variables: dict[str, Any], on_file_modified: Callable[[str], None] | None,
-                 sources: dict[str, str]) -> ExecutionResult:
+                 sources: dict[str, str], kibitzer_session: Any = None) -> ExecutionResult:
         trace = Trace()
         stdout = BoundedText(STDOUT_LIMIT)
         scope: dict[str, Any] = {"__builtins__": {}}
@@ -179,7 +184,8 @@ class RestrictedRunner:
         budget = CallBudget(self.max_tool_calls)
         named = names_in(program)  # the only tools it can reach: a kit may have hundreds
         scope.update({name: plain_tool(name, fn, trace, budget=budget,
-                                       source=sources.get(name, ""))
+                                       source=sources.get(name, ""),
+                                       kibitzer_session=kibitzer_session)
                       for name, fn in namespace.items() if name in named})
         with effects.recording(on_file_modified) as log:
             try:
@@ -232,9 +238,10 @@ class CallBudget:
 
 
 def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
-               budget: CallBudget | None = None, source: str = "") -> Callable[..., Any]:
-    """``fn`` traced (from ``source``), taking and returning plain data only, each call spent
-    from ``budget``."""
+               budget: CallBudget | None = None, source: str = "",
+               kibitzer_session: Any = None) -> Callable[..., Any]:
+    """``fn`` traced (from ``source``, through ``kibitzer_session``: see ``make_traced``),
+    taking and returning plain data only, each call spent from ``budget``."""
 
     def checked(*args: Any, **kwargs: Any) -> Any:
         if budget is not None:
@@ -251,7 +258,7 @@ def plain_tool(name: str, fn: Callable[..., Any], trace: Trace, *,
         return result
 
     checked.__signature__ = signature_of(fn)  # type: ignore[attr-defined]  # read by inspect
-    return make_traced(name, checked, trace, source)
+    return make_traced(name, checked, trace, source, kibitzer_session)
 
 
 def signature_of(fn: Callable[..., Any]) -> inspect.Signature | None:

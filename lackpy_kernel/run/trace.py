@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lackpy_kernel.kibitzer import watching
 from lackpy_kernel.timing import ms_since as _ms_since
 
 SUMMARY_CHARS = 200
@@ -81,24 +82,34 @@ def summarize(value: Any) -> Any:
         return f"<{type(value).__name__}: repr failed: {type(exc).__name__}>"
 
 
-def make_traced(name: str, fn: Callable[..., Any], trace: Trace, source: str = ""
-                ) -> Callable[..., Any]:
+def make_traced(name: str, fn: Callable[..., Any], trace: Trace, source: str = "",
+                kibitzer_session: Any = None) -> Callable[..., Any]:
     """Wrap ``fn`` so each call appends a TraceEntry (from ``source``) to ``trace``; errors are
-    recorded and re-raised."""
+    recorded and re-raised. With a ``kibitzer_session`` (a KibitzerSession, or a
+    ``lackpy_kernel.kibitzer.Watch``) each call first goes through its ``before_call`` (a
+    refusal fails the call with a ToolCallError) and then its ``after_call``."""
     parameters = _parameter_names(fn)
+    watch = None if kibitzer_session is None else watching(kibitzer_session)
 
     def traced(*args: Any, **kwargs: Any) -> Any:
         named = _name_arguments(parameters, args, kwargs)
         step = len(trace.entries)
         started = time.perf_counter()
         try:
+            if watch is not None:
+                watch.before_call(name, named)
             result = fn(*args, **kwargs)
         except Exception as exc:
-            trace.entries.append(TraceEntry(step, name, named, None, _ms_since(started), False,
-                                            _describe(exc), source))
+            entry = TraceEntry(step, name, named, None, _ms_since(started), False, _describe(exc),
+                               source)
+            trace.entries.append(entry)
+            if watch is not None:
+                watch.after_call(name, named, False, entry.error)
             raise
         trace.entries.append(TraceEntry(step, name, named, summarize(result), _ms_since(started),
                                         True, None, source))
+        if watch is not None:
+            watch.after_call(name, named, True)
         return result
 
     traced.__name__ = name

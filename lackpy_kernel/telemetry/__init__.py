@@ -12,8 +12,10 @@ from ._spans import (
     SpanHandle,
     configure,
     span,
+    temporal_interceptors,
     traced,
     traced_run,
+    traced_step,
     tracing,
     use_tracer_provider,
 )
@@ -32,7 +34,7 @@ from ._usage import (
 __all__ = [
     "EXPORTERS", "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "RunSpan", "SpanHandle", "Tally",
     "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "model_call",
-    "parse_since", "record_answer", "span", "tallying", "traced", "traced_run", "tracing",
-    "usage_report",
+    "parse_since", "record_answer", "span", "tallying", "temporal_interceptors", "traced",
+    "traced_run", "traced_step", "tracing", "usage_report",
     "use_tracer_provider", "workspace_usage",
 ]

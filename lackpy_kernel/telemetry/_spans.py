@@ -7,7 +7,9 @@ On, the spans nest as the work does: a kernel cell or a magic (or a ``lackpy`` c
 program itself, for ``lackpy run``, MCP or a delegate, ``lackpy.validate`` is inside
 ``lackpy.run``); ``lackpy.generate`` > one
 ``lackpy.tier`` per tier tried > one span per model call, with the ``gen_ai.*`` attributes
-of OpenTelemetry's semantic conventions for generative AI.
+of OpenTelemetry's semantic conventions for generative AI; a plan's step is ``lackpy.step
+NAME`` (on Temporal under the activity's span, the client's and the workflow's made by
+temporalio's interceptor, :func:`temporal_interceptors`).
 
 The sandbox's child opens no socket: a run's tool calls come back in its trace (tool,
 arguments, ms, ok), and :meth:`RunSpan.finish` makes their spans here, laid end to end
@@ -209,6 +211,55 @@ def traced_run(run: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutin
         return result
 
     return spanned
+
+
+class ErrorLike(Protocol):
+    type: str
+    message: str
+
+
+class StepLike(Protocol):
+    name: str
+
+
+class StepResultLike(Protocol):
+    ms: float
+    error: ErrorLike | None
+
+
+S = TypeVar("S", bound=StepResultLike)
+Execute = Callable[[Any, StepLike, Any, Any], Coroutine[Any, Any, S]]
+
+
+def traced_step(execute: Execute[S]) -> Execute[S]:
+    """A decorator for a plan executor's ``execute(step, task, context)``: each step is a
+    ``lackpy.step NAME`` span with its outcome and ms (on Temporal, inside the activity's
+    span, so that a plan's trace crosses its workers)."""
+
+    @functools.wraps(execute)
+    async def spanned(executor: Any, step: StepLike, task: Any, context: Any) -> S:
+        with span(f"lackpy.step {step.name}", {"lackpy.step": step.name}) as handle:
+            result = await execute(executor, step, task, context)
+            error = result.error
+            handle.set({"lackpy.ok": error is None, "lackpy.ms": result.ms,
+                        "error.type": None if error is None else error.type})
+            if error is not None:
+                handle.fail(error.message)
+        return result
+
+    return spanned
+
+
+def temporal_interceptors() -> list[Any]:
+    """Temporal's OpenTelemetry interceptor (``temporalio.contrib.opentelemetry``) over this
+    process's spans, for a client and the workers made from it: the client's span, the
+    workflow's and each activity's link the plan's steps across workers. None while spans
+    are off."""
+    if _state.tracer is None:
+        return []
+    from temporalio.contrib.opentelemetry import TracingInterceptor  # noqa: PLC0415 - extra
+
+    return [TracingInterceptor(_state.tracer)]
 
 
 def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike]) -> None:

@@ -19,6 +19,7 @@ from lackpy_kernel import telemetry
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 from tests.support.kernel import Kernel, make_workspace
+from tests.support.spans import tree
 
 PROGRAM = "content = read_file('notes.txt')\ncontent"
 SECRET = "the secret content of a file"
@@ -75,39 +76,6 @@ def test_an_unknown_exporter_is_a_config_error_naming_the_choices(tmp_path):
 
 
 # -- with the SDK ---------------------------------------------------------------------------
-
-@pytest.fixture
-def tracing():
-    """A tracer provider whose spans this process keeps in memory (the SDK's own exporter),
-    and that exporter."""
-    pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.use_tracer_provider(provider)
-    yield provider, exporter
-    telemetry.use_tracer_provider(None)
-
-
-@pytest.fixture
-def spans(tracing):
-    """The in-memory exporter of this process's spans."""
-    return tracing[1]
-
-
-def tree(finished) -> dict[str, list[str]]:
-    """Each span's name -> its children's names, in start order."""
-    by_id = {span.context.span_id: span for span in finished}
-    children: dict[str, list[str]] = {span.name: [] for span in finished}
-    for span in sorted(finished, key=lambda s: s.start_time):
-        if span.parent is not None and span.parent.span_id in by_id:
-            children[by_id[span.parent.span_id].name].append(span.name)
-    return children
-
 
 def model_workspace(tmp_path: Path, server: lb.LoopbackServer) -> Path:
     (tmp_path / "notes.txt").write_text("a\nb\n")

@@ -16,6 +16,7 @@ from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.kit.workspace import Workspace
 from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
 from lackpy_kernel.service import LackpyService
+from lackpy_kernel.telemetry import traced_step
 
 from ._compiler import kit_tools
 from ._envelope import ErrorInfo, StepResult, error_info
@@ -56,6 +57,7 @@ class ServiceExecutor:
         self.ledger: Ledger | None = None
         self.approved: dict[str, str] = {}
 
+    @traced_step
     async def execute(self, step: Step, task: Any, context: Any) -> StepResult:
         """Run ``step`` with ``task`` and ``context``; see the class docstring."""
         problem = type_problem(task, step.input)

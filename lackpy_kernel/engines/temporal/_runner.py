@@ -27,7 +27,7 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from lackpy_kernel import errors
+from lackpy_kernel import errors, telemetry
 from lackpy_kernel.errors import (
     ConcurrentPlanRunError,
     LackpyError,
@@ -147,9 +147,11 @@ class TemporalRun:
 
 
 async def connect(address: str = "localhost:7233", namespace: str = "default") -> Client:
-    """A Temporal client; TemporalUnreachableError when the server cannot be reached."""
+    """A Temporal client (with temporalio's OpenTelemetry interceptor while spans are on);
+    TemporalUnreachableError when the server cannot be reached."""
     try:
-        return await Client.connect(address, namespace=namespace)
+        return await Client.connect(address, namespace=namespace,
+                                    interceptors=telemetry.temporal_interceptors())
     except RuntimeError as exc:  # the SDK's "Failed client connect: ..."
         raise TemporalUnreachableError(
             f"cannot reach the Temporal server at {address} (namespace {namespace}): {exc}; "

@@ -22,8 +22,9 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from lackpy_kernel.config import LackpyConfig
-from lackpy_kernel.errors import UsageError
+from lackpy_kernel import telemetry
+from lackpy_kernel.config import LackpyConfig, load_config
+from lackpy_kernel.errors import LackpyError, UsageError
 
 from ..plans import PlanLibrary, Store
 from ._activities import StepActivities
@@ -109,7 +110,11 @@ async def serve(address: str, *, namespace: str = "default", task_queue: str = "
     """Serve ``task_queue`` of the server at ``address`` until SIGINT or SIGTERM, then stop
     gracefully (``lackpy worker``); ``on_ready`` hears when it polls. Raises
     TemporalUnreachableError."""
-    client = await connect(address, namespace)
+    with contextlib.suppress(LackpyError):  # a bad config, no otel extra: the steps say so
+        settings = config if config is not None else load_config(workspace)
+        telemetry.configure(settings.telemetry_exporter,
+                            include_values=settings.telemetry_include_values)
+    client = await connect(address, namespace)  # spans on: linked to the plans' clients
     worker = TemporalWorker(client, task_queue=task_queue, workspace=workspace,
                             registry=registry, concurrency=concurrency, config=config,
                             store=store)

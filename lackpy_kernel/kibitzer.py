@@ -1,0 +1,399 @@
+"""Kibitzer (the optional extra ``kibitzer``): a ``KibitzerSession`` for the workspace that
+enforces its mode on tool calls, tracks them and coaches, on when the package is installed
+and ``[kibitzer] enabled`` (default: on when installed).
+
+A :class:`Watch` stands between lackpy and the session: every tool call goes through
+``before_call`` (a refusal fails that call with a ToolCallError giving Kibitzer's reason) and
+``after_call``; a program through ``validate_program`` before it runs; a generation through
+``report_generation``; ``get_prompt_hints`` and ``get_correction_hints`` reach the model
+tiers' prompts and the correction chain. Calls reach Kibitzer in its own vocabulary (Claude
+Code's tool names): ``write_file`` as ``Write``, ``edit_file`` as ``Edit``, ``read_file`` as
+``Read``, ``find_files`` as ``Glob``, each path as ``file_path``; other tools under their own
+names, their arguments summarised as the trace keeps them.
+
+Where a call is checked (:func:`watched_kit`): the tools that run in the kernel's process
+ask before each call. In the sandbox the program's process opens nothing new: each call of
+a tool that runs there and may change something first sends :data:`GATE` a question up the
+pipe it forwards calls on (the child puts the gate before its Python tools and the built-in
+tools graded above read: Kibitzer's ``before_call`` refuses writes, never reads, and a
+question costs the program a round trip of about a millisecond). ``after_call`` hears of the run's
+calls from its trace when the run comes back (the first ``MAX_REPORTED``: Kibitzer's event
+log costs about a millisecond a call). The seed's ``make_traced(..., kibitzer_session=...)``
+asks and tells Kibitzer of every call as it is made.
+
+A Kibitzer that raises or is slow never breaks a cell: its failure is said once (a
+``notice``) and the work goes on without its answer; one that takes longer than
+``timeout`` seconds is set aside for the rest of the session. Kibitzer's Context7 look-ups
+are turned off: they would send a program's errors to context7.com.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import itertools
+import queue
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lackpy_kernel.errors import ToolCallError
+from lackpy_kernel.kit import ResolvedKit
+from lackpy_kernel.kit.spec import CHILD, ArgSpec, ToolSpec
+
+__all__ = ["GATE", "MAX_SUGGESTIONS", "Watch", "asks_first", "classify_failure", "gated",
+           "watched_kit", "watching"]
+
+GATE = "__kibitzer__"  # the gate's alias: a program cannot name it ('__' names are reserved)
+TIMEOUT_SECONDS = 5.0
+MAX_SUGGESTIONS = 20  # kept for %kibitzer
+MAX_HINTS = 5  # prompt hints put into one prompt
+MAX_NOTES = 3  # suggestions shown under one cell
+# the calls of one run Kibitzer hears of: its event log costs about 1 ms a call
+MAX_REPORTED = 100
+READ_GRADE_W = 1  # in the sandbox, a built-in tool graded no higher is not asked about first
+HINT_CHARS = 300
+# lackpy's tool -> Kibitzer's name for it, and the argument its path is in
+VOCABULARY: dict[str, tuple[str, str | None]] = {
+    "write_file": ("Write", "path"), "edit_file": ("Edit", "path"), "read_file": ("Read", "path"),
+    "find_files": ("Glob", None), "find_definitions": ("FindDefinitions", None),
+    "find_callers": ("FindCallers", None),
+}
+
+
+Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any]"]  # a question for the thread
+
+
+def _stderr(message: str) -> None:
+    print(f"lackpy: {message}", file=sys.stderr)
+
+
+class Watch:
+    """A KibitzerSession behind lackpy's tool calls, programs and generations, every call into
+    it bounded by ``timeout`` and guarded (see the module). ``suggestions`` keeps its latest
+    coaching (at most ``MAX_SUGGESTIONS``)."""
+
+    def __init__(self, session: Any, *, notice: Callable[[str], None] = _stderr,
+                 timeout: float = TIMEOUT_SECONDS) -> None:
+        self.session = session
+        self.timeout = timeout
+        self.suggestions: deque[str] = deque(maxlen=MAX_SUGGESTIONS)
+        self._fresh: deque[str] = deque(maxlen=MAX_NOTES)  # since the last run's notes
+        self._notice = notice
+        self._names: Mapping[str, str] = {}  # alias -> the tool's name
+        self._said: set[str] = set()
+        self._shared: dict[str, Any] = {"off": False, "thread": None}  # shared with for_kit's
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+
+    @classmethod
+    def open(cls, workspace: Path, *, enabled: bool | None = None, mode: str | None = None,
+             notice: Callable[[str], None] = _stderr) -> Watch | None:
+        """The workspace's watch: None when ``enabled`` is False, or it is None and the
+        package is not installed (True without it is said through ``notice``)."""
+        if enabled is False:
+            return None
+        try:
+            from kibitzer import KibitzerSession  # noqa: PLC0415 - the optional extra
+        except ImportError:
+            if enabled:
+                notice("[kibitzer] enabled = true needs the kibitzer extra: "
+                       "pip install 'lackpy-kernel[kibitzer]'")
+            return None
+        watch = cls(KibitzerSession(project_dir=workspace), notice=notice)
+        watch._shared["load"] = mode or ""  # loaded at the first question (it makes .kibitzer/)
+        return watch
+
+    def _load(self, mode: str) -> None:
+        self.session.load()
+        self.session.config.setdefault("docs", {})["context7"] = False
+        if mode and mode != self.session.mode:
+            changed = self.session.change_mode(mode, reason="[kibitzer] mode in .lackpy/config.toml")
+            if "error" in changed:
+                self._say("mode", f"[kibitzer] mode: {changed['error']}")
+
+    @property
+    def mode(self) -> str:
+        """Kibitzer's mode now ("?" when it cannot say)."""
+        return str(self._ask("mode", lambda: self.session.mode, default="?"))
+
+    def for_kit(self, resolved: ResolvedKit) -> Watch:
+        """This watch, naming each of ``resolved``'s aliases by its tool's name."""
+        bound = copy.copy(self)
+        bound._names = {alias: spec.name for alias, spec in resolved.tools.items()}
+        return bound
+
+    # -- tool calls -------------------------------------------------------------
+
+    def before_call(self, tool: str, args: Mapping[str, Any]) -> None:
+        """Ask Kibitzer whether ``tool`` may be called with ``args`` (by parameter name).
+        Raises ToolCallError with its reason when it refuses."""
+        name, given = self._vocabulary(tool, args)
+        answer = self._ask("before_call", self.session.before_call, name, given)
+        if answer is not None and getattr(answer, "denied", False):
+            raise ToolCallError(f"Kibitzer ({self.mode} mode) refused {tool}(): "
+                                f"{getattr(answer, 'reason', '') or 'no reason given'}")
+        self._keep(answer)
+
+    def after_call(self, tool: str, args: Mapping[str, Any], success: bool,
+                   error: str | None = None) -> None:
+        """Tell Kibitzer a call of ``tool`` ended (``error`` says why it failed)."""
+        name, given = self._vocabulary(tool, args)
+        self._keep(self._ask("after_call", self.session.after_call, name, given, success,
+                             None if success else {"error": str(error or "failed")[:HINT_CHARS]}))
+
+    def after_run(self, entries: Iterable[Any]) -> None:
+        """``after_call`` for the calls of a run's trace (``TraceEntry``s; the first
+        ``MAX_REPORTED``), then save Kibitzer's state."""
+        for entry in itertools.islice(entries, MAX_REPORTED):
+            self.after_call(entry.tool, entry.args, entry.success, entry.error)
+        self._ask("save", self.session.save)
+
+    def _vocabulary(self, tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        real = self._names.get(tool, tool)
+        name, path = VOCABULARY.get(real, (real, None))
+        if path is not None:
+            return name, {"file_path": _bounded(args.get(path, ""))}
+        return name, {str(key): _bounded(value) for key, value in list(args.items())[:16]}
+
+    # -- programs ---------------------------------------------------------------
+
+    def program_refusal(self, tree: ast.Module | None, resolved: ResolvedKit) -> str | None:
+        """Why Kibitzer refuses the program ``tree`` (validated, with ``resolved``'s tools)
+        before it runs, or None: the calls whose path is a literal, against its mode's
+        writable paths, and the tools' grades against the mode's ceiling."""
+        if tree is None:
+            return None
+        self._ask("register_tools", self.session.register_tools,
+                  [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
+                   for alias, spec in resolved.tools.items()])
+        policy = self._ask("get_mode_policy", self.session.get_mode_policy, default={})
+        ceiling = (policy.get("max_grade_w"), policy.get("max_grade_d"))
+        calls = [{"tool": name, "input": given} for name, given in
+                 (self.for_kit(resolved)._vocabulary(alias, args)
+                  for alias, args in literal_calls(tree, resolved.tools))]
+        answer = self._ask("validate_program", self.session.validate_program, {
+            "calls": calls, "grade_ceiling": ceiling if None not in ceiling else None})
+        if answer is not None and getattr(answer, "denied", False):
+            return (f"Kibitzer ({self.mode} mode) refused the program: "
+                    f"{getattr(answer, 'reason', '') or 'no reason given'}")
+        return None
+
+    # -- generations --------------------------------------------------------------
+
+    def report_generation(self, report: Mapping[str, Any]) -> None:
+        """Record a generation's outcome (intent, program, provider, success, failure_mode...)."""
+        self._ask("report_generation", self.session.report_generation, dict(report))
+
+    def prompt_hints(self, model: str | None = None) -> list[str]:
+        """What Kibitzer would tell a model's prompt, from the failures it saw (at most
+        ``MAX_HINTS`` lines)."""
+        hints = self._ask("get_prompt_hints", self.session.get_prompt_hints, model, default=[])
+        return [str(hint.get("content", ""))[:HINT_CHARS] for hint in hints[:MAX_HINTS]
+                if isinstance(hint, Mapping) and hint.get("content")]
+
+    def correction_hint(self, errors: list[str], model: str | None, attempt: int) -> str | None:
+        """A line for the correction chain from Kibitzer's signal for these ``errors`` (the
+        failure mode's fix, and how often this model failed so), or None."""
+        mode = classify_failure(errors)
+        if mode is None:
+            return None
+        signal = self._ask("get_correction_hints", self.session.get_correction_hints, mode,
+                           model, attempt, default={})
+        if not isinstance(signal, Mapping) or not signal.get("known"):
+            return None
+        try:
+            from kibitzer.failure_modes import HINT_MAP  # noqa: PLC0415 - the optional extra
+        except ImportError:
+            return None
+        line = str(HINT_MAP.get(mode, {}).get("content", "")) or None
+        history = signal.get("history")
+        if line and isinstance(history, Mapping) and history.get("total"):
+            line += f" (this model failed so {history.get('count')} of its last " \
+                    f"{history.get('total')} programs)"
+        return line
+
+    # -- guarding -----------------------------------------------------------------
+
+    def _ask(self, what: str, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
+        """``call(*args)`` on the watch's thread within ``timeout``; ``default`` when it
+        raises (said once) or is late (said, and Kibitzer is set aside)."""
+        if self._shared["off"]:
+            return default
+        if isinstance(load := self._shared.pop("load", None), str):
+            self._ask("load", self._load, load)
+        self._start()
+        future: Future[Any] = Future()
+        self._jobs.put((call, args, future))
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            self._shared["off"] = True
+            self._say("slow", f"Kibitzer took over {self.timeout:g} s to answer ({what}); "
+                              "lackpy goes on without it in this session")
+        except Exception as exc:
+            self._say(what, f"Kibitzer failed ({what}: {type(exc).__name__}: {exc}); "
+                            "lackpy goes on without its answer")
+        return default
+
+    def close(self) -> None:
+        """Stop the watch's thread once it has answered what it was asked (a later question
+        starts another)."""
+        with self._lock:
+            if self._shared["thread"] is not None:
+                self._shared["thread"] = None
+                self._jobs.put(None)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._shared["thread"] is None:
+                thread = threading.Thread(target=self._serve, name="lackpy-kibitzer", daemon=True)
+                thread.start()
+                self._shared["thread"] = thread
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            call, args, future = job
+            try:
+                future.set_result(call(*args))
+            except BaseException as exc:  # handed to the caller, which says so once
+                future.set_exception(exc)
+
+    def _say(self, key: str, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            self._notice(message[:1000])
+
+    def _keep(self, answer: Any) -> None:
+        context = getattr(answer, "context", "") if answer is not None else ""
+        for line in str(context or "").splitlines():
+            if line.strip():
+                self.suggestions.append(line.strip()[:HINT_CHARS])
+                self._fresh.append(line.strip()[:HINT_CHARS])
+
+    def take_fresh(self) -> list[str]:
+        """The suggestions made since this was last asked (at most ``MAX_NOTES``)."""
+        fresh = list(self._fresh)
+        self._fresh.clear()
+        return fresh
+
+    def describe(self) -> str:
+        """Kibitzer's mode and latest suggestions, for ``%kibitzer``."""
+        lines = [f"Kibitzer: {self.mode} mode"
+                 + (" (set aside: it was too slow)" if self._shared["off"] else "")]
+        lines += [f"  {suggestion}" for suggestion in self.suggestions] or ["  no suggestions yet"]
+        return "\n".join(lines)
+
+
+def _bounded(value: Any) -> Any:
+    """A scalar as it is, a text up to ``HINT_CHARS``, anything else by its type."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        return value[:HINT_CHARS]
+    return f"<{type(value).__name__}>"
+
+
+_watches: dict[int, Watch] = {}  # of the KibitzerSessions given as they are (the last few)
+
+
+def watching(session: Any) -> Watch:
+    """``session`` as a Watch: itself, or a KibitzerSession put behind one (the same one
+    each time)."""
+    if isinstance(session, Watch):
+        return session
+    watch = _watches.get(id(session))
+    if watch is None or watch.session is not session:
+        if len(_watches) >= MAX_SUGGESTIONS:
+            _watches.clear()
+        watch = _watches[id(session)] = Watch(session)
+    return watch
+
+
+GATE_SPEC = ToolSpec(GATE, "kibitzer", description="asks Kibitzer before a tool call",
+                     args=[ArgSpec("tool", "str"), ArgSpec("args", "list"), ArgSpec("kwargs", "dict")],
+                     returns="None", grade_w=0, effects_ceiling=0)
+Ask = Callable[[str, tuple[Any, ...], dict[str, Any]], None]  # (alias, args, kwargs)
+
+
+def watched_kit(resolved: ResolvedKit, watch: Watch, *, here: bool = False) -> ResolvedKit:
+    """``resolved`` under ``watch``: every tool that runs in this process (all of them when
+    the program runs ``here``) asks it first; for the sandbox, :data:`GATE` answers the
+    program's process, which asks it before each of its own tools (a coach's check for
+    validated programs, not a wall: the walls are the sandbox's)."""
+    bound = watch.for_kit(resolved)
+
+    def ask(alias: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        spec = resolved.tools.get(alias)
+        names = [arg.name for arg in spec.args] if spec is not None else []
+        named = {names[i] if i < len(names) else f"arg{i}": value for i, value in enumerate(args)}
+        bound.before_call(alias, {**named, **kwargs})
+
+    def gate(tool: Any, args: Any, kwargs: Any) -> None:
+        if type(tool) is not str or type(args) is not list or type(kwargs) is not dict:
+            raise ToolCallError("a malformed question for Kibitzer")
+        ask(tool, tuple(args), {str(key): value for key, value in kwargs.items()})
+
+    callables = {alias: fn if resolved.tools[alias].where == CHILD and not here
+                 else gated(alias, fn, ask) for alias, fn in resolved.callables.items()}
+    if here:
+        return replace(resolved, callables=callables)
+    return replace(resolved, tools={**resolved.tools, GATE: GATE_SPEC},
+                   callables={**callables, GATE: gate})
+
+
+def asks_first(grade_w: int) -> bool:
+    """Whether the sandbox asks Kibitzer before each call of a built-in tool of this grade."""
+    return grade_w > READ_GRADE_W
+
+
+def gated(alias: str, fn: Callable[..., Any], ask: Ask) -> Callable[..., Any]:
+    """``fn`` calling ``ask`` first; what ``ask`` raises (Kibitzer's refusal) fails the call."""
+
+    @functools.wraps(fn)
+    def asked(*args: Any, **kwargs: Any) -> Any:
+        ask(alias, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return asked
+
+
+def literal_calls(tree: ast.Module, tools: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The calls of ``tools`` in ``tree`` whose first argument is a literal string, with it
+    as ``path`` (or ``pattern``)."""
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in tools and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            spec = tools[node.func.id]
+            first = spec.args[0].name if getattr(spec, "args", None) else "path"
+            found.append((node.func.id, {first: node.args[0].value}))
+    return found
+
+
+_FAILURE_SIGNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("stdlib_leak", ("the name 'open' is forbidden", "Import is not allowed",
+                     "ImportFrom is not allowed")),
+    ("implement_not_orchestrate", ("FunctionDef is not allowed", "ClassDef is not allowed")),
+    ("syntax_artifact", ("syntax error",)),
+    ("key_hallucination", ("KeyError",)),
+    ("path_prefix", ("FileNotFoundError", "no such file")),
+)
+
+
+def classify_failure(errors: Iterable[str]) -> str | None:
+    """The failure mode (lackpy's taxonomy, ``lackpy.lang.failure_modes``) these errors show,
+    or None when none fits."""
+    text = "\n".join(errors)
+    for mode, signs in _FAILURE_SIGNS:
+        if any(sign in text for sign in signs):
+            return mode
+    return None

@@ -1,0 +1,222 @@
+"""Kibitzer (the kibitzer extra), with the real package: a mode that forbids writes fails a
+program's write_file call with Kibitzer's reason wherever the program runs; it hears of
+generations and its hints reach the prompt and the correction chain; the seed's
+``kibitzer_session`` parameters; ``%kibitzer`` on both hosts; and a Kibitzer that raises or
+hangs never breaks a cell."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+
+import pytest
+from kibitzer import KibitzerSession
+
+from lackpy_kernel.errors import GenerationError
+from lackpy_kernel.infer import InferenceDispatcher
+from lackpy_kernel.kit import ArgSpec, ToolSpec, builtin_toolbox, resolve_kit
+from lackpy_kernel.run import RestrictedRunner, Trace, make_traced
+from lackpy_kernel.service import LackpyService
+from lackpy_kernel.session import LackpySession
+from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.kernel import make_workspace
+
+KIT = ["read_file", "write_file"]
+WRITE = 'name = "out" + ".txt"\nwrite_file(name, read_file("notes.txt"))'  # a path known as it runs
+REFUSED = "Kibitzer (explore mode) refused write_file(): Current mode is read-only"
+FIVE_READS = "[read_file('notes.txt') for i in range(5)]"
+SEQUENTIAL_READS = "[kibitzer] You've read 5 files one at a time."
+
+
+def kibitzer_workspace(folder, mode: str | None = "explore"):
+    config = f'[kibitzer]\nmode = "{mode}"\n\n' if mode else ""
+    return make_workspace(folder, config + '[sandbox]\napprove = "never"\ntimeout = 30\n')
+
+
+@pytest.fixture
+def explore(tmp_path):
+    return kibitzer_workspace(tmp_path)
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+async def test_a_mode_that_forbids_writes_fails_the_write_file_call_with_kibitzers_reason(
+        explore, sandbox):
+    with LackpyService(explore) as service:
+        result = await service.run_program(WRITE, KIT, sandbox=sandbox)
+    assert not result.success and result.error_type == "ToolCallError"
+    assert REFUSED in result.error and "(tried to write: out.txt)" in result.error
+    assert [(call.tool, call.success) for call in result.trace.entries] == [
+        ("read_file", True), ("write_file", False)]
+    assert REFUSED in result.trace.entries[1].error
+    assert not (explore / "out.txt").exists()
+
+
+async def test_a_mode_lets_a_program_write_where_it_says(tmp_path):
+    workspace = kibitzer_workspace(tmp_path, "implement")  # Kibitzer's: src/, tests/, ...
+    with LackpyService(workspace) as service:
+        done = await service.run_program('write_file("src/" + "a.py", "x = 1\\n")', KIT)
+        refused = await service.run_program('write_file("doc" + ".txt", "x")', KIT)
+    assert done.success, done.error
+    assert (workspace / "src" / "a.py").read_text() == "x = 1\n"
+    assert "Kibitzer (implement mode) refused write_file()" in refused.error
+    assert not (workspace / "doc.txt").exists()
+
+
+async def test_a_program_writing_a_literal_path_is_refused_before_it_runs(explore):
+    with LackpyService(explore) as service:
+        result = await service.run_program('n = read_file("notes.txt")\nwrite_file("o.txt", n)',
+                                           KIT)
+    assert result.error_type == "ToolCallError"
+    assert result.error.startswith("Kibitzer (explore mode) refused the program: ")
+    assert result.trace.entries == []  # nothing ran, not even the read
+
+
+async def test_a_session_keeps_its_variables_when_kibitzer_refuses_a_call(explore):
+    with LackpyService(explore) as service:
+        session = LackpySession(service, KIT)
+        try:
+            assert (await session.run("x = 1")).success
+            refused = await session.run("x = 2\n" + WRITE)
+            assert REFUSED in refused.error
+            assert (await session.run("x")).output == 1
+        finally:
+            session.close()
+
+
+async def test_a_tool_that_runs_in_the_kernel_asks_kibitzer_before_each_call(explore):
+    ran: list[str] = []
+
+    def bash(command):
+        ran.append(command)
+        return "done"
+
+    with LackpyService(explore) as service:
+        service.toolbox.register_tool(ToolSpec("Bash", "shell", args=[ArgSpec("command", "str")]),
+                                      bash)
+        refused = await service.run_program('Bash("echo hi > " + "out.txt")', ["Bash"])
+        done = await service.run_program('Bash("l" + "s")', ["Bash"])
+    assert "Kibitzer (explore mode) refused Bash()" in refused.error
+    assert done.success and ran == ["ls"]
+
+
+def test_the_seeds_kibitzer_session_parameters(explore):
+    for function in (RestrictedRunner.run, make_traced, InferenceDispatcher.generate):
+        assert inspect.signature(function).parameters["kibitzer_session"].default is None
+    session = KibitzerSession(project_dir=explore)
+    session.load()
+    session.change_mode("explore")
+    tools = resolve_kit(KIT, builtin_toolbox(explore)).callables
+    result = RestrictedRunner().run(WRITE, tools, kibitzer_session=session)
+    assert REFUSED in result.error and not (explore / "out.txt").exists()
+    assert session.state["tools_used_in_mode"] == {"Read": 1, "Write": 1}  # after_call, each
+    trace = Trace()
+    read = make_traced("read_file", tools["read_file"], trace, kibitzer_session=session)
+    assert read("notes.txt").startswith("alpha")
+    assert session.state["tools_used_in_mode"]["Read"] == 2
+
+
+class Leaky:
+    """A model tier (a provider as the lackpy docs describe them) that reaches for open()."""
+
+    name, model = "leaky", "tiny-leaky"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+        self.feedback: list[list[str] | None] = []
+
+    def available(self) -> bool:
+        return True
+
+    async def generate(self, intent, namespace_desc, config=None, error_feedback=None):
+        self.prompts.append(config["system_prompt"])
+        self.feedback.append(error_feedback)
+        return "text = open('notes.txt')"
+
+
+async def test_kibitzer_hears_of_generations_and_its_hints_reach_the_prompt_and_corrections(
+        tmp_path):
+    hint = "Do NOT use open() — call read_file() instead"
+    with LackpyService(kibitzer_workspace(tmp_path, None)) as service:
+        leaky = Leaky()
+        service.inference_providers[:] = [leaky]
+        with pytest.raises(GenerationError):
+            await service.generate("read my notes", KIT)
+        assert "Lessons from earlier programs" not in leaky.prompts[0]
+        assert leaky.feedback[0] is None and all(hint in told for told in leaky.feedback[1:])
+        with pytest.raises(GenerationError):
+            await service.generate("read my notes", KIT)
+        assert f"Lessons from earlier programs:\n- {hint}" in leaky.prompts[-1]
+        failures = service.kibitzer.session.get_failure_patterns(model="tiny-leaky")
+    assert [(f["pattern"], f["count"]) for f in failures] == [("stdlib_leak", 2)]
+
+
+async def test_a_kibitzer_that_raises_never_breaks_a_cell(tmp_path, monkeypatch):
+    workspace = kibitzer_workspace(tmp_path, None)
+    with LackpyService(workspace) as service:
+        def broken(*args, **kwargs):
+            raise RuntimeError("kibitzer broke")
+
+        for method in ("before_call", "after_call", "validate_program"):
+            monkeypatch.setattr(service.kibitzer.session, method, broken)
+        for _ in range(2):
+            result = await service.run_program('write_file("out.txt", read_file("notes.txt"))', KIT)
+            assert result.success, result.error
+        said = [notice for notice in service.notices if "kibitzer broke" in notice]
+    assert len(said) == 3, said  # once for each of its methods that failed
+    assert (workspace / "out.txt").read_text().startswith("alpha")
+
+
+async def test_a_kibitzer_that_hangs_is_set_aside_and_the_cell_goes_on(tmp_path, monkeypatch):
+    workspace = kibitzer_workspace(tmp_path, None)
+    release = threading.Event()
+    try:
+        with LackpyService(workspace) as service:
+            monkeypatch.setattr(service.kibitzer.session, "before_call",
+                                lambda *args, **kwargs: release.wait())
+            service.kibitzer.timeout = 0.5
+            for _ in range(2):
+                result = await service.run_program('write_file("o.txt", "x")', KIT)
+                assert result.success, result.error
+            said = [notice for notice in service.notices if "took over 0.5 s" in notice]
+            assert len(said) == 1 and "without it in this session" in said[0]
+            assert "set aside" in service.kibitzer.describe()
+    finally:
+        release.set()
+
+
+async def test_kibitzer_enabled_false_leaves_it_out(tmp_path):
+    workspace = make_workspace(tmp_path, "[kibitzer]\nenabled = false\n")
+    with LackpyService(workspace) as service:
+        assert service.kibitzer is None
+        assert (await service.run_program("read_file('notes.txt')", KIT)).success
+    assert not (workspace / ".kibitzer").exists()
+
+
+@pytest.fixture(scope="module", params=HOSTS)
+def host(request, installed_kernelspec, tmp_path_factory):
+    workspace = kibitzer_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), None)
+    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
+        yield running
+
+
+def test_kibitzer_magic_and_its_suggestions_under_the_cell(host: Host):
+    assert host.run("%kibitzer").text == "Kibitzer: free mode\n  no suggestions yet"
+    cell = host.program(FIVE_READS, kit="read_file")
+    assert cell.ok, cell
+    assert f"lackpy: {SEQUENTIAL_READS}" in cell.stderr
+    shown = host.run("%kibitzer").text
+    assert shown.startswith("Kibitzer: free mode\n  ") and SEQUENTIAL_READS in shown
+
+
+async def test_a_closed_service_leaves_no_kibitzer_thread(tmp_path):
+    def watching() -> set[threading.Thread]:
+        return {thread for thread in threading.enumerate() if thread.name == "lackpy-kibitzer"}
+
+    before = watching()
+    for _ in range(3):
+        with LackpyService(kibitzer_workspace(tmp_path, None)) as service:
+            assert (await service.run_program("read_file('notes.txt')", KIT)).success
+    started = watching() - before
+    for thread in started:
+        thread.join(timeout=60)
+    assert len(started) <= 3 and not any(thread.is_alive() for thread in started)
