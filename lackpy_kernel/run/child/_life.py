@@ -1,6 +1,6 @@
-"""A child's life, from the worker's fork to its kill: it warms up, puts up its walls,
-waits (for the worker's go, when held), takes the next request from stdin, runs it under
-its limits, writes its frames up its pipe, and waits to be killed."""
+"""A child's life, from the worker's fork to its kill: it puts up its walls, waits (for the
+worker's go, when held), warms up unless its request comes at once, takes the next request
+from stdin, runs it under its limits, writes its frames up its pipe, and waits to be killed."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ from ._snapshot import Snapshot, fits
 
 STDIN, STDOUT, STDERR = 0, 1, 2
 CHILD_FAILED = 3  # the exit status of a child that could not even report its failure
+# Seconds a ready child waits for its request before it warms up: longer than a kernel takes
+# from one cell's reply to the next cell of a run of them (3 to 5 ms), which then runs cold
+# rather than wait for a warm-up; a person typing the next cell leaves it time to warm up.
+QUIET = 0.010
 MAX_FD = 2**31 - 1  # past the highest descriptor a process can have
 Frame = wire.Frame
 
@@ -34,13 +38,13 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         _die_with_parent(worker_pid)
         _close_inherited({STDIN, STDOUT, STDERR, up, down, snapshot.walls.ruleset})
         gc.freeze()  # the session's objects stay shared: collections here never touch them
-        if snapshot.held or not request_waiting(snapshot):
-            _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
         snapshot.stage = _own_stage(snapshot)
         snapshot.walls_up = bool(snapshot.walls.put_up(snapshot.stage))
         if snapshot.held:
             snapshot.pending = _wait_for_release(down)
+        if not request_waiting(snapshot, wait=QUIET):
+            _warm_up(snapshot)
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
@@ -59,11 +63,11 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
     os._exit(0)
 
 
-def request_waiting(snapshot: Snapshot, requests: int = STDIN) -> bool:
-    """Whether the next request has come already, on ``requests`` or among the bytes the
-    worker read (programs sent back to back): the warm-up would then make it wait longer
-    than it saves."""
-    return bool(snapshot.pending) or wire.readable_within(requests, 0)
+def request_waiting(snapshot: Snapshot, requests: int = STDIN, *, wait: float = 0) -> bool:
+    """Whether the next request has come, on ``requests`` within ``wait`` seconds or among the
+    bytes the worker read (programs sent back to back): the warm-up would then make it wait
+    longer than it saves."""
+    return bool(snapshot.pending) or wire.readable_within(requests, wait)
 
 
 def _close_inherited(keep: set[int]) -> None:
