@@ -27,6 +27,7 @@ a child), ``_watch`` (a running child's frames, deadline and cancel), ``_calls``
 forwarded calls).
 """
 
-from ._serve import MAX_TWINS, QUIET, Worker, main
+from ..child import QUIET
+from ._serve import MAX_TWINS, Worker, main
 
 __all__ = ["MAX_TWINS", "QUIET", "Worker", "main"]
