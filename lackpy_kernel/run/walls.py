@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import struct
 import sys
 import tempfile
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 # prctl, seccomp
+PR_SET_PDEATHSIG = 1
 PR_SET_SECCOMP = 22
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39
@@ -303,6 +305,11 @@ def build_walls(workspace: str | os.PathLike[str], read_only: Iterable[str | os.
     return WallPlan.prepare(workspace, read_only).put_up()
 
 
+def die_with_parent() -> bool:
+    """Have Linux kill this process (SIGKILL) when its parent ends; whether it will."""
+    return _prctl(PR_SET_PDEATHSIG, signal.SIGKILL) == 0
+
+
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers (0: none)."""
     if not sys.platform.startswith("linux"):
@@ -328,12 +335,14 @@ def python_paths() -> list[str]:
 
 
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+if _libc is not None:  # looked up here, in the worker, rather than in each child it forks
+    _libc.syscall.restype = ctypes.c_long
+    _libc.prctl.restype = ctypes.c_int
 _MACHINE = os.uname().machine if hasattr(os, "uname") else ""  # platform.machine(), lighter
 
 
 def _syscall(number: int, *args: Any) -> int:
     assert _libc is not None
-    _libc.syscall.restype = ctypes.c_long
     result: int = _libc.syscall(ctypes.c_long(number), *args)
     return result
 

@@ -7,7 +7,7 @@ then lives ``child_main``: it warms up, puts up its walls, takes the next reques
 the kernel go through its ``ChildChannel``.
 """
 
-from ._life import child_main, request_waiting
+from ._life import QUIET, child_main, request_waiting
 from ._prepared import NamedKits, PythonTools, named_kits, preresolve, wall_plan
 from ._program import (
     WARM_UP_PROGRAM,
@@ -21,7 +21,7 @@ from ._snapshot import Snapshot, fits
 from ._tools import ChildChannel, child_tools, rebuilt_error
 
 __all__ = [
-    "WARM_UP_PROGRAM", "WARM_UP_READ", "WARM_UP_SHIPPED", "WARM_UP_TOOL", "ChildChannel",
+    "QUIET", "WARM_UP_PROGRAM", "WARM_UP_READ", "WARM_UP_SHIPPED", "WARM_UP_TOOL", "ChildChannel",
     "NamedKits", "PythonTools", "Snapshot", "child_main", "child_tools", "fits", "kit_for",
     "named_kits", "preresolve", "rebuilt_error", "request_waiting", "run_request", "wall_plan",
 ]

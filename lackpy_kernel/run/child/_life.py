@@ -1,15 +1,13 @@
-"""A child's life, from the worker's fork to its kill: it warms up, puts up its walls,
-waits (for the worker's go, when held), takes the next request from stdin, runs it under
-its limits, writes its frames up its pipe, and waits to be killed."""
+"""A child's life, from the worker's fork to its kill: it puts up its walls, waits (for the
+worker's go, when held), warms up unless its request comes at once, takes the next request
+from stdin, runs it under its limits, writes its frames up its pipe, and waits to be killed."""
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import os
 import resource
-import signal
 from dataclasses import replace
 from typing import Any, NoReturn
 
@@ -19,12 +17,17 @@ from lackpy_kernel.kit.staging import make_stage, stage_folder
 from .. import wire
 from ..failures import failure
 from ..protocol import RunRequest
+from ..walls import die_with_parent
 from ._program import WARM_UP_PROGRAM, encode, run_request
 from ._snapshot import Snapshot, fits
 
 STDIN, STDOUT, STDERR = 0, 1, 2
 CHILD_FAILED = 3  # the exit status of a child that could not even report its failure
-PR_SET_PDEATHSIG = 1
+# Seconds a ready child waits for its request before it warms up: longer than a kernel takes
+# from one cell's reply to the next cell of a run of them (3 to 5 ms), which then runs cold
+# rather than wait for a warm-up; a person typing the next cell leaves it time to warm up.
+QUIET = 0.010
+MAX_FD = 2**31 - 1  # past the highest descriptor a process can have
 Frame = wire.Frame
 
 
@@ -35,13 +38,13 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         _die_with_parent(worker_pid)
         _close_inherited({STDIN, STDOUT, STDERR, up, down, snapshot.walls.ruleset})
         gc.freeze()  # the session's objects stay shared: collections here never touch them
-        if snapshot.held or not request_waiting(snapshot):
-            _warm_up(snapshot)
         null = os.open(os.devnull, os.O_RDWR)
         snapshot.stage = _own_stage(snapshot)
         snapshot.walls_up = bool(snapshot.walls.put_up(snapshot.stage))
         if snapshot.held:
             snapshot.pending = _wait_for_release(down)
+        if not request_waiting(snapshot, wait=QUIET):
+            _warm_up(snapshot)
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
@@ -60,25 +63,24 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
     os._exit(0)
 
 
-def request_waiting(snapshot: Snapshot, requests: int = STDIN) -> bool:
-    """Whether the next request has come already, on ``requests`` or among the bytes the
-    worker read (programs sent back to back): the warm-up would then make it wait longer
-    than it saves."""
-    return bool(snapshot.pending) or wire.readable_within(requests, 0)
+def request_waiting(snapshot: Snapshot, requests: int = STDIN, *, wait: float = 0) -> bool:
+    """Whether the next request has come, on ``requests`` within ``wait`` seconds or among the
+    bytes the worker read (programs sent back to back): the warm-up would then make it wait
+    longer than it saves."""
+    return bool(snapshot.pending) or wire.readable_within(requests, wait)
 
 
 def _close_inherited(keep: set[int]) -> None:
     """Close every descriptor the worker had open but ``keep``: among them the pipes of its
     other children, through which a program's process could send a held twin its go or
-    another child its answers, or read what they send."""
-    try:
-        inherited = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:  # no /proc: every number a descriptor can have
-        inherited = list(range(os.sysconf("SC_OPEN_MAX")))
-    for fd in inherited:
-        if fd not in keep:
-            with contextlib.suppress(OSError):  # the listing's own, closed already
-                os.close(fd)
+    another child its answers, or read what they send. (One ``close_range`` call per gap
+    between the kept ones, where Linux has it.)"""
+    low = 0
+    for fd in sorted(fd for fd in keep if fd >= 0):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, MAX_FD)
 
 
 def _send_failure(up: int, error_type: str, message: str) -> None:
@@ -208,10 +210,6 @@ def _confine(request: RunRequest) -> None:
 
 
 def _die_with_parent(worker_pid: int) -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # not Linux: the worker still kills its children at their deadline
+    die_with_parent()  # not Linux: the worker still kills its children at their deadline
     if os.getppid() != worker_pid:
         os._exit(0)  # the worker died before the line above took effect

@@ -9,10 +9,12 @@ deadline (``_watch``), so a program that fails or is stopped leaves the session 
 and the files too (its writes were staged; the worker commits them only for a program that
 succeeded); a program that succeeds sends back only the variables it may have changed (see
 ``commit``).
-After a program that changed nothing a held twin takes over; after one that changed the
-session the next child is forked, off the critical path. The rest waits for a quiet moment
-(``Worker.tidy``). The worker ignores SIGINT and exits when its parent closes stdin, taking
-its children with it.
+While a program runs the worker forks a held twin (unless the last program changed the
+session); after a program that changed nothing the twin takes over, so programs back to
+back never wait for a fork; after one that changed the session the next child is forked,
+after the reply. A child warms up (``child``) only when no request comes at once, and the
+rest waits for a quiet moment (``Worker.tidy``). The worker ignores SIGINT and exits when
+its parent closes stdin, taking its children with it.
 
 Requests: ``run`` (a ``RunRequest``; replies a ``Reply``), ``cancel`` (stops the running
 program; ignored between programs), ``describe`` (replies ``{"ok", "description"}``),
@@ -25,6 +27,7 @@ a child), ``_watch`` (a running child's frames, deadline and cancel), ``_calls``
 forwarded calls).
 """
 
-from ._serve import MAX_TWINS, QUIET, Worker, main
+from ..child import QUIET
+from ._serve import MAX_TWINS, Worker, main
 
 __all__ = ["MAX_TWINS", "QUIET", "Worker", "main"]

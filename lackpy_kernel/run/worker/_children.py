@@ -36,7 +36,6 @@ class Child:
         self.frames = wire.FrameReader()
         self.reaped = False
         self.like = like  # the programs it was warmed up for
-        self.was_twin = False  # held, then released to take the next request
 
     @classmethod
     def fork(cls, snapshot: Snapshot) -> Child:
@@ -72,7 +71,6 @@ class Child:
     def release(self, pending: bytes) -> None:
         """Let a held child read stdin, after ``pending`` (what the worker read of it)."""
         wire.write_frame(self.to_child, {"go": pending})
-        self.was_twin = True
 
     def kill(self, *, wait: bool = True) -> None:
         """Kill the child (if it still runs) and, with ``wait``, reap it."""

@@ -17,7 +17,7 @@ from lackpy_kernel.kit.journal import Landed, commit_changes, commit_stage, reco
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
 from .. import wire
-from ..child import PythonTools, Snapshot, preresolve, wall_plan
+from ..child import QUIET, PythonTools, Snapshot, preresolve, wall_plan
 from ..commit import UnitLog, load_unit
 from ..context import describe_variables
 from ..failures import (
@@ -36,15 +36,13 @@ from ._children import Child, widen_pipe
 from ._watch import watch
 
 STDIN, STDOUT = 0, 1
-# Seconds without a request before the worker tidies up after a program: longer than a
-# kernel takes from one cell's reply to the next cell of a run of them (3 to 5 ms).
-QUIET = 0.010
+# QUIET: seconds without a request before the worker tidies up after a program (``child``)
 # The most twins held at once. A fork and its warm-up right after a reply compete with
-# the kernel and the front end for the cores while they handle that reply; held twins
-# let a run of cells that change nothing start one after another without a fork, and
-# the forks wait for a quiet moment. The worker holds one, and one more each time a run
-# of such cells used them all up (each costs a process of about 3 MB).
-MAX_TWINS = 3
+# the kernel and the front end for the cores while they handle that reply, so the twin
+# for the next program is forked while a program runs (the kernel then only waits), and
+# a run of programs that change nothing goes from twin to twin without waiting for a
+# fork; one is enough for that (each costs a process of about 3 MB).
+MAX_TWINS = 1
 Frame = wire.Frame
 # Asks the person about a change: None when it is to land, else why not
 Asker = Callable[[Change], tuple[str, str] | None]
@@ -73,8 +71,8 @@ class Worker:
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
         self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
-        self.twins_wanted = 1  # how many to hold: more after a run of programs used them up
         self.wants_twin = False  # a program ran since the last twin was used or let go
+        self.changed = False  # whether the last program changed the session
         self.killed: list[Child] = []  # not yet reaped
         self.walls: WallPlan | None = None
         self.walls_key: tuple[str, list[str]] | None = None
@@ -151,13 +149,13 @@ class Worker:
             child.kill()
             self.exit()
         if event["kind"] == "started":
-            changed = self.run(child, RunRequest.from_frame(event["request"]))
+            request = RunRequest.from_frame(event["request"])
+            self.fork_twin(request)
+            self.changed = self.run(child, request)
             self.let_go(child)
-            if self.twins and not changed and self.twins[0].like == self.like:
+            if self.twins and not self.changed and self.twins[0].like == self.like:
                 self.spare = self.release(self.twins.pop(0))
             else:
-                if not changed and child.was_twin and not self.twins:  # a run used them up
-                    self.twins_wanted = min(self.twins_wanted + 1, MAX_TWINS)
                 self.spare = self.fork_spare()
                 self.drop_twins()
             self.wants_twin = True
@@ -166,6 +164,18 @@ class Worker:
             if self.handle(event["request"]):
                 self.drop_twins()
             self.spare = self.fork_spare()
+
+    def fork_twin(self, request: RunRequest) -> None:
+        """Fork the twin that is to run the program after ``request``'s, while that one runs
+        (the kernel only waits meanwhile), unless one for such programs is held: when the
+        session cannot change (``keep`` False), or did not change with the program before (a
+        program that changes it lets the twin go, its fork wasted)."""
+        like = request.without_program()  # a copy: a forwarded call may add to its protected
+        if self.twins and self.twins[0].like != like:
+            self.drop_twins()
+        if not self.twins and not (request.keep and self.changed):
+            self.like = like
+            self.twins.append(self.fork_spare(held=True))
 
     def drop_twins(self) -> None:
         """Let the held twins go: the session or the kind of program changed."""
@@ -187,7 +197,7 @@ class Worker:
             child.reap()
         self.killed.clear()
         if self.wants_twin:
-            while len(self.twins) < self.twins_wanted:
+            while len(self.twins) < MAX_TWINS:
                 self.twins.append(self.fork_spare(held=True))
         self.wants_twin = False
 
@@ -240,6 +250,8 @@ class Worker:
         if staged:
             reply, landed = settle_files(reply, request, folder, staged, self.ask)
             commit = commit if reply.result["success"] else None
+        if commit is not None and not commit.empty:
+            self.drop_twins()  # forked with the session as it was: before anyone sees the reply
         wire.write_frame(STDOUT, reply.to_frame())
         if staged:  # after the reply: the disk, and a stage nothing reads any more
             if landed is not None:
