@@ -214,30 +214,38 @@ def traced_run(run: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutin
 
 
 class ErrorLike(Protocol):
-    type: str
-    message: str
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def message(self) -> str: ...
 
 
 class StepLike(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
 
 class StepResultLike(Protocol):
-    ms: float
-    error: ErrorLike | None
+    @property
+    def ms(self) -> float: ...
+
+    @property
+    def error(self) -> ErrorLike | None: ...
 
 
+StepT = TypeVar("StepT", bound=StepLike)
 S = TypeVar("S", bound=StepResultLike)
-Execute = Callable[[Any, StepLike, Any, Any], Coroutine[Any, Any, S]]
+Execute = Callable[[Any, StepT, Any, Any], Coroutine[Any, Any, S]]
 
 
-def traced_step(execute: Execute[S]) -> Execute[S]:
+def traced_step(execute: Execute[StepT, S]) -> Execute[StepT, S]:
     """A decorator for a plan executor's ``execute(step, task, context)``: each step is a
     ``lackpy.step NAME`` span with its outcome and ms (on Temporal, inside the activity's
     span, so that a plan's trace crosses its workers)."""
 
     @functools.wraps(execute)
-    async def spanned(executor: Any, step: StepLike, task: Any, context: Any) -> S:
+    async def spanned(executor: Any, step: StepT, task: Any, context: Any) -> S:
         with span(f"lackpy.step {step.name}", {"lackpy.step": step.name}) as handle:
             result = await execute(executor, step, task, context)
             error = result.error
