@@ -53,6 +53,7 @@ class LackpySession:
         self.params: dict[str, Any] = {}
         self.last_result: ExecutionResult | None = None
         self.running_here = False  # True while this thread validates or runs a program (see run)
+        self.stop_requested = False  # a stop that came before running_here (see _here)
         self.approve: Approver | None = None
         self._sandboxed: bool | None = None  # where programs run, fixed by the first one
         self._sandbox: Sandbox | None = None
@@ -199,11 +200,19 @@ class LackpySession:
     def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
                   params: dict[str, Any] | None = None) -> ValidationResult:
         names = {*(self.params if params is None else params), *self.variable_types}
-        self.running_here = True  # a long validation can be interrupted like a program
         try:
+            self._here()  # a long validation can be interrupted like a program
             return validate_for(program, resolved, names, rules)
         finally:
             self.running_here = False
+
+    def _here(self) -> None:
+        """Say this thread now validates or runs here (``running_here``); raises
+        KeyboardInterrupt for a stop requested before (``stop_requested``, which the
+        caller sets when its stop came while nothing ran here yet, and clears per cell)."""
+        self.running_here = True
+        if self.stop_requested:
+            raise KeyboardInterrupt
 
     @traced_run
     async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
@@ -237,8 +246,8 @@ class LackpySession:
         runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
         stage = self.service.stage_here()
         try:
-            self.running_here = True
             try:
+                self._here()
                 result = self.service.kibitzer_heard(stage.run(lambda: runner.run_validated(
                     program, check,
                     self.service.callables_here(

@@ -120,6 +120,7 @@ class LackpyKernel(Kernel):
                          user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self.output.start(silent=silent)
+        self.lackpy.stop_requested = False
         self._allow_stdin = allow_stdin  # what KernelPort.ask checks (IPythonKernel sets it too)
         if not silent:  # a silent request (the Lab extension asking the kit) shows nothing
             self._announce_problems()
@@ -210,6 +211,8 @@ class LackpyKernel(Kernel):
         def handle_sigint(*_args: Any) -> None:
             if self.lackpy.running_here:  # validating or running here: only an exception stops it
                 raise KeyboardInterrupt
+            # the task may be about to block the loop validating: it stops when it starts
+            self.lackpy.stop_requested = True
             self.output.end()  # a question the cell asks is abandoned at once
             loop.call_soon_threadsafe(task.cancel)
 

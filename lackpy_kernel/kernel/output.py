@@ -22,6 +22,7 @@ CellError = NotebookError  # the kernel's name for the error that ends a cell
 # its cells are lackpy already; its session's programs run where the first one ran
 KERNEL_LACKS = frozenset({"lackpy", "delegate --no-sandbox"})
 ASK_POLL_MS = 10  # how often a question checks whether its cell was stopped
+IOPUB_FLUSH_S = 5.0  # the most a question waits for the output before it to go out
 
 
 class CellOutput:
@@ -63,6 +64,7 @@ class CellOutput:
             ident = kernel._get_shell_context_var(kernel._shell_parent_ident)
             parent = kernel.get_parent("shell")
             _drop_stale_replies(kernel.stdin_socket)
+            _iopub_sent(kernel)
             session.send(kernel.stdin_socket, "input_request",
                                 {"prompt": prompt, "password": password}, parent, ident=ident)
             while not cell_over.is_set():
@@ -171,6 +173,18 @@ class KernelPort:
     def notebook_values(self, names: set[str] | frozenset[str] | None = None
                         ) -> Mapping[str, Any] | None:
         return None
+
+
+def _iopub_sent(kernel: Kernel) -> None:
+    """Return once what the cell sent on IOPub (the diff a question is about) is on its
+    socket: IOPub goes out through ipykernel's IO thread, and a busy machine otherwise
+    delivered the question before the diff (``jupyter console`` then asked first)."""
+    thread = getattr(kernel.iopub_socket, "io_thread", None)
+    if thread is None:
+        return
+    sent = threading.Event()
+    thread.schedule(sent.set)
+    sent.wait(IOPUB_FLUSH_S)
 
 
 def _drop_stale_replies(socket: zmq.Socket[Any]) -> None:

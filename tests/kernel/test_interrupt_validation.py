@@ -12,8 +12,10 @@ SLOW_TO_VALIDATE = NESTED * (990_000 // len(NESTED)) + "import os\n"
 
 def test_interrupting_a_long_validation_stops_it_and_keeps_the_session(kernel):
     kernel.execute("kept = 'still here'")
-    msg_id = kernel.client.execute(SLOW_TO_VALIDATE)
-    time.sleep(1.0)
+    # Interrupt once the kernel is at the cell (a busy machine can take longer than a fixed
+    # wait just to receive 1 MB), and early in its seconds of validation.
+    msg_id = kernel.start(SLOW_TO_VALIDATE)
+    time.sleep(0.2)
     kernel.manager.interrupt_kernel()
     outcome = kernel.wait(msg_id, timeout=120)
     assert outcome.reply["content"]["ename"] == "KeyboardInterrupt", outcome.reply["content"]
