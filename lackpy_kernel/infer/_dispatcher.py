@@ -31,7 +31,14 @@ from ._provider import (
     InferenceProvider,
     provider_kind,
 )
-from ._tryout import Tryout, TryoutRunner, is_shape_feedback, output_key, runtime_feedback
+from ._tryout import (
+    Tryout,
+    TryoutRunner,
+    is_shape_feedback,
+    output_key,
+    path_repair,
+    runtime_feedback,
+)
 from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
@@ -45,6 +52,7 @@ from .prompt import (
 from .sanitize import sanitize_output
 
 EventCallback = Callable[[GenerationEvent], None]
+MAX_PATH_REPAIRS = 4  # missing files one program may have repaired without a model call
 
 
 class InferenceDispatcher:
@@ -67,6 +75,8 @@ class InferenceDispatcher:
     programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
     their output, and a program of the largest group returned (ties: the shortest). One
     intent never costs a provider more than ``samples + correction_rounds`` model calls.
+    A missing file that can only mean one workspace file is repaired without a model call
+    (:func:`._tryout.path_repair`; strategy ``repair``).
     """
 
     def __init__(self, providers: Sequence[InferenceProvider]) -> None:
@@ -333,6 +343,7 @@ class _Attempt:
         """Rounds of run-time feedback while the budget lasts; the last valid program (checked
         when one passed)."""
         shape_told = is_shape_feedback(errors)
+        candidate, errors = await self._repaired(provider, candidate, errors, not shape_told)
         steps = candidate.steps
         while errors and budget.left > 0:
             budget.spend()
@@ -353,9 +364,26 @@ class _Attempt:
                 continue
             candidate = _Candidate(answer, cleaned.program, "feedback", steps)
             errors = await self._dry_run(provider, candidate, check_shape=not shape_told)
+            candidate, errors = await self._repaired(provider, candidate, errors, not shape_told)
             shape_told = shape_told or is_shape_feedback(errors)
         candidate.steps = steps
         return candidate
+
+    async def _repaired(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
+                        check_shape: bool) -> tuple[_Candidate, list[str]]:
+        """``candidate`` with a missing file's name replaced by the one workspace file it can
+        mean (:func:`._tryout.path_repair`, no model call) and dry-run again, with its
+        feedback; as it was when there is nothing to repair."""
+        for _ in range(MAX_PATH_REPAIRS):
+            repair = path_repair(candidate.program, candidate.tryout) if candidate.tryout else None
+            if repair is None:
+                break
+            program, did = repair
+            self._note(provider, "repair", did, program, [])
+            self.events.emit(CorrectionStep(provider.name, "repair", did, True))
+            candidate = _Candidate(candidate.raw, program, "repair", candidate.steps)
+            errors = await self._dry_run(provider, candidate, check_shape=check_shape)
+        return candidate, errors
 
     def _dry_runs(self, provider: InferenceProvider) -> bool:
         """Whether this provider's programs are dry-run: a model's, when a runner is given and

@@ -6,15 +6,20 @@ staged and dropped) and gets a :class:`Tryout` back. :func:`runtime_feedback` tu
 failed tryout, or an answer of the wrong shape, into the errors of one more correction
 round: the error and the context that would fix it (for a missing file, the workspace paths
 nearest the name asked for; for an unknown key, the keys the value has; what the tools
-returned), bounded.
+returned), bounded. :func:`path_repair` fixes, without a model call, a missing file that
+can only mean one workspace file (the same path in another case, or the only file of
+that name).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import io
 import json
 import re
 import reprlib
+import tokenize
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -190,6 +195,59 @@ def _hints(error: str, tryout: Tryout) -> list[str]:
         if keys:
             return [f"there is no key {key.group('key')}; the keys are: {', '.join(keys)}"]
     return _returned(tryout.calls)
+
+
+def path_repair(program: str, tryout: Tryout) -> tuple[str, str] | None:
+    """``program`` with the string literal of a missing file replaced by the one workspace
+    path it can mean (:func:`meant_path`), and a note saying so; None when the tryout did
+    not fail for a missing file, no single path is meant, or no literal names it."""
+    missing = None if tryout.success else _MISSING_FILE.search(tryout.error or "")
+    if missing is None:
+        return None
+    name = missing.group("name")
+    path = meant_path(name, tryout.paths)
+    repaired = None if path is None else _replace_literal(program, name, path)
+    if path is None or repaired is None:
+        return None
+    return repaired, f"read {path!r} for the missing {name!r}, the only workspace file it can mean"
+
+
+def meant_path(name: str, paths: Iterable[str]) -> str | None:
+    """The one workspace path ``name`` means: the same path in another case or, for a bare
+    file name, the only file of that name in any folder (case ignored); None when there is
+    none or more than one."""
+    paths = list(paths)
+    wanted = name.lower()
+    same = [path for path in paths if path.lower() == wanted]
+    if not same and "/" not in name:
+        same = [path for path in paths if path.rsplit("/", 1)[-1].lower() == wanted]
+    return same[0] if len(same) == 1 else None
+
+
+def _replace_literal(program: str, old: str, new: str) -> str | None:
+    """``program`` with each string literal whose value is ``old`` written as ``new``
+    (the rest of the text as it was); None when no literal is ``old`` or it does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    lines = program.splitlines(keepends=True)
+    found = [token for token in tokens if token.type == tokenize.STRING and _value(token.string) == old]
+    for token in reversed(found):  # from the end, so earlier positions still hold
+        (row, start), (end_row, end) = token.start, token.end
+        if row != end_row:
+            continue
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + repr(new) + line[end:]
+    text = "".join(lines)
+    return text if found and text != program else None
+
+
+def _value(literal: str) -> object:
+    try:
+        return ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
 
 
 def nearest_paths(name: str, paths: Iterable[str]) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
-from lackpy_kernel.infer._tryout import ToolCallSeen, nearest_paths
+from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -62,6 +62,20 @@ async def test_a_missing_file_goes_back_with_the_nearest_workspace_paths(tmp_pat
     assert "no file 'txt.txt' in the workspace" in second
     assert "nearest 'txt.txt': todo.txt, notes.txt, src/util.py" in second
     assert "read_file('txt.txt')" in second  # the program that failed is shown
+
+
+@pytest.mark.parametrize("rounds", [0, 2])
+async def test_a_file_name_in_the_wrong_case_is_repaired_without_a_model_call(
+        tmp_path, model_server, rounds):
+    model_server.script(lb.openai_answer("lines = read_file('NOTES.txt').splitlines()\nlen(lines)"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=rounds)
+    with LackpyService(workspace) as service:
+        generated = await service.generate("how many lines are in NOTES.txt", kit="debug")
+    assert len(model_server.requests) == 1
+    assert generated.program == "lines = read_file('notes.txt').splitlines()\nlen(lines)"
+    assert generated.correction_strategy == "repair" and generated.dry_run.output == 3
+    assert [entry["did"] for entry in generated.attempts_log if entry["step"] == "repair"] == [
+        "read 'notes.txt' for the missing 'NOTES.txt', the only workspace file it can mean"]
 
 
 async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, model_server):
@@ -188,6 +202,22 @@ def test_feedback_for_a_missing_file_lists_the_nearest_paths_and_the_tools_resul
 def test_nearest_paths_prefers_the_same_file_name_in_another_folder():
     assert nearest_paths("people.csv", ["notes.txt", "data/people.csv", "peep.py"])[0] == \
         "data/people.csv"
+
+
+def test_a_missing_file_is_repaired_only_where_one_workspace_file_is_meant():
+    paths = ("ABOUT.md", "data/people.csv", "docs/guide.md", "old/guide.md")
+    assert meant_path("about.md", paths) == "ABOUT.md"
+    assert meant_path("People.csv", paths) == "data/people.csv"  # a bare name, in a folder
+    assert meant_path("guide.md", paths) is None  # two files of that name
+    assert meant_path("other/people.csv", paths) is None  # a folder given is not moved
+    failed = Tryout(False, error="FileNotFoundError: no file 'about.md' in the workspace", paths=paths)
+    program = "# the intro\ntext = read_file('about.md')  # keep\nlen(text)"
+    assert path_repair(program, failed) == (
+        "# the intro\ntext = read_file('ABOUT.md')  # keep\nlen(text)",
+        "read 'ABOUT.md' for the missing 'about.md', the only workspace file it can mean")
+    assert path_repair("name = 'about'\nread_file(name + '.md')", failed) is None  # no literal
+    other = Tryout(False, error="IndexError: list index out of range", paths=paths)
+    assert path_repair(program, other) is None
 
 
 def test_a_number_passes_the_shape_check_and_a_bool_does_not():
