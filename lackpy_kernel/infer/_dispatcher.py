@@ -76,7 +76,9 @@ class InferenceDispatcher:
     their output, and a program of the largest group returned (ties: the shortest). One
     intent never costs a provider more than ``samples + correction_rounds`` model calls.
     A missing file that can only mean one workspace file is repaired without a model call
-    (:func:`._tryout.path_repair`; strategy ``repair``).
+    (:func:`._tryout.path_repair`; strategy ``repair``). At temperature 0, a feedback round
+    whose reply is the program that failed, failing the same way, ends the rounds: asking
+    the same again would get the same answer.
     """
 
     def __init__(self, providers: Sequence[InferenceProvider]) -> None:
@@ -345,7 +347,13 @@ class _Attempt:
         shape_told = is_shape_feedback(errors)
         candidate, errors = await self._repaired(provider, candidate, errors, not shape_told)
         steps = candidate.steps
+        told: set[tuple[str, tuple[str, ...]]] = set()
         while errors and budget.left > 0:
+            if (candidate.program, tuple(errors)) in told and _deterministic(provider):
+                self._step(provider, "feedback", "not asked again: it wrote the program that failed, "
+                           "and at temperature 0 the same question gets the same answer", None)
+                break
+            told.add((candidate.program, tuple(errors)))
             budget.spend()
             steps += 1
             config = dict(self._config(provider, "feedback"), previous_program=candidate.program,
@@ -507,6 +515,11 @@ def _samples(provider: InferenceProvider) -> int:
     samples = getattr(provider, "samples", DEFAULT_SAMPLES)
     return samples if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1 else (
         DEFAULT_SAMPLES)
+
+
+def _deterministic(provider: InferenceProvider) -> bool:
+    """Whether ``provider`` samples at temperature 0 (the same prompt gets the same reply)."""
+    return getattr(provider, "temperature", None) == 0
 
 
 def _groups(passed: Sequence[_Candidate]) -> list[list[_Candidate]]:

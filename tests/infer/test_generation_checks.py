@@ -127,6 +127,26 @@ async def test_the_rounds_bound_the_calls_even_when_every_program_fails(tmp_path
     assert not result["success"]
 
 
+async def test_at_temperature_0_the_same_failing_program_is_not_asked_about_twice(tmp_path):
+    with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
+        workspace = workspace_with(tmp_path, server.url, correction_rounds=3, temperature=0)
+        with LackpyService(workspace) as service:
+            generated = await service.generate("read the missing file", kit="debug")
+        assert len(server.requests) == 2  # the first call and one round: the second prompt repeats it
+        assert lb.prompt_of(server.requests[1]).count("no file 'nope.txt'") == 1
+    assert generated.attempts_log[-1]["did"] == (
+        "not asked again: it wrote the program that failed, and at temperature 0 the same "
+        "question gets the same answer")
+
+
+async def test_at_temperature_0_a_different_failing_program_is_still_fed_back(tmp_path, model_server):
+    model_server.script(*(lb.openai_answer(f"read_file('nope{n}.txt')") for n in range(4)))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3, temperature=0)
+    await delegate(workspace, "read the missing file")
+    assert len(model_server.requests) == 4
+    assert "no file 'nope2.txt'" in prompts(model_server)[3]
+
+
 async def test_samples_and_rounds_bound_the_calls_together(tmp_path):
     with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
         workspace = workspace_with(tmp_path, server.url, samples=3, correction_rounds=1)
