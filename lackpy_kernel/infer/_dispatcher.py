@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,9 +32,10 @@ from ._provider import (
     provider_kind,
 )
 from ._tryout import (
+    ANSWER_CHECKS,
     Tryout,
     TryoutRunner,
-    is_shape_feedback,
+    answer_check,
     output_key,
     path_repair,
     runtime_feedback,
@@ -312,7 +313,7 @@ class _Attempt:
         failed: list[tuple[_Candidate, list[str]]] = []
         passed: list[_Candidate] = []
         for candidate in valid:
-            errors = await self._dry_run(provider, candidate, check_shape=True)
+            errors = await self._dry_run(provider, candidate, ANSWER_CHECKS)
             if errors:
                 failed.append((candidate, errors))
             else:
@@ -335,7 +336,7 @@ class _Attempt:
         """``candidate`` once it passed its dry run (or was not run), else after feedback rounds."""
         if candidate.tryout is not None or not self._dry_runs(provider):
             return candidate
-        errors = await self._dry_run(provider, candidate, check_shape=True)
+        errors = await self._dry_run(provider, candidate, ANSWER_CHECKS)
         if not errors:
             return candidate
         return await self._fed_back(provider, candidate, errors, budget)
@@ -344,8 +345,8 @@ class _Attempt:
                         budget: _Budget) -> _Candidate:
         """Rounds of run-time feedback while the budget lasts; the last valid program (checked
         when one passed)."""
-        shape_told = is_shape_feedback(errors)
-        candidate, errors = await self._repaired(provider, candidate, errors, not shape_told)
+        checks = _left(ANSWER_CHECKS, errors)
+        candidate, errors = await self._repaired(provider, candidate, errors, checks)
         steps = candidate.steps
         told: set[tuple[str, tuple[str, ...]]] = set()
         while errors and budget.left > 0:
@@ -371,14 +372,14 @@ class _Attempt:
             if not cleaned.valid:
                 continue
             candidate = _Candidate(answer, cleaned.program, "feedback", steps)
-            errors = await self._dry_run(provider, candidate, check_shape=not shape_told)
-            candidate, errors = await self._repaired(provider, candidate, errors, not shape_told)
-            shape_told = shape_told or is_shape_feedback(errors)
+            errors = await self._dry_run(provider, candidate, checks)
+            candidate, errors = await self._repaired(provider, candidate, errors, checks)
+            checks = _left(checks, errors)
         candidate.steps = steps
         return candidate
 
     async def _repaired(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
-                        check_shape: bool) -> tuple[_Candidate, list[str]]:
+                        checks: Collection[str]) -> tuple[_Candidate, list[str]]:
         """``candidate`` with a missing file's name replaced by the one workspace file it can
         mean (:func:`._tryout.path_repair`, no model call) and dry-run again, with its
         feedback; as it was when there is nothing to repair."""
@@ -390,7 +391,7 @@ class _Attempt:
             self._note(provider, "repair", did, program, [])
             self.events.emit(CorrectionStep(provider.name, "repair", did, True))
             candidate = _Candidate(candidate.raw, program, "repair", candidate.steps)
-            errors = await self._dry_run(provider, candidate, check_shape=check_shape)
+            errors = await self._dry_run(provider, candidate, checks)
         return candidate, errors
 
     def _dry_runs(self, provider: InferenceProvider) -> bool:
@@ -399,14 +400,15 @@ class _Attempt:
         wanted = getattr(provider, "dry_run", True)
         return self.tryout is not None and provider_kind(provider) == KIND_MODEL and wanted is not False
 
-    async def _dry_run(self, provider: InferenceProvider, candidate: _Candidate, *,
-                       check_shape: bool) -> list[str]:
-        """Dry-run ``candidate`` (kept on it): the feedback its run gives, ``[]`` when it passed."""
+    async def _dry_run(self, provider: InferenceProvider, candidate: _Candidate,
+                       checks: Collection[str]) -> list[str]:
+        """Dry-run ``candidate`` (kept on it): the feedback its run and the answer ``checks``
+        give, ``[]`` when it passed."""
         if not self._dry_runs(provider) or self.tryout is None:
             return []
         tryout = await self.tryout(candidate.program)
         candidate.tryout = tryout
-        errors = runtime_feedback(self.intent, tryout, check_shape=check_shape)
+        errors = runtime_feedback(self.intent, tryout, checks=checks, program=candidate.program)
         if tryout.skipped is not None:
             did = f"not run: {tryout.skipped}"
         elif errors:
@@ -515,6 +517,11 @@ def _samples(provider: InferenceProvider) -> int:
     samples = getattr(provider, "samples", DEFAULT_SAMPLES)
     return samples if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1 else (
         DEFAULT_SAMPLES)
+
+
+def _left(checks: Collection[str], errors: Sequence[str]) -> frozenset[str]:
+    """The answer ``checks`` still to make once ``errors`` are fed back (each check once)."""
+    return frozenset(checks) - {answer_check(errors)}
 
 
 def _deterministic(provider: InferenceProvider) -> bool:

@@ -90,6 +90,35 @@ async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, 
     assert result["output"] == ["alpha", "beta", "gamma"]
 
 
+async def test_a_file_the_intent_names_and_the_program_never_reads_is_fed_back_then_the_shape(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("len(find_files('**/*.txt'))"),  # 2: notes.txt unread
+                        lb.openai_answer("read_file('notes.txt')"),  # text, not a number
+                        lb.openai_answer("len(read_file('notes.txt'))"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    result = await delegate(workspace, "how many characters are in notes.txt")
+    assert result["output"] == len(NOTES) and len(model_server.requests) == 3
+    second, third = prompts(model_server)[1:]
+    assert ("the intent names 'notes.txt', but the program never reads it; "
+            "read_file('notes.txt') gives its text") in second
+    assert "the intent asks for a number, but the program returned str 'alpha" in third
+
+
+def test_the_named_file_check_knows_workspace_files_by_path_or_bare_name():
+    paths = ("notes.txt", "data/people.csv")
+    ran = Tryout(True, output=1, calls=(ToolCallSeen("find_files('data/*')", ["data/people.csv"]),),
+                 paths=paths)
+    assert runtime_feedback("rows of people.csv", ran, program="len(find_files('x'))") == [
+        "the intent names 'people.csv', but the program never reads it; "
+        "read_file('data/people.csv') gives its text"]
+    assert runtime_feedback("rows of people.csv", ran, program="read_file('people.csv')") == []
+    assert runtime_feedback("lines of report.txt", ran, program="1") == []  # no such file
+    assert runtime_feedback("lines of notes.txt", ran, program="1") == [
+        "the intent names 'notes.txt', but the program never reads it; "
+        "read_file('notes.txt') gives its text"]
+    assert runtime_feedback("lines of notes.txt", ran, program="1", checks={"number"}) == []
+
+
 async def test_a_failure_in_a_later_statement_carries_what_the_tools_returned(tmp_path, model_server):
     model_server.script(
         lb.openai_answer("found = find_definitions('helper')\nfound[0]['path']"),
