@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,15 @@ from ._provider import (
     InferenceProvider,
     provider_kind,
 )
-from ._tryout import Tryout, TryoutRunner, is_shape_feedback, output_key, runtime_feedback
+from ._tryout import (
+    ANSWER_CHECKS,
+    Tryout,
+    TryoutRunner,
+    answer_check,
+    output_key,
+    path_repair,
+    runtime_feedback,
+)
 from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
@@ -46,6 +54,7 @@ from .prompt import (
 from .sanitize import sanitize_output
 
 EventCallback = Callable[[GenerationEvent], None]
+MAX_PATH_REPAIRS = 4  # missing files one program may have repaired without a model call
 
 
 class InferenceDispatcher:
@@ -68,6 +77,10 @@ class InferenceDispatcher:
     programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
     their output, and a program of the largest group returned (ties: the shortest). One
     intent never costs a provider more than ``samples + correction_rounds`` model calls.
+    A missing file that can only mean one workspace file is repaired without a model call
+    (:func:`._tryout.path_repair`; strategy ``repair``). At temperature 0, a feedback round
+    whose reply is the program that failed, failing the same way, ends the rounds: asking
+    the same again would get the same answer.
     """
 
     def __init__(self, providers: Sequence[InferenceProvider]) -> None:
@@ -309,7 +322,7 @@ class _Attempt:
         failed: list[tuple[_Candidate, list[str]]] = []
         passed: list[_Candidate] = []
         for candidate in valid:
-            errors = await self._dry_run(provider, candidate, check_shape=True)
+            errors = await self._dry_run(provider, candidate, ANSWER_CHECKS)
             if errors:
                 failed.append((candidate, errors))
             else:
@@ -332,7 +345,7 @@ class _Attempt:
         """``candidate`` once it passed its dry run (or was not run), else after feedback rounds."""
         if candidate.tryout is not None or not self._dry_runs(provider):
             return candidate
-        errors = await self._dry_run(provider, candidate, check_shape=True)
+        errors = await self._dry_run(provider, candidate, ANSWER_CHECKS)
         if not errors:
             return candidate
         return await self._fed_back(provider, candidate, errors, budget)
@@ -341,9 +354,16 @@ class _Attempt:
                         budget: _Budget) -> _Candidate:
         """Rounds of run-time feedback while the budget lasts; the last valid program (checked
         when one passed)."""
-        shape_told = is_shape_feedback(errors)
+        checks = _left(ANSWER_CHECKS, errors)
+        candidate, errors = await self._repaired(provider, candidate, errors, checks)
         steps = candidate.steps
+        told: set[tuple[str, tuple[str, ...]]] = set()
         while errors and budget.left > 0:
+            if (candidate.program, tuple(errors)) in told and _deterministic(provider):
+                self._step(provider, "feedback", "not asked again: it wrote the program that failed, "
+                           "and at temperature 0 the same question gets the same answer", None)
+                break
+            told.add((candidate.program, tuple(errors)))
             budget.spend()
             steps += 1
             config = dict(self._config(provider, "feedback"), previous_program=candidate.program,
@@ -362,10 +382,27 @@ class _Attempt:
             if not cleaned.valid:
                 continue
             candidate = _Candidate(answer, cleaned.program, "feedback", steps)
-            errors = await self._dry_run(provider, candidate, check_shape=not shape_told)
-            shape_told = shape_told or is_shape_feedback(errors)
+            errors = await self._dry_run(provider, candidate, checks)
+            candidate, errors = await self._repaired(provider, candidate, errors, checks)
+            checks = _left(checks, errors)
         candidate.steps = steps
         return candidate
+
+    async def _repaired(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
+                        checks: Collection[str]) -> tuple[_Candidate, list[str]]:
+        """``candidate`` with a missing file's name replaced by the one workspace file it can
+        mean (:func:`._tryout.path_repair`, no model call) and dry-run again, with its
+        feedback; as it was when there is nothing to repair."""
+        for _ in range(MAX_PATH_REPAIRS):
+            repair = path_repair(candidate.program, candidate.tryout) if candidate.tryout else None
+            if repair is None:
+                break
+            program, did = repair
+            self._note(provider, "repair", did, program, [])
+            self.events.emit(CorrectionStep(provider.name, "repair", did, True))
+            candidate = _Candidate(candidate.raw, program, "repair", candidate.steps)
+            errors = await self._dry_run(provider, candidate, checks)
+        return candidate, errors
 
     def _dry_runs(self, provider: InferenceProvider) -> bool:
         """Whether this provider's programs are dry-run: a model's, when a runner is given and
@@ -373,14 +410,15 @@ class _Attempt:
         wanted = getattr(provider, "dry_run", True)
         return self.tryout is not None and provider_kind(provider) == KIND_MODEL and wanted is not False
 
-    async def _dry_run(self, provider: InferenceProvider, candidate: _Candidate, *,
-                       check_shape: bool) -> list[str]:
-        """Dry-run ``candidate`` (kept on it): the feedback its run gives, ``[]`` when it passed."""
+    async def _dry_run(self, provider: InferenceProvider, candidate: _Candidate,
+                       checks: Collection[str]) -> list[str]:
+        """Dry-run ``candidate`` (kept on it): the feedback its run and the answer ``checks``
+        give, ``[]`` when it passed."""
         if not self._dry_runs(provider) or self.tryout is None:
             return []
         tryout = await self.tryout(candidate.program)
         candidate.tryout = tryout
-        errors = runtime_feedback(self.intent, tryout, check_shape=check_shape)
+        errors = runtime_feedback(self.intent, tryout, checks=checks, program=candidate.program)
         if tryout.skipped is not None:
             did = f"not run: {tryout.skipped}"
         elif errors:
@@ -515,6 +553,16 @@ def _samples(provider: InferenceProvider) -> int:
     samples = getattr(provider, "samples", DEFAULT_SAMPLES)
     return samples if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 1 else (
         DEFAULT_SAMPLES)
+
+
+def _left(checks: Collection[str], errors: Sequence[str]) -> frozenset[str]:
+    """The answer ``checks`` still to make once ``errors`` are fed back (each check once)."""
+    return frozenset(checks) - {answer_check(errors)}
+
+
+def _deterministic(provider: InferenceProvider) -> bool:
+    """Whether ``provider`` samples at temperature 0 (the same prompt gets the same reply)."""
+    return getattr(provider, "temperature", None) == 0
 
 
 def _groups(passed: Sequence[_Candidate]) -> list[list[_Candidate]]:

@@ -6,16 +6,21 @@ staged and dropped) and gets a :class:`Tryout` back. :func:`runtime_feedback` tu
 failed tryout, or an answer of the wrong shape, into the errors of one more correction
 round: the error and the context that would fix it (for a missing file, the workspace paths
 nearest the name asked for; for an unknown key, the keys the value has; what the tools
-returned), bounded.
+returned), bounded. :func:`path_repair` fixes, without a model call, a missing file that
+can only mean one workspace file (the same path in another case, or the only file of
+that name).
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import io
 import json
 import re
 import reprlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import tokenize
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +43,10 @@ _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 12
 _SHORT.maxlevel = 3
 _REPR_KEY = re.compile(r"[{,]\s*'([^'\\]{1,60})':")
 _NUMBER_INTENT = re.compile(r"\b(how many|count|number of)\b", re.IGNORECASE)
+_FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
+ANSWER_CHECKS = frozenset({"number", "file"})  # see runtime_feedback
+_ASKS_NUMBER = "the intent asks for a number"
+_NAMES_FILE = "the intent names"
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class Tryout:
     """What the dry run of one program did.
 
     ``skipped`` says why it was not run (a tool that cannot be staged; the program then
-    counts as passing); ``paths`` are the workspace's files, for a missing file's hint;
+    counts as passing); ``paths`` are the workspace's files, for the hints;
     ``trace`` the run's trace as plain data, for the person to see (``%trace``).
     """
 
@@ -113,10 +122,10 @@ class RunResult(Protocol):
 
 
 def tryout_of(result: RunResult, workspace: str | None = None) -> Tryout:
-    """The tryout of a finished dry run; a failure lists ``workspace``'s files (for a hint)."""
+    """The tryout of a finished dry run, with ``workspace``'s files (for the hints)."""
     calls = tuple(ToolCallSeen(_call_text(entry.tool, entry.args), entry.result, entry.success)
                   for entry in result.trace.entries)
-    paths = tuple(workspace_files(workspace)) if workspace and not result.success else ()
+    paths = tuple(workspace_files(workspace)) if workspace else ()
     return Tryout(result.success, result.output, result.error, calls, paths,
                   trace=result.trace.to_dict())
 
@@ -153,28 +162,46 @@ def asks_for_a_number(intent: str) -> bool:
     return _NUMBER_INTENT.search(intent) is not None
 
 
-def runtime_feedback(intent: str, tryout: Tryout, *, check_shape: bool = True) -> list[str]:
+def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = ANSWER_CHECKS,
+                     program: str = "") -> list[str]:
     """The errors one more correction round shows the model; ``[]`` when the program passed.
 
-    A failure gives its error and the context that would fix it. With ``check_shape``, a
-    program that ran but returned something other than a number for an intent that asks
-    for one gives "the intent asks for a number".
+    A failure gives its error and the context that would fix it. Of the answer ``checks``
+    of a program that ran: ``"number"``, a non-number returned for an intent that asks
+    for one gives "the intent asks for a number"; ``"file"``, a ``program`` that neither
+    names nor reads a workspace file the intent names gives "the intent names ...".
     """
     if tryout.skipped is not None:
         return []
     if not tryout.success:
         error = " ".join((tryout.error or "the program failed").split())
         return [f"the program ran and failed: {error}", *_hints(error, tryout)]
-    if check_shape and asks_for_a_number(intent) and not _is_number(tryout.output):
-        return [f"the intent asks for a number, but the program returned "
+    if "number" in checks and asks_for_a_number(intent) and not _is_number(tryout.output):
+        return [f"{_ASKS_NUMBER}, but the program returned "
                 f"{type(tryout.output).__name__} {shown(tryout.output)}; return a number "
                 f"(len(...), sum(...) or count(...))"]
+    unread = unread_files(intent, program, tryout) if "file" in checks else []
+    if unread:
+        path = meant_path(unread[0], tryout.paths) or unread[0]
+        return [f"{_NAMES_FILE} {unread[0]!r}, but the program never reads it; "
+                f"read_file({path!r}) gives its text"]
     return []
 
 
-def is_shape_feedback(errors: Sequence[str]) -> bool:
-    """Whether ``errors`` are the answer-shape check's (fed back once only)."""
-    return bool(errors) and errors[0].startswith("the intent asks for a number")
+def unread_files(intent: str, program: str, tryout: Tryout) -> list[str]:
+    """The workspace files ``intent`` names (a path or a bare file name, as written) that
+    the program neither names nor passed to a tool."""
+    files = set(tryout.paths)
+    bare = {path.rsplit("/", 1)[-1] for path in files}
+    named = [name for name in dict.fromkeys(_FILE_NAME.findall(intent)) if name in files or name in bare]
+    used = " ".join([program, *(call.shown for call in tryout.calls)])
+    return [name for name in named if name not in used]
+
+
+def answer_check(errors: Sequence[str]) -> str | None:
+    """Which answer check gave ``errors`` (each is fed back once only), or None."""
+    first = errors[0] if errors else ""
+    return "number" if first.startswith(_ASKS_NUMBER) else "file" if first.startswith(_NAMES_FILE) else None
 
 
 def _hints(error: str, tryout: Tryout) -> list[str]:
@@ -190,6 +217,59 @@ def _hints(error: str, tryout: Tryout) -> list[str]:
         if keys:
             return [f"there is no key {key.group('key')}; the keys are: {', '.join(keys)}"]
     return _returned(tryout.calls)
+
+
+def path_repair(program: str, tryout: Tryout) -> tuple[str, str] | None:
+    """``program`` with the string literal of a missing file replaced by the one workspace
+    path it can mean (:func:`meant_path`), and a note saying so; None when the tryout did
+    not fail for a missing file, no single path is meant, or no literal names it."""
+    missing = None if tryout.success else _MISSING_FILE.search(tryout.error or "")
+    if missing is None:
+        return None
+    name = missing.group("name")
+    path = meant_path(name, tryout.paths)
+    repaired = None if path is None else _replace_literal(program, name, path)
+    if path is None or repaired is None:
+        return None
+    return repaired, f"read {path!r} for the missing {name!r}, the only workspace file it can mean"
+
+
+def meant_path(name: str, paths: Iterable[str]) -> str | None:
+    """The one workspace path ``name`` means: the same path in another case or, for a bare
+    file name, the only file of that name in any folder (case ignored); None when there is
+    none or more than one."""
+    paths = list(paths)
+    wanted = name.lower()
+    same = [path for path in paths if path.lower() == wanted]
+    if not same and "/" not in name:
+        same = [path for path in paths if path.rsplit("/", 1)[-1].lower() == wanted]
+    return same[0] if len(same) == 1 else None
+
+
+def _replace_literal(program: str, old: str, new: str) -> str | None:
+    """``program`` with each string literal whose value is ``old`` written as ``new``
+    (the rest of the text as it was); None when no literal is ``old`` or it does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(program).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    lines = program.splitlines(keepends=True)
+    found = [token for token in tokens if token.type == tokenize.STRING and _value(token.string) == old]
+    for token in reversed(found):  # from the end, so earlier positions still hold
+        (row, start), (end_row, end) = token.start, token.end
+        if row != end_row:
+            continue
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + repr(new) + line[end:]
+    text = "".join(lines)
+    return text if found and text != program else None
+
+
+def _value(literal: str) -> object:
+    try:
+        return ast.literal_eval(literal)
+    except (ValueError, SyntaxError):
+        return None
 
 
 def nearest_paths(name: str, paths: Iterable[str]) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
-from lackpy_kernel.infer._tryout import ToolCallSeen, nearest_paths
+from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -64,6 +64,20 @@ async def test_a_missing_file_goes_back_with_the_nearest_workspace_paths(tmp_pat
     assert "read_file('txt.txt')" in second  # the program that failed is shown
 
 
+@pytest.mark.parametrize("rounds", [0, 2])
+async def test_a_file_name_in_the_wrong_case_is_repaired_without_a_model_call(
+        tmp_path, model_server, rounds):
+    model_server.script(lb.openai_answer("lines = read_file('NOTES.txt').splitlines()\nlen(lines)"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=rounds)
+    with LackpyService(workspace) as service:
+        generated = await service.generate("how many lines are in NOTES.txt", kit="debug")
+    assert len(model_server.requests) == 1
+    assert generated.program == "lines = read_file('notes.txt').splitlines()\nlen(lines)"
+    assert generated.correction_strategy == "repair" and generated.dry_run.output == 3
+    assert [entry["did"] for entry in generated.attempts_log if entry["step"] == "repair"] == [
+        "read 'notes.txt' for the missing 'NOTES.txt', the only workspace file it can mean"]
+
+
 async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, model_server):
     listing = "read_file('notes.txt').splitlines()"
     model_server.script(lb.openai_answer(listing), lb.openai_answer(listing + "\n"),
@@ -74,6 +88,35 @@ async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, 
     # told once: the second list is not sent back again, and the round left over is not spent
     assert len(model_server.requests) == 2
     assert result["output"] == ["alpha", "beta", "gamma"]
+
+
+async def test_a_file_the_intent_names_and_the_program_never_reads_is_fed_back_then_the_shape(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("len(find_files('**/*.txt'))"),  # 2: notes.txt unread
+                        lb.openai_answer("read_file('notes.txt')"),  # text, not a number
+                        lb.openai_answer("len(read_file('notes.txt'))"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    result = await delegate(workspace, "how many characters are in notes.txt")
+    assert result["output"] == len(NOTES) and len(model_server.requests) == 3
+    second, third = prompts(model_server)[1:]
+    assert ("the intent names 'notes.txt', but the program never reads it; "
+            "read_file('notes.txt') gives its text") in second
+    assert "the intent asks for a number, but the program returned str 'alpha" in third
+
+
+def test_the_named_file_check_knows_workspace_files_by_path_or_bare_name():
+    paths = ("notes.txt", "data/people.csv")
+    ran = Tryout(True, output=1, calls=(ToolCallSeen("find_files('data/*')", ["data/people.csv"]),),
+                 paths=paths)
+    assert runtime_feedback("rows of people.csv", ran, program="len(find_files('x'))") == [
+        "the intent names 'people.csv', but the program never reads it; "
+        "read_file('data/people.csv') gives its text"]
+    assert runtime_feedback("rows of people.csv", ran, program="read_file('people.csv')") == []
+    assert runtime_feedback("lines of report.txt", ran, program="1") == []  # no such file
+    assert runtime_feedback("lines of notes.txt", ran, program="1") == [
+        "the intent names 'notes.txt', but the program never reads it; "
+        "read_file('notes.txt') gives its text"]
+    assert runtime_feedback("lines of notes.txt", ran, program="1", checks={"number"}) == []
 
 
 async def test_a_failure_in_a_later_statement_carries_what_the_tools_returned(tmp_path, model_server):
@@ -111,6 +154,26 @@ async def test_the_rounds_bound_the_calls_even_when_every_program_fails(tmp_path
         assert len(server.requests) == 1 + rounds  # the first call and the rounds, no more
     assert result["program"] == "read_file('nope.txt')"  # valid, and the log says it failed
     assert not result["success"]
+
+
+async def test_at_temperature_0_the_same_failing_program_is_not_asked_about_twice(tmp_path):
+    with lb.LoopbackServer(default=lb.openai_answer("read_file('nope.txt')")) as server:
+        workspace = workspace_with(tmp_path, server.url, correction_rounds=3, temperature=0)
+        with LackpyService(workspace) as service:
+            generated = await service.generate("read the missing file", kit="debug")
+        assert len(server.requests) == 2  # the first call and one round: the second prompt repeats it
+        assert lb.prompt_of(server.requests[1]).count("no file 'nope.txt'") == 1
+    assert generated.attempts_log[-1]["did"] == (
+        "not asked again: it wrote the program that failed, and at temperature 0 the same "
+        "question gets the same answer")
+
+
+async def test_at_temperature_0_a_different_failing_program_is_still_fed_back(tmp_path, model_server):
+    model_server.script(*(lb.openai_answer(f"read_file('nope{n}.txt')") for n in range(4)))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3, temperature=0)
+    await delegate(workspace, "read the missing file")
+    assert len(model_server.requests) == 4
+    assert "no file 'nope2.txt'" in prompts(model_server)[3]
 
 
 async def test_samples_and_rounds_bound_the_calls_together(tmp_path):
@@ -188,6 +251,22 @@ def test_feedback_for_a_missing_file_lists_the_nearest_paths_and_the_tools_resul
 def test_nearest_paths_prefers_the_same_file_name_in_another_folder():
     assert nearest_paths("people.csv", ["notes.txt", "data/people.csv", "peep.py"])[0] == \
         "data/people.csv"
+
+
+def test_a_missing_file_is_repaired_only_where_one_workspace_file_is_meant():
+    paths = ("ABOUT.md", "data/people.csv", "docs/guide.md", "old/guide.md")
+    assert meant_path("about.md", paths) == "ABOUT.md"
+    assert meant_path("People.csv", paths) == "data/people.csv"  # a bare name, in a folder
+    assert meant_path("guide.md", paths) is None  # two files of that name
+    assert meant_path("other/people.csv", paths) is None  # a folder given is not moved
+    failed = Tryout(False, error="FileNotFoundError: no file 'about.md' in the workspace", paths=paths)
+    program = "# the intro\ntext = read_file('about.md')  # keep\nlen(text)"
+    assert path_repair(program, failed) == (
+        "# the intro\ntext = read_file('ABOUT.md')  # keep\nlen(text)",
+        "read 'ABOUT.md' for the missing 'about.md', the only workspace file it can mean")
+    assert path_repair("name = 'about'\nread_file(name + '.md')", failed) is None  # no literal
+    other = Tryout(False, error="IndexError: list index out of range", paths=paths)
+    assert path_repair(program, other) is None
 
 
 def test_a_number_passes_the_shape_check_and_a_bool_does_not():
