@@ -122,12 +122,15 @@ class SessionWatcher {
     this.changed.emit();
   }
 
-  /** A silent empty request to a lackpy kernel: its reply names the kit; nothing runs. */
+  /**
+   * A silent empty request to a lackpy kernel: its reply names the kit; nothing runs. (Asked
+   * again at the next idle while the notebook's language is not known yet.)
+   */
   private askKit(): void {
-    this.askWhenIdle = false;
     if (!this.kernel || this.language !== 'lackpy') {
       return;
     }
+    this.askWhenIdle = false;
     const future = this.kernel.requestExecute({
       code: '',
       silent: true,
