@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import threading
@@ -343,6 +344,13 @@ async def test_a_model_program_grows_in_its_tool_call_as_it_streams_then_is_chec
         assert "checked: valid lackpy, calling read_file" in client.thoughts()
         assert client.statuses() == ["in_progress", "completed"]
         assert client.messages().startswith("remember the milk\n")
+    kept = json.loads((workspace / ".lackpy" / "acp" / f"{session.session_id}.json").read_text())
+    passing = [u for u in kept["history"] if u.get("toolCallId") == "program-1"
+               and u["sessionUpdate"] == "tool_call_update" and "status" not in u
+               and "rawInput" not in u]
+    assert passing == []  # the program as it streamed is not kept: session/load shows the end
+    assert [u["sessionUpdate"] for u in kept["history"] if u.get("toolCallId") == "program-1"] \
+        == ["tool_call", "tool_call_update", "tool_call_update", "tool_call_update"]
 
 
 def _text(update) -> str:

@@ -6,12 +6,14 @@ directory (the workspace), kept in ``.lackpy/acp/`` so ``session/load`` can brin
 back; the MCP servers the client passes become tool sources of that session. A prompt
 is delegated as ``%delegate`` does it (templates, rules, replay, models): each tier tried
 is reported as the agent's thought, the program as a tool call whose content is the
-program, and the program's result as the agent's message. Modes: ``run`` (the default)
-runs the program in the sandbox, its file changes shown as a diff and committed only
-when ``session/request_permission`` says yes; ``plan`` shows the program and stops;
-``agent`` runs the agent loop, each tool call shown. Slash commands: ``/create NAME``
-saves the last program that ran well as a template (the ratchet), ``/kit`` shows or sets
-the kit.
+program (growing as a model streams it), and the program's result as the agent's
+message. Modes: ``run`` (the default) runs the program in the sandbox, its file changes
+shown as a diff and committed only when ``session/request_permission`` says yes;
+``plan`` shows the program and stops; ``agent`` runs the agent loop, each tool call shown
+and its file changes asked for the same way. Slash commands: ``/create NAME`` saves the
+last program that ran well as a template (the ratchet), ``/kit`` shows or sets the kit.
+``persona`` is lackpy's jupyter-ai persona (the ``jupyter-ai`` extra), which runs this
+server for ``@lackpy`` in a JupyterLab chat.
 
 This package only translates; the session and the service do the work.
 """

@@ -385,9 +385,10 @@ class LackpyAgent:
     async def _write(self, chat: _Chat, session_id: str, intent: str,
                      call_id: str) -> Delegation | None:
         """The tiers' program for ``intent``, each tier tried sent as a thought and a model's
-        program as it streams as the tool call ``call_id`` (its content growing); None,
-        with the reason said, when none wrote one."""
-        progress = Outbox(lambda update: self._update(session_id, update))
+        program as it streams as the tool call ``call_id`` (its content growing; only its
+        start is kept in the record); None, with the reason said, when none wrote one."""
+        progress = Outbox(lambda update: self._update(session_id, update),
+                          send_passing=lambda update: self._send(session_id, update))
 
         def tried(event: GenerationEvent) -> None:
             if not isinstance(event, ProgramStreaming):
