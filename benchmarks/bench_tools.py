@@ -104,8 +104,11 @@ def main() -> None:
         toolbox = builtin_toolbox(workspace)
         sources = ToolSources({
             "py": {"plugin": "python", "path": "adder.py"},
-            "kernel": {"plugin": "python", "path": "kadder.py", "where": "kernel"},
-            "mcp": {"plugin": "mcp", "command": [sys.executable, "server.py"], "prefix": "mcp_"},
+            # the adders only compute: graded read, their calls are not asked for
+            "kernel": {"plugin": "python", "path": "kadder.py", "where": "kernel",
+                       "grade": "read"},
+            "mcp": {"plugin": "mcp", "command": [sys.executable, "server.py"], "prefix": "mcp_",
+                    "grade": "read"},
         }, workspace)
         sources.attach(toolbox)
         box = Sandbox(workspace, SandboxLimits(timeout=600, max_tool_calls=10_000_000),

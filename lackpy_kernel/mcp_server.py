@@ -17,7 +17,9 @@ A program's file changes land only once the person approves them (``[sandbox] ap
 (a form with one ``apply`` field; the message shows the diff) where the client supports
 it and the session lets the server ask while a tool runs (protocol versions up to
 2025-11-25), and otherwise refuse them naming the setting. A refused change is a failed program
-(``success`` false, ``error_type`` ChangeRefusedError), nothing written.
+(``success`` false, ``error_type`` ChangeRefusedError), nothing written. A call of a
+kernel-side tool graded write is asked for the same way, before it runs; refused, that call
+fails (``ToolCallError``) and the tool never runs.
 """
 
 import argparse

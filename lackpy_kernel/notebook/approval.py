@@ -1,5 +1,6 @@
-"""The person approves a program's file changes in the notebook (``[sandbox] approve``):
-the change is shown as a display bundle (``change_bundle``: text, HTML and
+"""The person approves a program's file changes in the notebook (``[sandbox] approve``),
+and each call it makes of a kernel-side tool graded write (a ``Change`` whose ``call`` names
+it): the change is shown as a display bundle (``change_bundle``: text, HTML and
 ``application/vnd.lackpy.changes+json``), then the port asks ``QUESTION`` (in the kernel,
 over Jupyter's stdin channel, an ``input_request`` every front end answers; in IPython
 through ``input()``). ``y`` or ``yes`` applies it; anything else declines it; a front end

@@ -20,6 +20,7 @@ import pytest
 
 from lackpy_kernel.config import load_config
 from lackpy_kernel.engines import Plan, Program, Step, Store
+from lackpy_kernel.kit import ToolSpec
 from lackpy_kernel.service import LackpyService
 from tests.engines.commit_runner import KEY
 from tests.support.hosts import HOSTS, running_host
@@ -209,3 +210,38 @@ def test_a_plan_without_a_checkpoint_refuses_the_change_naming_the_config(place)
     assert envelope.error.type != "PlanPaused"  # nothing could resume it
     assert '[sandbox] approve = "never"' in envelope.error.message
     assert (place / "log.txt").read_text() == BEFORE
+
+
+def test_a_steps_call_of_a_write_tool_pauses_and_once_approved_is_not_asked_again(place):
+    """A step that calls a kernel tool graded write, then changes a file: the run pauses
+    on the call, then on the file change; after both approvals the call was made once
+    per run of the step it was approved for, and never asked for twice."""
+    posted: list[str] = []
+    config = load_config(place)
+    config.sandbox_enabled = False
+    with LackpyService(place, config) as service:
+        service.toolbox.register_tool(ToolSpec("post", "custom"),
+                                      lambda text: posted.append(text) or "sent")
+        store = Store(place / "plans.sqlite")
+
+        def run(**options):
+            return Plan(Step(Program("post(task)\nwrite_file('log.txt', task)\n'done'"),
+                             name="send"), kit=["post", "write_file"], store=store,
+                        checkpoint_key="sending", service=service, **options).run(
+                "hi" if not options else None, approve="resume" in options)
+
+        first = run()
+        assert first.error.type == "PlanPaused"
+        assert "step 'send' would call post('hi')" in first.error.message
+        assert posted == [] and (place / "log.txt").read_text() == BEFORE
+
+        second = run(resume=True)  # approving the call: it runs, then the file pauses
+        assert "would change files" in second.error.message, second.error
+        assert posted == ["hi"] and (place / "log.txt").read_text() == BEFORE
+
+        done = run(resume=True)  # approving the file: the call is not asked for again
+        assert done.error is None, done.error
+        assert done.payload == "done"
+        assert posted == ["hi", "hi"]  # the step ran again: its call acts again
+        assert (place / "log.txt").read_text() == "hi"
+        store.close()

@@ -131,20 +131,27 @@ class ServiceExecutor:
 
     def _approver(self, step: str, workspace: Workspace, asked: list[Change], person: bool
                   ) -> Callable[[Change], bool]:
-        """Lets the change ``approved`` holds for ``step`` land (recorded first), else
-        keeps it in ``asked`` and declines it; without a ``person`` to ask (``approve =
-        "never"``), lets every change land, its files recorded first."""
+        """Lets the change ``approved`` holds for ``step`` land (recorded first), or a call
+        the ledger allows it run, else keeps the change in ``asked`` and declines it; without
+        a ``person`` to ask (``approve = "never"``), lets every change land, its files
+        recorded first."""
         def approve(change: Change) -> bool:
-            if not person:
-                if change.call is None and self.ledger is not None:
-                    self.ledger.record(step, change, workspace)
+            ledger = self.ledger
+            if ledger is None or not person:
+                if ledger is not None and change.call is None:
+                    ledger.record(step, change, workspace)
                 return True
-            if self.approved.get(step) != change_digest(change):
+            digest = change_digest(change)
+            if change.call is not None and digest in ledger.allowed(step):
+                return True
+            if self.approved.get(step) != digest:
                 asked.append(change)
                 return False
             del self.approved[step]
-            if self.ledger is not None:
-                self.ledger.record(step, change, workspace)
+            if change.call is not None:
+                ledger.allow(step, change)
+            else:
+                ledger.record(step, change, workspace)
             return True
         return approve
 

@@ -15,6 +15,11 @@ Limits: the dry re-run reads the workspace as the commit left it, so a step whos
 depends on re-reading a file it wrote itself may compute another output the second time.
 A file changed by something else between the kill and the resume reads as landed; one
 whose name is shown escaped (control characters) is not read back, so reads as not landed.
+A call of a tool graded write that runs in the kernel (``Change.call``) pauses the run the
+same way; once approved it is kept as allowed for that step (``Ledger.allow``) until the
+step's checkpoint, so a step that then pauses on its file change, and runs again once that
+is approved, makes the call without asking again (it acts again: a call cannot be staged).
+
 The record is made by the step's approver, which a checkpointed run asks whatever
 ``[sandbox] approve`` says (with ``never`` it lets every change land, recorded first). A
 ``Delegate`` step's change is not recorded: under ``write`` it is refused, naming the
@@ -37,6 +42,7 @@ from ._store import Store, UnreadableValueError
 __all__ = ["COMMIT_MARK", "ChangePaused", "Ledger", "change_digest"]
 
 COMMIT_MARK = ":commit:"  # a step's record lives under <checkpoint key>:commit:<step>
+CALLS = ":calls"  # the calls allowed to a step, under its record's key and this
 
 
 def change_digest(change: Change) -> str:
@@ -71,10 +77,25 @@ class Ledger:
             return None
         return record["digest"], bool(changed_since(workspace, record["before"]))
 
+    def allow(self, step: str, change: Change) -> None:
+        """Keep the call ``change`` names as allowed to ``step`` until its checkpoint."""
+        self.store.write(self._key(step) + CALLS, sorted({*self.allowed(step),
+                                                          change_digest(change)}))
+
+    def allowed(self, step: str) -> set[str]:
+        """The digests of the calls allowed to ``step``."""
+        try:
+            digests = self.store.read(self._key(step) + CALLS)
+        except UnreadableValueError:
+            return set()
+        return {digest for digest in digests if isinstance(digest, str)} \
+            if isinstance(digests, list) else set()
+
     def cleared(self, steps: list[str]) -> dict[str, None]:
         """The Store writes that drop the records of ``steps`` (with their checkpoint)."""
         kept = set(self.store.keys(f"{self.key}{COMMIT_MARK}"))
-        return {self._key(step): None for step in steps if self._key(step) in kept}
+        return {key: None for step in steps for key in (self._key(step), self._key(step) + CALLS)
+                if key in kept}
 
     def clear(self) -> None:
         """Drop every record of this run (it starts over)."""
@@ -93,9 +114,13 @@ class ChangePaused(PlanPaused):
     def __init__(self, step: str, change: Change) -> None:
         self.change = change
         self.digest = change_digest(change)
-        super().__init__(f"step {step!r} would change files ({change.summary()}; change "
-                         f"{self.digest}): resume the run approving it to let it land"
-                         f"\n{change.to_text()}")
+        if change.call is not None:
+            what = f"would {change.summary()} (change {self.digest}): resume the run " \
+                   "approving it to let it run"
+        else:
+            what = f"would change files ({change.summary()}; change {self.digest}): resume " \
+                   "the run approving it to let it land"
+        super().__init__(f"step {step!r} {what}\n{change.to_text()}")
 
     def to_dict(self) -> dict[str, Any]:
         """What the paused checkpoint keeps: the digest and the change as plain data."""
