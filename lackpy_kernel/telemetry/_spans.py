@@ -214,30 +214,36 @@ def traced_run(run: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutin
 
 
 class ErrorLike(Protocol):
-    type: str
-    message: str
+    @property
+    def type(self) -> str: ...
+    @property
+    def message(self) -> str: ...
 
 
 class StepLike(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
 
 class StepResultLike(Protocol):
-    ms: float
-    error: ErrorLike | None
+    @property
+    def ms(self) -> float: ...
+    @property
+    def error(self) -> ErrorLike | None: ...
 
 
 S = TypeVar("S", bound=StepResultLike)
-Execute = Callable[[Any, StepLike, Any, Any], Coroutine[Any, Any, S]]
+St = TypeVar("St", bound=StepLike)
 
 
-def traced_step(execute: Execute[S]) -> Execute[S]:
+def traced_step(execute: Callable[[Any, St, Any, Any], Coroutine[Any, Any, S]]
+                ) -> Callable[[Any, St, Any, Any], Coroutine[Any, Any, S]]:
     """A decorator for a plan executor's ``execute(step, task, context)``: each step is a
     ``lackpy.step NAME`` span with its outcome and ms (on Temporal, inside the activity's
     span, so that a plan's trace crosses its workers)."""
 
     @functools.wraps(execute)
-    async def spanned(executor: Any, step: StepLike, task: Any, context: Any) -> S:
+    async def spanned(executor: Any, step: St, task: Any, context: Any) -> S:
         with span(f"lackpy.step {step.name}", {"lackpy.step": step.name}) as handle:
             result = await execute(executor, step, task, context)
             error = result.error
