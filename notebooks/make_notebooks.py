@@ -591,8 +591,9 @@ def clean(folder: Path) -> None:
     """Remove what a notebook writes into its folder's ``.lackpy/`` (all git-ignored): the
     intents ``%delegate`` keeps, the kernel's cell history, the usage record, the plans
     notebook's checkpoints (``plans.sqlite``) and saved plans, the undo records of the files
-    its programs wrote, and the ratchet's templates (a template left from an earlier run would answer the
-    ratchet's first request, which must come from the rules tier)."""
+    its programs wrote, the ratchet's templates (a template left from an earlier run would answer the
+    ratchet's first request, which must come from the rules tier), and Kibitzer's state (its
+    suggestions depend on the calls it has seen)."""
     (folder / ".lackpy" / "intents.jsonl").unlink(missing_ok=True)
     for record in [*(folder / ".lackpy").glob("history.sqlite*"),  # with its write-ahead log
                    *(folder / ".lackpy").glob("usage.sqlite*")]:
@@ -603,6 +604,7 @@ def clean(folder: Path) -> None:
         store.unlink()
     shutil.rmtree(folder / ".lackpy" / "plans", ignore_errors=True)
     shutil.rmtree(folder / ".lackpy" / "undo", ignore_errors=True)
+    shutil.rmtree(folder / ".kibitzer", ignore_errors=True)  # Kibitzer's state (kibitzer extra)
     try:
         (folder / ".lackpy").rmdir()  # only when empty: the kernel made it, nothing else is in it
     except OSError:
