@@ -9,10 +9,10 @@ deadline (``_watch``), so a program that fails or is stopped leaves the session 
 and the files too (its writes were staged; the worker commits them only for a program that
 succeeded); a program that succeeds sends back only the variables it may have changed (see
 ``commit``).
-While a program runs the worker forks a held twin (unless the last program changed the
-session); after a program that changed nothing the twin takes over, so programs back to
-back never wait for a fork; after one that changed the session the next child is forked,
-after the reply. A child warms up (``child``) only when no request comes at once, and the
+After a program that changed nothing a held twin takes over; in a run of programs back to
+back the worker forks it while the program before runs (unless the last one changed the
+session), so none of them waits for a fork; after one that changed the session the next
+child is forked, after the reply. A child warms up (``child``) only when no request comes at once, and the
 rest waits for a quiet moment (``Worker.tidy``). The worker ignores SIGINT and exits when
 its parent closes stdin, taking its children with it.
 

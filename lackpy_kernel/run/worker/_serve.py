@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -37,11 +38,11 @@ from ._watch import watch
 
 STDIN, STDOUT = 0, 1
 # QUIET: seconds without a request before the worker tidies up after a program (``child``)
-# The most twins held at once. A fork and its warm-up right after a reply compete with
-# the kernel and the front end for the cores while they handle that reply, so the twin
-# for the next program is forked while a program runs (the kernel then only waits), and
-# a run of programs that change nothing goes from twin to twin without waiting for a
-# fork; one is enough for that (each costs a process of about 3 MB).
+# The most twins held at once. A fork right after a reply competes with the kernel and the
+# front end for the cores while they handle that reply, so in a run of programs back to
+# back the twin for the next one is forked while a program runs (the kernel then only
+# waits), and the run goes from twin to twin without waiting for a fork; one is enough for
+# that (each costs a process of about 3 MB).
 MAX_TWINS = 1
 Frame = wire.Frame
 # Asks the person about a change: None when it is to land, else why not
@@ -73,6 +74,7 @@ class Worker:
         self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
         self.wants_twin = False  # a program ran since the last twin was used or let go
         self.changed = False  # whether the last program changed the session
+        self.replied = 0.0  # when the last reply went (time.monotonic())
         self.killed: list[Child] = []  # not yet reaped
         self.walls: WallPlan | None = None
         self.walls_key: tuple[str, list[str]] | None = None
@@ -166,10 +168,14 @@ class Worker:
             self.spare = self.fork_spare()
 
     def fork_twin(self, request: RunRequest) -> None:
-        """Fork the twin that is to run the program after ``request``'s, while that one runs
-        (the kernel only waits meanwhile), unless one for such programs is held: when the
-        session cannot change (``keep`` False), or did not change with the program before (a
-        program that changes it lets the twin go, its fork wasted)."""
+        """In a run of programs back to back (``request`` came within ``QUIET`` of the last
+        reply), fork the twin that is to run the next one while this one runs (the kernel only
+        waits meanwhile), unless one for such programs is held: when the session cannot change
+        (``keep`` False), or did not change with the program before (a program that changes
+        it lets the twin go, its fork wasted). Out of a run, ``tidy`` forks it after the reply,
+        which then need not wait for the fork."""
+        if time.monotonic() - self.replied > QUIET:
+            return
         like = request.without_program()  # a copy: a forwarded call may add to its protected
         if self.twins and self.twins[0].like != like:
             self.drop_twins()
@@ -253,6 +259,7 @@ class Worker:
         if commit is not None and not commit.empty:
             self.drop_twins()  # forked with the session as it was: before anyone sees the reply
         wire.write_frame(STDOUT, reply.to_frame())
+        self.replied = time.monotonic()
         if staged:  # after the reply: the disk, and a stage nothing reads any more
             if landed is not None:
                 landed.finish()
