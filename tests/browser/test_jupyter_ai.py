@@ -18,11 +18,9 @@ import pytest
 from tests.support.acp_client import template
 from tests.support.lab import (
     CELL_TIMEOUT_S,
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     START_TIMEOUT_S,
-    LabServer,
     chromium_missing,
+    lab_in_chromium,
     screenshot_dir,
 )
 
@@ -43,7 +41,7 @@ INPUT = ".jp-chat-input-container textarea[placeholder]"  # (MUI keeps a hidden 
 @pytest.fixture(scope="module")
 def chat(tmp_path_factory):
     """A chat open in JupyterLab, in a workspace whose templates answer the prompts."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = tmp_path_factory.mktemp("chat-root")
     (root / "notes.txt").write_text("remember the milk\n")
     (root / ".lackpy").mkdir()
@@ -54,19 +52,13 @@ def chat(tmp_path_factory):
     (root / "lackpy.chat").write_text("")
     # only lackpy: jupyter-ai's own personas (Claude, Codex, ...) stay out of the chat
     env = {**os.environ, "JUPYTER_AI_ACP_CLIENT_E2E_TESTING_ONLY": "1"}
-    server = LabServer(root, tmp_path_factory.mktemp("chat-state"), env)
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 800})
-            page.goto(server.url("lab/tree/lackpy.chat"))
-            # the persona's mode shows once its ACP session is open: messages reach it then
-            page.locator(".jp-jai-personaControls-control-value", has_text="run").last.wait_for(
-                timeout=START_TIMEOUT_S * 1000)
-            yield _Chat(page, root)
-            browser.close()
-    finally:
-        server.close()
+    with lab_in_chromium(root, tmp_path_factory.mktemp("chat-state"), env) as (server, browser):
+        page = browser.new_page(viewport={"width": 1200, "height": 800})
+        page.goto(server.url("lab/tree/lackpy.chat"))
+        # the persona's mode shows once its ACP session is open: messages reach it then
+        page.locator(".jp-jai-personaControls-control-value", has_text="run").last.wait_for(
+            timeout=START_TIMEOUT_S * 1000)
+        yield _Chat(page, root)
 
 
 class _Chat:

@@ -15,11 +15,9 @@ import pytest
 from tests.support import loopback as lb
 from tests.support.kernel import KERNEL_NAME, make_workspace
 from tests.support.lab import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
-    LabServer,
     NotebookPage,
     chromium_missing,
+    lab_in_chromium,
     screenshot_dir,
     write_notebook,
 )
@@ -52,7 +50,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def lab(installed_kernelspec, model, tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = make_workspace(tmp_path_factory.mktemp("lab-root"), (
         f'[inference]\norder = ["local"]\n[inference.providers.local]\nplugin = "ollama"\n'
         f'host = "{model.url}"\nmodel = "m"\nmax_retries = 0\nstream_idle_timeout = 300\n'
@@ -60,17 +58,12 @@ def lab(installed_kernelspec, model, tmp_path_factory):
     (root / ".lackpy" / "templates").mkdir()
     (root / ".lackpy" / "templates" / "copy.tmpl").write_text(COPY_TEMPLATE)
     write_notebook(root / "outputs.ipynb", KERNEL_NAME, CELLS)
-    server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
-    try:
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            page = browser.new_page(viewport={"width": 1200, "height": 900})
-            notebook = NotebookPage(page, server, "outputs.ipynb")
-            notebook.run_all()
-            yield notebook
-            browser.close()
-    finally:
-        server.close()
+    with lab_in_chromium(root, tmp_path_factory.mktemp("lab-state"),
+                         dict(os.environ)) as (server, browser):
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        notebook = NotebookPage(page, server, "outputs.ipynb")
+        notebook.run_all()
+        yield notebook
 
 
 @pytest.fixture(scope="module")

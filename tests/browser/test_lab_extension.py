@@ -12,11 +12,10 @@ import pytest
 
 from tests.support.kernel import KERNEL_NAME, make_workspace
 from tests.support.lab import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     LabServer,
     NotebookPage,
     chromium_missing,
+    lab_in_chromium,
     screenshot_dir,
     write_notebook,
 )
@@ -60,7 +59,7 @@ def _python_notebook(path, cells):
 
 @pytest.fixture(scope="module")
 def browser(installed_kernelspec, tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = make_workspace(tmp_path_factory.mktemp("lab-root"))
     (root / ".lackpy" / "templates").mkdir(parents=True)
     (root / ".lackpy" / "templates" / "count.tmpl").write_text(COUNT_TEMPLATE)
@@ -71,14 +70,8 @@ def browser(installed_kernelspec, tmp_path_factory):
     (root / "writes").mkdir()  # a workspace of its own (the default: approve = "write")
     (root / "writes" / "notes.txt").write_text("alpha\n")
     write_notebook(root / "writes" / "approve.ipynb", KERNEL_NAME, WRITES)
-    server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))
-    try:
-        with sync_api.sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            yield server, chromium
-            chromium.close()
-    finally:
-        server.close()
+    with lab_in_chromium(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ)) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,10 @@ from tests.support import agents
 from tests.support import loopback as lb
 from tests.support.kernel import KERNEL_NAME, make_workspace
 from tests.support.lab import (
-    CHROMIUM,
-    CHROMIUM_FLAGS,
     LabServer,
     NotebookPage,
     chromium_missing,
+    lab_in_chromium,
     screenshot_dir,
     write_notebook,
 )
@@ -84,15 +83,9 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def browser(root, tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
-    server = LabServer(root, tmp_path_factory.mktemp("progress-state"), _env())
-    try:
-        with sync_api.sync_playwright() as playwright:
-            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-            yield server, chromium
-            chromium.close()
-    finally:
-        server.close()
+    pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
+    with lab_in_chromium(root, tmp_path_factory.mktemp("progress-state"), _env()) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

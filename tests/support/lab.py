@@ -105,6 +105,24 @@ def validation_server(factory: Any) -> Iterator[LabServer]:
         running.close()
 
 
+@contextmanager
+def lab_in_chromium(root: Path, state: Path, env: dict[str, str]) -> Iterator[tuple[LabServer, Any]]:
+    """JupyterLab serving ``root`` (its settings in ``state``) and Debian's Chromium
+    under Playwright: (server, browser); both closed after."""
+    from playwright.sync_api import sync_playwright
+
+    server = LabServer(root, state, env)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+            try:
+                yield server, browser
+            finally:
+                browser.close()
+    finally:
+        server.close()
+
+
 def write_notebook(path: Path, kernel_name: str, cells: list[str]) -> Path:
     """A notebook of code ``cells`` on kernel ``kernel_name``."""
     notebook = nbformat.v4.new_notebook()
