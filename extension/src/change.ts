@@ -11,9 +11,23 @@ export interface IFileChange {
   note: string;
 }
 
-/** A change (`Change.to_frame()`): its files in the order the program wrote them. */
+/**
+ * A call of a tool graded write that runs in the kernel (`ToolCall.to_frame()`), asked for
+ * before it runs: the tool's name and its arguments as the kernel wrote them (bounded,
+ * printable, but the program's own: text to show, never markup).
+ */
+export interface IToolCall {
+  name: string;
+  arguments: string;
+}
+
+/**
+ * A change (`Change.to_frame()`): its files in the order the program wrote them; or, with
+ * `call` (and no files), the call of a tool the program asks to make.
+ */
 export interface IChange {
   files: IFileChange[];
+  call?: IToolCall;
 }
 
 /** The stdin question the kernel asks after showing a change. */
@@ -25,6 +39,28 @@ export function changeSummary(change: IChange): string {
   const added = change.files.reduce((sum, file) => sum + file.added, 0);
   const removed = change.files.reduce((sum, file) => sum + file.removed, 0);
   return `${count} file${count === 1 ? '' : 's'} changed: +${added} -${removed}`;
+}
+
+/** The call a call-only change asks to make; null for a change of files (or a call of the wrong shape). */
+export function callOf(change: IChange): IToolCall | null {
+  const call = change.call;
+  if (typeof call !== 'object' || call === null) {
+    return null;
+  }
+  return typeof call.name === 'string' && typeof call.arguments === 'string' ? call : null;
+}
+
+/** `Call NAME(ARGS)?`: what the dialog asks about a call. */
+export function callQuestion(call: IToolCall): string {
+  return `Call ${call.name}(${call.arguments})?`;
+}
+
+/** Why a call is asked for, as the kernel's text says it. */
+export function callReason(call: IToolCall): string {
+  return (
+    `${call.name} acts beyond the workspace's files (a tool graded write that runs in the ` +
+    'kernel), so it runs only if you allow this call'
+  );
 }
 
 /** `+3 -1`: the sides that changed. */

@@ -11,7 +11,15 @@ import {
   rangeOf
 } from '../src/logic';
 import { sortRows } from '../src/trace';
-import { changeSummary, fileCounts, lineKind } from '../src/change';
+import {
+  IChange,
+  callOf,
+  callQuestion,
+  callReason,
+  changeSummary,
+  fileCounts,
+  lineKind
+} from '../src/change';
 
 test('every cell of a lackpy notebook is lackpy', () => {
   assert.equal(languageOf('lackpy', "read_file('x')"), 'lackpy');
@@ -76,6 +84,23 @@ test("a change reads as the kernel's text: its summary, each file's counts, each
   assert.equal(fileCounts(change.files[1]), '');
   assert.deepEqual(['@@ -1 +1 @@', '+new', '-old', ' same', ''].map(lineKind),
                    ['hunk', 'added', 'removed', 'context', 'context']);
+});
+
+test('a call-only change asks "Call NAME(ARGS)?" and says why; a change of files has no call', () => {
+  const call = { name: 'post', arguments: "'/tmp/out.txt', '<img src=x onerror=alert(1)>'" };
+  const asked: IChange = { files: [], call };
+  assert.deepEqual(callOf(asked), call);
+  assert.equal(callQuestion(call), "Call post('/tmp/out.txt', '<img src=x onerror=alert(1)>')?");
+  assert.equal(callReason(call), "post acts beyond the workspace's files (a tool graded write " +
+               'that runs in the kernel), so it runs only if you allow this call');
+  assert.equal(callOf({ files: [] }), null);
+});
+
+test('a call of the wrong shape is no call', () => {
+  for (const call of [null, 'post()', { name: 'post' }, { name: 'post', arguments: 3 },
+                      { name: ['post'], arguments: '' }]) {
+    assert.equal(callOf({ files: [], call } as unknown as IChange), null, JSON.stringify(call));
+  }
 });
 
 test('an intent becomes one %delegate line, its spaces and newlines folded', () => {
