@@ -1,6 +1,7 @@
 """Kibitzer (the kibitzer extra), with the real package: a mode that forbids writes fails a
 program's write_file call with Kibitzer's reason wherever the program runs; it hears of
-generations and its hints reach the prompt and the correction chain; the seed's
+generations and its hints reach the prompt and the correction chain; it watches an agent's
+tool calls as it does programs; the seed's
 ``kibitzer_session`` parameters; ``%kibitzer`` on both hosts; and a Kibitzer that raises or
 hangs never breaks a cell."""
 
@@ -12,12 +13,16 @@ import threading
 import pytest
 from kibitzer import KibitzerSession
 
+from lackpy_kernel.config import LackpyConfig
+from lackpy_kernel.engines import Agent, LLMEngine
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.kit import ArgSpec, ToolSpec, builtin_toolbox, resolve_kit
 from lackpy_kernel.run import RestrictedRunner, Trace, make_traced
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
+from tests.support import agents
+from tests.support import loopback as lb
 from tests.support.hosts import HOSTS, Host, running_host
 from tests.support.kernel import make_workspace
 
@@ -97,6 +102,31 @@ async def test_a_tool_that_runs_in_the_kernel_asks_kibitzer_before_each_call(exp
         done = await service.run_program('Bash("l" + "s")', ["Bash"])
     assert "Kibitzer (explore mode) refused Bash()" in refused.error
     assert done.success and ran == ["ls"]
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+def test_an_agents_tool_calls_go_through_kibitzer(tmp_path, model_env, model_server, sandbox):
+    workspace = make_workspace(tmp_path)
+    agents.write_config(workspace, "anthropic", model_server)
+    model_server.script(lb.tool_turn("anthropic", "", [
+        ("read_file", {"path": "notes.txt"}),
+        ("write_file", {"path": "out.txt", "content": "x"}),
+        ("lackpy", {"program": 'write_file("o.txt", read_file("notes.txt"))'})]),
+        lb.tool_turn("anthropic", "done"))
+    config = LackpyConfig(sandbox_enabled=sandbox, sandbox_approve="never", sandbox_timeout=30,
+                          kibitzer_mode="explore")
+    with LackpyService(workspace, config) as service:
+        engine = LLMEngine(agents.MODEL, provider="loop", workspace=workspace, **agents.FAST)
+        envelope = Agent(engine, tools="read_file,write_file,lackpy", service=service,
+                         auto_run="write").run("copy the notes")
+        used = dict(service.kibitzer.session.state["tools_used_in_mode"])
+    assert envelope.ok
+    read, write, program = agents.tool_results("anthropic", model_server.requests[1])
+    assert read == "alpha\nbeta\ngamma\n"
+    assert write.startswith(f"ToolCallError: {REFUSED} (tried to write: out.txt)")
+    assert program.startswith("ToolCallError: Kibitzer (explore mode) refused the program: ")
+    assert not (workspace / "out.txt").exists() and not (workspace / "o.txt").exists()
+    assert used == {"Read": 1, "Write": 1}  # after_call heard of the calls that ran
 
 
 def test_the_seeds_kibitzer_session_parameters(explore):

@@ -7,7 +7,10 @@ exceptions) and against the approval ceiling (a write tool needs ``auto_run="wri
 kit tool's call runs as the one-line lackpy program ``tool(arg=arg_arg, ...)``, with the
 arguments as parameters: validated, traced, confined to the workspace, plain data only,
 and, where the service sandboxes programs, in a sandbox worker under its time and memory
-limits (one worker per concurrent call). A ``lackpy`` call's program goes the same way.
+limits (one worker per concurrent call); where the service has Kibitzer watching, it watches
+these runs as it does the service's own (``LackpyService.kibitzer_*``): it may refuse the
+program before it runs or a tool call as it is made (the call's error gives its reason) and
+hears of the calls from the trace. A ``lackpy`` call's program goes the same way.
 Python callables and agents run in this process: they are the caller's own code.
 """
 
@@ -33,6 +36,7 @@ from lackpy_kernel.errors import (
     ProgramInterrupted,
     SandboxError,
     ToolApprovalError,
+    ToolCallError,
     UsageError,
 )
 from lackpy_kernel.infer.models import ToolSchema
@@ -205,21 +209,26 @@ class Toolset:
         if not check.valid:
             listed = "; ".join(str(issue) for issue in check.issues)
             raise UsageError(f"the call is not valid lackpy, nothing ran: {listed}")
-        if not self.service.sandbox_applies():  # staged as in the sandbox; no one to ask
-            stage = self.service.stage_here()
+        service = self.service
+        refused = service.kibitzer_refusal(check, kit)
+        if refused is not None:  # nothing ran: the call fails as a refused call does
+            raise ToolCallError(refused.error or "Kibitzer refused the program")
+        if not service.sandbox_applies():  # staged as in the sandbox; no one to ask
+            callables = service.kibitzer_kit(kit, here=True).callables
+            stage = service.stage_here()
             try:
                 ran = await in_daemon_thread(stage.run, lambda: RestrictedRunner().run_validated(
-                    program, check, kit.callables, params, sources=trace_sources(kit)))
-                return await stage.settle(ran, ask=self.service.approves_writes,
-                                          approve=self.approve)
+                    program, check, callables, params, sources=trace_sources(kit)))
+                return await stage.settle(service.kibitzer_heard(ran),
+                                          ask=service.approves_writes, approve=self.approve)
             finally:
                 stage.discard()
         if self.pool is None:
-            self.pool = SandboxPool(self.service)
+            self.pool = SandboxPool(service)
         with self.pool.box() as box:
-            result: ExecutionResult = await box.run_async(program, kit, params, keep=False,
-                                                          approve=self.approve)
-        return result
+            result: ExecutionResult = await box.run_async(
+                program, service.kibitzer_kit(kit), params, keep=False, approve=self.approve)
+        return service.kibitzer_heard(result)
 
     def _kit(self) -> ResolvedKit:
         if self.kit is None:
