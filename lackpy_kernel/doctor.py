@@ -31,9 +31,13 @@ PROBE_TIMEOUT = 2.0  # seconds a model's server has to answer
 # The extras, each with the packages it installs (by their import names).
 EXTRAS = {"ollama": ("ollama",), "openai": ("openai",), "anthropic": ("anthropic",),
           "mcp": ("mcp",), "temporal": ("temporalio",), "lab": ("jupyterlab", "jupyter_console"),
-          "acp": ("acp",)}
+          "acp": ("acp",), "kibitzer": ("kibitzer",),
+          "jupyter-ai": ("jupyter_ai_acp_client",)}
 # Import names whose distribution is named otherwise, for the version shown.
-_DISTRIBUTIONS = {"acp": "agent-client-protocol"}
+_DISTRIBUTIONS = {"acp": "agent-client-protocol",
+                  "jupyter_ai_acp_client": "jupyter-ai-acp-client"}
+# What an installed extra gives beyond its packages.
+_GIVES = {"jupyter-ai": "the @lackpy chat persona (lackpy_kernel.acp_server.persona)"}
 INSTALL_KERNEL = "python -m lackpy_kernel install --sys-prefix"
 
 
@@ -119,8 +123,9 @@ def _extras() -> Iterator[Finding]:
     for extra, packages in EXTRAS.items():
         missing = [package for package in packages if not _installed(package)]
         if not missing:
-            yield Finding("extras", extra, OK,
-                          ", ".join(f"{package} {_version(package)}" for package in packages))
+            versions = ", ".join(f"{package} {_version(package)}" for package in packages)
+            gives = f": {_GIVES[extra]}" if extra in _GIVES else ""
+            yield Finding("extras", extra, OK, versions + gives)
         else:
             yield Finding("extras", extra, OFF, f"{', '.join(missing)} not installed: "
                                                 f"pip install 'lackpy-kernel[{extra}]'")

@@ -250,8 +250,52 @@ async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_sess
         assert "42" not in client.messages()
 
 
-async def test_a_program_calling_an_mcp_tool_that_writes_is_shown_and_not_run(workspace):
-    template(workspace, "keep", "keep {key} as {value}", "remember({key}, {value})")
+KEEP = "keep {key} as {value}", "remember({key}, {value})"  # the MCP server's write tool
+
+
+async def test_a_call_of_an_mcp_tool_that_writes_is_asked_for_and_runs_once_allowed(workspace):
+    template(workspace, "keep", *KEEP)
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        await prompt(conn, session.session_id, "keep colour as blue")
+        [(call, options)] = client.asked
+        assert (call.title, call.kind) == ("call remember", "other")
+        assert [(option.option_id, option.name) for option in options] == [
+            ("apply", "Run this call"), ("discard", "Do not run it")]
+        program, asked = call.content
+        assert "remember('colour', 'blue')" in program.content.text
+        assert asked.content.text.startswith("call remember('colour', 'blue')\n")
+        assert "remember acts beyond the workspace's files" in asked.content.text
+        assert client.statuses() == ["in_progress", "completed"]
+        assert "'colour': 'blue'" in client.messages()  # the server kept it
+
+
+@pytest.mark.parametrize("permission, why", [
+    ("discard", "remember() was not run: it was declined"),
+    (None, "remember() was not run: this client cannot be asked to allow a call of remember"),
+])
+async def test_a_call_refused_or_that_no_one_can_allow_does_not_run(workspace, permission, why):
+    template(workspace, "keep", *KEEP)
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
+        client.permission = permission
+        await prompt(conn, session.session_id, "keep colour as blue")
+        assert len(client.asked) == 1
+        assert client.statuses() == ["in_progress", "failed"]
+        assert why in client.messages()
+        assert '[sandbox] approve = "never"' in client.messages()  # the setting is named
+        client.clear()
+        client.permission = "apply"
+        await prompt(conn, session.session_id, "keep size as big")
+        said = client.messages()
+        assert "'size': 'big'" in said and "colour" not in said  # the refused call never ran
+
+
+async def test_where_calls_are_not_asked_for_a_program_calling_a_write_tool_is_not_run(
+        workspace):
+    (workspace / ".lackpy").mkdir()
+    (workspace / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
+    template(workspace, "keep", *KEEP)
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
         await prompt(conn, session.session_id, "keep colour as blue")

@@ -43,7 +43,20 @@ def test_a_fresh_folder_has_nothing_to_fix(tmp_path, capsys):
     assert "no templates yet" in line(lines, "off", "templates")
     assert "none configured" in line(lines, "off", "-")
     assert "acp " + importlib.metadata.version("agent-client-protocol") in line(lines, "ok", "acp")
+    assert line(lines, "ok", "kibitzer").endswith(
+        "kibitzer " + importlib.metadata.version("kibitzer"))
     assert lines[-1] == "nothing to fix"
+
+
+def test_the_jupyter_ai_extra_names_its_client_and_the_persona(tmp_path, capsys):
+    pytest.importorskip("jupyter_ai_acp_client", reason="the jupyter-ai extra is not installed")
+    code, lines = doctor(tmp_path, capsys, "--json")
+    [found] = [finding for finding in json.loads("\n".join(lines))["findings"]
+               if finding["name"] == "jupyter-ai"]
+    version = importlib.metadata.version("jupyter-ai-acp-client")
+    assert found == {"section": "extras", "name": "jupyter-ai", "state": "ok",
+                     "detail": f"jupyter_ai_acp_client {version}: the @lackpy chat persona "
+                               "(lackpy_kernel.acp_server.persona)"}
 
 
 def test_json_says_the_same(tmp_path, capsys):
@@ -86,7 +99,8 @@ def test_a_write_wall_that_does_not_hold_is_off_and_says_how(tmp_path, capsys, m
 
 def test_an_extra_not_installed_says_the_pip_command(tmp_path):
     blocked = ("import sys; sys.modules['temporalio'] = sys.modules['jupyter_console'] = None; "
-               "sys.modules['acp'] = None; "
+               "sys.modules['acp'] = sys.modules['kibitzer'] = None; "
+               "sys.modules['jupyter_ai_acp_client'] = None; "
                "from lackpy_kernel.cli import entry; entry(['doctor'])")
     done = subprocess.run([sys.executable, "-c", blocked], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60)
@@ -97,6 +111,10 @@ def test_an_extra_not_installed_says_the_pip_command(tmp_path):
     assert line(lines, "off", "lab").endswith(
         "jupyter_console not installed: pip install 'lackpy-kernel[lab]'")
     assert line(lines, "off", "acp").endswith("acp not installed: pip install 'lackpy-kernel[acp]'")
+    assert line(lines, "off", "kibitzer").endswith(
+        "kibitzer not installed: pip install 'lackpy-kernel[kibitzer]'")
+    assert line(lines, "off", "jupyter-ai").endswith(
+        "jupyter_ai_acp_client not installed: pip install 'lackpy-kernel[jupyter-ai]'")
     assert line(lines, "ok", "ollama")
 
 

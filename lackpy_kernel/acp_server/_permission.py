@@ -1,7 +1,9 @@
 """Writes with permission: a program's file changes, staged while it ran, are shown as ACP
 diff content on its tool call and committed only when ``session/request_permission``
 says yes (``[sandbox] approve = "write"``, the default). A refusal, a cancel or a client
-that cannot be asked leaves every file as it was."""
+that cannot be asked leaves every file as it was. A call of a tool graded write that runs
+in the kernel (an MCP server's) acts beyond the files: it is asked for the same way before
+it runs (kind ``other``, the call and its arguments as text), and a refusal fails it."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from lackpy_kernel.kit.changes import Change, FileChange
 APPLY, DISCARD = "apply", "discard"
 OPTIONS = [PermissionOption(option_id=APPLY, name="Apply the changes", kind="allow_once"),
            PermissionOption(option_id=DISCARD, name="Discard them", kind="reject_once")]
+CALL_OPTIONS = [PermissionOption(option_id=APPLY, name="Run this call", kind="allow_once"),
+                PermissionOption(option_id=DISCARD, name="Do not run it", kind="reject_once")]
 Content = ContentToolCallContent | FileEditToolCallContent
 
 
@@ -47,12 +51,10 @@ class PermissionAsker:
             task.cancel()
 
     async def __call__(self, change: Change) -> bool:
-        """Whether the person applies ``change``; raises ChangeRefusedError when the client
-        cannot be asked (the change is refused, saying why)."""
-        call_id = self._call_id()
-        diff = self.diffs[call_id] = diff_content(self._workspace, change)
-        call = ToolCallUpdate(tool_call_id=call_id, title=change.summary(), kind="edit",
-                              content=[*self._shown, *diff])
+        """Whether the person applies ``change`` (or, for a call, lets it run); raises
+        ChangeRefusedError when the client cannot be asked (the change is refused, saying
+        why)."""
+        call, options = self._question(change)
         if self._client is None:
             raise ChangeRefusedError("no client is connected to ask")
         current = asyncio.current_task()
@@ -60,15 +62,34 @@ class PermissionAsker:
         self._asking |= asking
         try:
             response = await self._client.request_permission(
-                session_id=self._session_id, tool_call=call, options=OPTIONS)
+                session_id=self._session_id, tool_call=call, options=options)
         except RequestError as exc:
-            raise ChangeRefusedError(
-                f"this client cannot be asked to approve file changes "
-                f"(session/request_permission: {exc}); nothing was written") from None
+            raise ChangeRefusedError(_cannot_ask(change, exc)) from None
         finally:
             self._asking -= asking
         outcome = response.outcome
         return outcome.outcome == "selected" and getattr(outcome, "option_id", "") == APPLY
+
+    def _question(self, change: Change) -> tuple[ToolCallUpdate, list[PermissionOption]]:
+        """The tool call update that asks about ``change`` on the current call, and its
+        options: file changes as diffs (kept in ``diffs``), a tool's call as the call with
+        its arguments (bounded) as text."""
+        call_id = self._call_id()
+        if change.call is not None:
+            return ToolCallUpdate(
+                tool_call_id=call_id, title=f"call {change.call.name}", kind="other",
+                content=[*self._shown, tool_content(text_block(change.to_text()))]), CALL_OPTIONS
+        diff = self.diffs[call_id] = diff_content(self._workspace, change)
+        return ToolCallUpdate(tool_call_id=call_id, title=change.summary(), kind="edit",
+                              content=[*self._shown, *diff]), OPTIONS
+
+
+def _cannot_ask(change: Change, exc: RequestError) -> str:
+    """Why ``change`` is refused when the client answered the question with ``exc``."""
+    asked = f"(session/request_permission: {exc})"
+    if change.call is None:
+        return f"this client cannot be asked to approve file changes {asked}; nothing was written"
+    return f"this client cannot be asked to allow a call of {change.call.name} {asked}"
 
 
 def diff_content(workspace: Path, change: Change) -> list[Content]:

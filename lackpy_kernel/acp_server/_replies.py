@@ -18,6 +18,7 @@ from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.builtin_specs import PROVIDER_NAME as STAGED
 from lackpy_kernel.notebook.bundles import output_text, program_error
 from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.run.kernel_side import asks_before_calls
 from lackpy_kernel.session import LackpySession
 
 ContentBlock = (TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock
@@ -68,14 +69,17 @@ def with_result(program: str, result: str) -> str:
 
 def held(session: LackpySession, program: str) -> str:
     """Why ``program`` is not run from the chat ("" when it may run): it calls a tool whose
-    changes are not staged (an MCP server's that writes), or one beyond the config's
-    ``[delegate] auto_run``. The file tools' writes are staged and asked for before they
-    land (``[sandbox] approve = "write"``), so they do not hold a program."""
+    changes no one can approve (one that writes unstaged and is not asked for at the call),
+    or one beyond the config's ``[delegate] auto_run``. Where ``[sandbox] approve =
+    "write"``, the file tools' writes are staged and asked for before they land, and each
+    call of a tool graded write that runs in the kernel (an MCP server's) is asked for
+    before it runs, so they do not hold a program."""
     resolved = session.resolved_kit()
     calls = session.validate(program).calls
     writes = {name for name in calls if name in resolved.tools
               and resolved.tools[name].grade_w > READ}
-    unstaged = sorted(writes & unstaged_writers(resolved))
+    unstaged = sorted(writes & unstaged_writers(resolved,
+                                                asked=session.service.approves_writes))
     if unstaged:
         return WRITES_NOT_RUN.format(tools=", ".join(unstaged))
     check = session.service.run_check(program, resolved)
@@ -86,11 +90,13 @@ def held(session: LackpySession, program: str) -> str:
     return f"not run: {check.reason}."
 
 
-def unstaged_writers(resolved: ResolvedKit) -> set[str]:
+def unstaged_writers(resolved: ResolvedKit, *, asked: bool = False) -> set[str]:
     """The kit's tools (aliases) that change things without staging them (an MCP server's
-    that writes): no diff can be shown before they act, so no one can approve them here."""
+    that writes): no diff can be shown before they act. With ``asked`` (a program's calls
+    are asked for), less those whose each call is asked for before it runs."""
     return {alias for alias, spec in resolved.tools.items()
-            if spec.grade_w > READ and spec.provider != STAGED}
+            if spec.grade_w > READ and spec.provider != STAGED
+            and not (asked and asks_before_calls(spec))}
 
 
 def reply(result: ExecutionResult, program: str) -> str:

@@ -7,8 +7,8 @@ calls of the tools that run here), and the approval of a program's file changes
 from ..protocol import SandboxLimits
 from ._approval import NO_ONE_TO_ASK, Approver
 from ._sandbox import GRACE_SECONDS, Sandbox, in_thread, sandbox_supported
-from ._tools import HostedRun, KitPlan, ToolHost, asked_first, plan_kit
+from ._tools import HostedRun, KitPlan, ToolHost, asked_first, asks_before_calls, plan_kit
 
 __all__ = ["GRACE_SECONDS", "NO_ONE_TO_ASK", "Approver", "HostedRun", "KitPlan", "Sandbox",
-           "SandboxLimits", "ToolHost", "asked_first", "in_thread", "plan_kit",
+           "SandboxLimits", "ToolHost", "asked_first", "asks_before_calls", "in_thread", "plan_kit",
            "sandbox_supported"]
