@@ -8,6 +8,7 @@ asks nothing."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 
 import pytest
@@ -17,6 +18,8 @@ from lackpy_kernel.kit import ToolSpec, builtin_toolbox
 from lackpy_kernel.kit.builtin_specs import READ_GRADE
 from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.run.failures import ASK_INTERRUPTED
+from lackpy_kernel.run.kernel_side._approval import call_change, decide
 from lackpy_kernel.service import LackpyService
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
@@ -183,3 +186,13 @@ def test_a_program_run_without_the_sandbox_asks_before_the_call_too(tmp_path, wo
     else:
         assert "post() was not run: it was declined" in result.error
         assert world.posted == []
+
+
+def test_a_question_cancelled_on_its_loop_is_an_abandoned_one_not_a_failure(caplog):
+    # blocking() waits on a future of the loop's; a prompt cancelled meanwhile cancels it
+    def cancelled(change):
+        raise concurrent.futures.CancelledError
+
+    answer = decide(cancelled, call_change("post", ["x"], {}).to_frame())
+    assert answer["apply"] is False and answer["reason"] == ASK_INTERRUPTED
+    assert not [record for record in caplog.records if record.levelname == "ERROR"]

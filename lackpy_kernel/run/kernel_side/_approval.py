@@ -17,6 +17,7 @@ acts beyond the files, so it cannot be staged: the same approver is asked before
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import itertools
 import logging
@@ -115,12 +116,12 @@ def refused_call(tool: str, why: str) -> str:
 
 def _refusal(exc: BaseException) -> wire.Frame:
     """The answer when asking raised ``exc``: the approver's own refusal, an abandoned
-    question (KeyboardInterrupt: the run was stopped meanwhile), or an approver's bug,
+    question (KeyboardInterrupt or a cancelled future: the run was stopped meanwhile), or an approver's bug,
     which must still answer the worker that waits."""
     if isinstance(exc, ChangeRefusedError):
         return _answer(False, str(exc))
-    if isinstance(exc, KeyboardInterrupt):
-        return _answer(False, ASK_INTERRUPTED)
+    if isinstance(exc, (KeyboardInterrupt, concurrent.futures.CancelledError)):
+        return _answer(False, ASK_INTERRUPTED)  # a blocking() question whose prompt was cancelled
     log.error("lackpy: asking for approval failed", exc_info=exc)
     return _answer(False, f"asking for approval failed ({type(exc).__name__}: {exc})")
 
