@@ -7,11 +7,10 @@ real JupyterLab with the installed extension, Debian's Chromium."""
 from __future__ import annotations
 
 import os
-import textwrap
 
 import pytest
 
-from tests.support.kernel import KERNEL_NAME, make_workspace
+from tests.support.kernel import KERNEL_NAME, outbox_workspace
 from tests.support.lab import (
     CHROMIUM,
     CHROMIUM_FLAGS,
@@ -24,21 +23,6 @@ from tests.support.lab import (
 
 pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
 
-TOOL = '''
-def post(path: str, text: str) -> str:
-    """Append ``text`` to the file at ``path`` (anywhere: it runs in the kernel)."""
-    with open(path, "a") as out:
-        out.write(text + "\\n")
-    return "sent"
-'''
-CONFIG = """[sandbox]
-timeout = 10
-
-[tools.providers.outbox]
-plugin = "python"
-path = "tools/outbox.py"
-where = "kernel"
-"""
 # Markup that would set the page's title if a front end drew the arguments as HTML
 HOSTILE = "<img src=x onerror=\"document.title='pwned'\"><b>bold</b>"
 WAIT_MS = 60_000  # the longest a step may take on a busy machine (answering takes well under 1 s)
@@ -55,9 +39,7 @@ def calls(installed_kernelspec, tmp_path_factory):
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is in the test extra")
     root = tmp_path_factory.mktemp("lab-root")
     (root / "calls").mkdir()
-    workspace = make_workspace(root / "calls", CONFIG)
-    (workspace / "tools").mkdir()
-    (workspace / "tools" / "outbox.py").write_text(textwrap.dedent(TOOL))
+    workspace = outbox_workspace(root / "calls")
     outbox = tmp_path_factory.mktemp("outbox") / "outbox.txt"
     write_notebook(workspace / "post.ipynb", KERNEL_NAME, [_posting(str(outbox))] * 2)
     server = LabServer(root, tmp_path_factory.mktemp("lab-state"), dict(os.environ))

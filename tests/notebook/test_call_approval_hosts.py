@@ -6,37 +6,17 @@ never runs."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 from lackpy_kernel.notebook.approval import QUESTION
 from lackpy_kernel.notebook.bundles import CHANGES_MIME
 from tests.support.hosts import HOSTS, Host, running_host
-from tests.support.kernel import make_workspace
-
-TOOL = '''
-def post(path: str, text: str) -> str:
-    """Append ``text`` to the file at ``path`` (anywhere: it runs in the kernel)."""
-    with open(path, "a") as out:
-        out.write(text + "\\n")
-    return "sent"
-'''
-CONFIG = """[sandbox]
-timeout = 10
-
-[tools.providers.outbox]
-plugin = "python"
-path = "tools/outbox.py"
-where = "kernel"
-"""
+from tests.support.kernel import outbox_workspace
 
 
 @pytest.fixture(scope="module", params=HOSTS)
 def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), CONFIG)
-    (workspace / "tools").mkdir()
-    (workspace / "tools" / "outbox.py").write_text(textwrap.dedent(TOOL))
+    workspace = outbox_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"))
     with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
         yield running
 

@@ -122,3 +122,29 @@ def make_workspace(folder: Path, config: str = "") -> Path:
         (folder / ".lackpy").mkdir(exist_ok=True)
         (folder / ".lackpy" / "config.toml").write_text(config)
     return folder
+
+
+OUTBOX_TOOL = '''
+def post(path: str, text: str) -> str:
+    """Append ``text`` to the file at ``path`` (anywhere: it runs in the kernel)."""
+    with open(path, "a") as out:
+        out.write(text + "\\n")
+    return "sent"
+'''
+OUTBOX_CONFIG = """[sandbox]
+timeout = 10
+
+[tools.providers.outbox]
+plugin = "python"
+path = "tools/outbox.py"
+where = "kernel"
+"""
+
+
+def outbox_workspace(folder: Path) -> Path:
+    """A workspace (``make_workspace``) whose kit has ``post``: a kernel-side tool graded
+    write (the default for a Python tool), so each call of it is asked for."""
+    workspace = make_workspace(folder, OUTBOX_CONFIG)
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
+    return workspace
