@@ -471,6 +471,7 @@ writes never ends: the sandbox stops it at its time limit (2 s here), the model 
 told, and the run goes on.
 """),
     code("%agent --kit debug,lackpy count the words in all the notes", inserts=(
+        "%kit debug\n"  # the agent's kit less lackpy, so the cell runs as the agent ran it
         "words = [len(read_file(path).split()) for path in find_files('notes/*.txt')]\n"
         "step_1 = sum(words)\n"
         "step_1")),
@@ -480,7 +481,7 @@ may only read, so `edit_file` is refused and the file stays as it was.
 `%agent --allow-writes` would let it edit.
 """),
     code("%agent --kit read_file,edit_file fix the typo reveiw in notes/monday.txt",
-         inserts="step_1 = read_file(path='notes/monday.txt')\nstep_1"),
+         inserts="%kit read_file,edit_file\nstep_1 = read_file(path='notes/monday.txt')\nstep_1"),
     code("read_file('notes/monday.txt').splitlines()[1]"),
     md("""
 ## Replanning
@@ -612,6 +613,16 @@ def clean(folder: Path) -> None:
 
 
 def run(name: str) -> None:
+    """Run notebook ``name``, check it and write it."""
+    nb = execute(name)
+    nbformat.validate(nb)
+    nbformat.write(nb, notebook_path(name))
+    print(f"wrote {notebook_path(name).relative_to(HERE.parent)}")
+
+
+def execute(name: str) -> nbformat.NotebookNode:
+    """Notebook ``name`` run from a clean folder, after ``check``; raises SystemExit saying
+    which cell differs from what it should show."""
     kernel, cells = NOTEBOOKS[name]
     folder = HERE / name
     nb = build(name, cells, kernel)
@@ -629,9 +640,7 @@ def run(name: str) -> None:
     finally:
         clean(folder)
     check(name, nb, cells, replies)
-    nbformat.validate(nb)
-    nbformat.write(nb, notebook_path(name))
-    print(f"wrote {folder.relative_to(HERE.parent)}/{name}.ipynb")
+    return nb
 
 
 def check(name: str, nb: nbformat.NotebookNode, cells: list[dict], replies: dict) -> None:

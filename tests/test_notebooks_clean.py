@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from notebooks.make_notebooks import NOTEBOOKS as LISTED
-from notebooks.make_notebooks import notebook_path
+from notebooks.make_notebooks import execute, notebook_path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPOSITORY / "notebooks"
@@ -139,3 +139,10 @@ def test_generated_files_are_git_ignored():
     if result.returncode == 128:
         pytest.skip("not a git checkout")
     assert result.stdout.split() == generated
+
+
+def test_the_agent_notebooks_offered_cells_are_what_make_notebooks_expects():
+    """make_notebooks' own check over a fresh run: each %agent puts the cell it names in the
+    next one (with --kit, a %kit line first, so the cell runs with the agent's kit)."""
+    nb = execute("agent")  # SystemExit names a cell whose offered program differs
+    assert len(code_cells(nb)) == sum(spec["kind"] == "code" for spec in LISTED["agent"][1])
