@@ -22,7 +22,7 @@ from lackpy_kernel.config import load_config
 from lackpy_kernel.engines import Plan, Program, Step, Store
 from lackpy_kernel.kit import ToolSpec
 from lackpy_kernel.service import LackpyService
-from tests.engines.commit_runner import KEY
+from tests.engines.commit_runner import APPEND, APPEND_INTENT, KEY
 from tests.support.hosts import HOSTS, running_host
 from tests.support.kernel import make_workspace
 
@@ -42,16 +42,18 @@ def place(tmp_path):
     return tmp_path
 
 
-def start(place: Path, mode: str, sandbox: bool = False) -> subprocess.Popen:
+def start(place: Path, mode: str, sandbox: bool = False, delegate: bool = False
+          ) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.engines.commit_runner", str(place), mode,
-         *(["--sandbox"] if sandbox else [])],
+         *(["--sandbox"] if sandbox else []), *(["--delegate"] if delegate else [])],
         cwd=place, env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def run(place: Path, mode: str, sandbox: bool = False) -> tuple[int, dict]:
-    process = start(place, mode, sandbox)
+def run(place: Path, mode: str, sandbox: bool = False, delegate: bool = False
+        ) -> tuple[int, dict]:
+    process = start(place, mode, sandbox, delegate)
     out, err = process.communicate(timeout=PATIENCE_S)
     assert out.strip(), err
     return process.returncode, json.loads(out)
@@ -77,8 +79,8 @@ def paused(place: Path) -> dict:
     return envelope
 
 
-def finished(place: Path, mode: str = "resume") -> dict:
-    code, envelope = run(place, mode)
+def finished(place: Path, mode: str = "resume", delegate: bool = False) -> dict:
+    code, envelope = run(place, mode, delegate=delegate)
     assert code == 0, envelope
     return envelope
 
@@ -124,6 +126,30 @@ def test_unasked_a_step_killed_after_its_commit_before_its_checkpoint_writes_onc
     assert (place / "log.txt").read_text() == AFTER
     assert {step["name"]: step["output"] for step in envelope["history"]}["append"] == \
         "appended line"
+    assert envelope["payload"] == AFTER
+    assert commit_records(place) == [None]
+
+
+@pytest.mark.parametrize("sandbox", [False, True], ids=["here", "sandbox"])
+def test_unasked_a_delegate_step_killed_after_its_commit_before_its_checkpoint_writes_once(
+        place, sandbox):
+    """As a Program step's: under ``approve = "never"`` a Delegate step's commit is recorded
+    (with the program it ran) before it lands, and the resume runs that program again dry."""
+    (place / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
+    (place / ".lackpy" / "templates").mkdir()
+    (place / ".lackpy" / "templates" / "append.tmpl").write_text(
+        f"---\nname: append\npattern: {APPEND_INTENT}\n---\n{APPEND}\n")
+    (place / "hold.txt").write_text("")
+    running = start(place, "run", sandbox, delegate=True)
+    kill_when(running, lambda: (place / "log.txt").read_text() == AFTER)
+    assert [record["digest"] for record in commit_records(place)], "no commit was recorded"
+    (place / "hold.txt").unlink()
+
+    envelope = finished(place, delegate=True)
+
+    assert (place / "log.txt").read_text() == AFTER
+    appended = {step["name"]: step for step in envelope["history"]}["append"]
+    assert appended["output"] == "appended line" and appended["program"] == APPEND
     assert envelope["payload"] == AFTER
     assert commit_records(place) == [None]
 

@@ -46,8 +46,9 @@ class ServiceExecutor:
     (``[sandbox] approve = "write"``) lands only when ``approved`` holds its digest under the
     step's name (once), recorded in the ledger first; otherwise the step raises
     ``ChangePaused`` carrying it, nothing written. Where ``approve = "never"`` it lands
-    unasked, still recorded first. A step whose recorded change landed runs again dry (see
-    ``_ledger``). Without a ledger the change is refused, naming the config.
+    unasked, still recorded first (a Delegate step's with its program). A step whose
+    recorded change landed runs again dry (see ``_ledger``). Without a ledger the change is
+    refused, naming the config.
     """
 
     def __init__(self, service: Callable[[], LackpyService], kit: Kit = None) -> None:
@@ -105,8 +106,7 @@ class ServiceExecutor:
         target = step.target
         try:
             if isinstance(target, Delegate):
-                answer = await service.delegate(target.intent, kit, params)
-                return answer["program"], _delegate_result(answer)
+                return await self._delegate(step.name, target.intent, kit, params, service)
             program = target.source if isinstance(target, Program) else f"{target}(task)"
             if not isinstance(target, Program):
                 params = {"task": task}
@@ -129,17 +129,38 @@ class ServiceExecutor:
         except LackpyError as exc:  # a kit that went away, no tier could write a program
             return None, exc
 
-    def _approver(self, step: str, workspace: Workspace, asked: list[Change], person: bool
-                  ) -> Callable[[Change], bool]:
+    async def _delegate(self, step: str, intent: str, kit: Kit, params: dict[str, Any],
+                        service: LackpyService) -> tuple[str, ExecutionResult]:
+        """The program written for ``intent`` and its run. With a ledger and no person to ask
+        (``approve = "never"``), its change is recorded with the program before it lands,
+        and a step whose recorded change landed runs that program again dry."""
+        ledger = None if service.approves_writes else self.ledger
+        if ledger is None:
+            answer = await service.delegate(intent, kit, params)
+            return answer["program"], _delegate_result(answer)
+        workspace = Workspace(service.workspace)
+        pending, ran = ledger.pending(step, workspace), ledger.program(step)
+        if pending is not None and pending[1] and ran is not None:
+            return ran, await service.run_program(ran, kit, params, dry=True)
+        delegation = await service.delegation(intent, kit, params, run=False)
+        started = time.perf_counter()
+        approve = self._approver(step, workspace, [], False, delegation.program)
+        result = await service.run_program(delegation.program, kit, params, approve=approve,
+                                           ask=True)
+        service.ran(delegation, result, started)
+        return delegation.program, result
+
+    def _approver(self, step: str, workspace: Workspace, asked: list[Change], person: bool,
+                  program: str | None = None) -> Callable[[Change], bool]:
         """Lets the change ``approved`` holds for ``step`` land (recorded first), or a call
         the ledger allows it run, else keeps the change in ``asked`` and declines it; without
-        a ``person`` to ask (``approve = "never"``), lets every change land, its files
-        recorded first."""
+        a ``person`` to ask (``approve = "never"``), lets every change land, its files (and
+        the ``program`` making it, when given) recorded first."""
         def approve(change: Change) -> bool:
             ledger = self.ledger
             if ledger is None or not person:
                 if ledger is not None and change.call is None:
-                    ledger.record(step, change, workspace)
+                    ledger.record(step, change, workspace, program)
                 return True
             digest = change_digest(change)
             if change.call is not None and digest in ledger.allowed(step):

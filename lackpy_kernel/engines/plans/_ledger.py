@@ -1,5 +1,5 @@
-"""A Program step's file commit, recorded before it lands, so that a resumed plan neither
-loses nor repeats a step's writes.
+"""A Program or Delegate step's file commit, recorded before it lands, so that a resumed plan
+neither loses nor repeats a step's writes.
 
 The sandbox worker commits a step's staged files all at once (or none), after asking the
 step's approver; the plan's checkpoint is saved after the step's band. A kill between the
@@ -22,8 +22,9 @@ is approved, makes the call without asking again (it acts again: a call cannot b
 
 The record is made by the step's approver, which a checkpointed run asks whatever
 ``[sandbox] approve`` says (with ``never`` it lets every change land, recorded first). A
-``Delegate`` step's change is not recorded: under ``write`` it is refused, naming the
-config; under ``never`` it lands unrecorded, so a resumed Delegate step may write again.
+``Delegate`` step's record also keeps the program it ran (a model may write another one the
+next time), and its dry re-run runs that program; under ``write`` a Delegate step's change
+is refused, naming the config.
 """
 
 from __future__ import annotations
@@ -59,11 +60,23 @@ class Ledger:
     store: Store
     key: str
 
-    def record(self, step: str, change: Change, workspace: Workspace) -> None:
+    def record(self, step: str, change: Change, workspace: Workspace,
+               program: str | None = None) -> None:
         """Record that ``step`` is committing ``change`` to ``workspace`` now, with what its
-        files hold before (durable once this returns)."""
+        files hold before and the ``program`` making it, when given (durable once this
+        returns)."""
+        ran = {} if program is None else {"program": program}
         self.store.write(self._key(step), {"digest": change_digest(change),
-                                           "before": snapshot(workspace, change.paths)})
+                                           "before": snapshot(workspace, change.paths), **ran})
+
+    def program(self, step: str) -> str | None:
+        """The program ``step`` recorded with its commit, or None."""
+        try:
+            record = self.store.read(self._key(step))
+        except UnreadableValueError:
+            return None
+        program = record.get("program") if isinstance(record, dict) else None
+        return program if isinstance(program, str) else None
 
     def pending(self, step: str, workspace: Workspace) -> tuple[str, bool] | None:
         """The digest of the change ``step`` recorded as committing and whether it landed (a
