@@ -15,8 +15,11 @@ false, because that is an answer, not a failure of the call.
 A program's file changes land only once the person approves them (``[sandbox] approve =
 "write"``, the default): ``run_program`` and ``delegate`` ask through MCP elicitation
 (a form with one ``apply`` field; the message shows the diff) where the client supports
-it and the session lets the server ask while a tool runs (protocol versions up to
-2025-11-25), and otherwise refuse them naming the setting. A refused change is a failed program
+it, and otherwise refuse them naming the setting. Up to protocol 2025-11-25 the question is
+a request sent while the tool runs; from 2026-07-28, which has no such request, the tool
+call answers ``input_required`` with the question (keyed by the change's digest), and the
+client's retry with the answer runs the program again: the change lands when it is the one
+approved (another change is asked again). A refused change is a failed program
 (``success`` false, ``error_type`` ChangeRefusedError), nothing written. A call of a
 kernel-side tool graded write is asked for the same way, before it runs; refused, that call
 fails (``ToolCallError``) and the tool never runs.
@@ -35,15 +38,21 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 from pydantic import BaseModel, Field
 
 try:
+    from mcp.server.elicitation import render_elicitation_schema
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.shared.exceptions import NoBackChannelError
     from mcp_types import (
         ClientCapabilities,
         ElicitationCapability,
+        ElicitRequest,
+        ElicitRequestFormParams,
+        ElicitResult,
         FormElicitationCapability,
+        InputRequiredResult,
         ToolAnnotations,
     )
+    from mcp_types.version import is_version_at_least
 except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was FastMCP)
     raise ImportError(
         f"the lackpy MCP server needs the official MCP SDK, version 2 or later ({exc}); "
@@ -54,8 +63,8 @@ import lackpy_kernel
 from lackpy_kernel.errors import ChangeRefusedError, LackpyError, error_text
 from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.kit import Kit as KitSpec
-from lackpy_kernel.kit.changes import Change
-from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
+from lackpy_kernel.kit.changes import Change, change_digest
+from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK
 from lackpy_kernel.service import LackpyService, jsonable
 from lackpy_kernel.telemetry import span
 
@@ -121,6 +130,7 @@ _DELEGATES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempo
 _WRITES_CONFIG = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                  idempotent_hint=True, open_world_hint=False)
 _ELICITS = ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability()))
+ASKS_BY_RETRY = "2026-07-28"  # from this protocol on, a tool asks by answering input_required
 APPROVAL_QUESTION = "lackpy: apply these changes to the files?"
 
 
@@ -195,14 +205,17 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         return await service.generate(intent, kit, params, variables=variables)
 
     async def _delegate(intent: str, kit: KitSpec, params: dict[str, Any] | None,
-                        variables: dict[str, Any] | None, ctx: Context) -> dict[str, Any]:
-        return await service.delegate(intent, kit, params, variables=variables,
-                                      approve=eliciting(ctx))
+                        variables: dict[str, Any] | None, ctx: Context
+                        ) -> dict[str, Any] | InputRequiredResult:
+        asking = Eliciting(ctx)
+        result = await service.delegate(intent, kit, params, variables=variables, approve=asking)
+        return asking.input_required() or result
 
     @tool(_RUNS_PROGRAMS)
     async def run_program(ctx: Context, program: Program, kit: Kit = None,
                           params: Params = None,
-                          include_variables: IncludeVariables = False) -> dict[str, Any]:
+                          include_variables: IncludeVariables = False
+                          ) -> dict[str, Any] | InputRequiredResult:
         """Validate, then run a lackpy program with the kit's tools (in the sandbox when enabled).
 
         Returns {success, output, error, error_type, error_line, stdout, trace, variables,
@@ -215,15 +228,17 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         request was wrong, not the program. File changes land only once the user approves
         them (asked through elicitation; refused where the client cannot ask).
         """
-        result = await _acall(service.run_program, program, kit, params,
-                              approve=eliciting(ctx))
+        asking = Eliciting(ctx)
+        result = await _acall(service.run_program, program, kit, params, approve=asking)
+        if (question := asking.input_required()) is not None:
+            return question
         if not include_variables:
             result.variables = {}
         return _json_dict(result.to_dict())
 
     @tool(_DELEGATES)
     async def delegate(ctx: Context, intent: Intent, kit: Kit = None, params: Params = None,
-                       variables: Variables = None) -> dict[str, Any]:
+                       variables: Variables = None) -> dict[str, Any] | InputRequiredResult:
         """Generate a lackpy program for an intent and run it, in one step.
 
         Returns {success, program, grade, generation_tier, generation_time_ms,
@@ -234,7 +249,8 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         provider producing a valid program, or an unknown kit, is a tool error (isError).
         File changes land only once the user approves them, as for run_program.
         """
-        return _json_dict(await _acall(_delegate, intent, kit, params, variables, ctx))
+        result = await _acall(_delegate, intent, kit, params, variables, ctx)
+        return result if isinstance(result, InputRequiredResult) else _json_dict(result)
 
     @tool(_WRITES_CONFIG)
     async def create(program: Program,
@@ -328,23 +344,60 @@ def main(workspace: str | os.PathLike[str] | None = None) -> int:
     return 0
 
 
-def eliciting(ctx: Context) -> Approver:
+class Eliciting:
     """The approver of one tool call: it shows the change and asks through MCP elicitation
     (accepting with ``apply`` true applies it; declining, cancelling or false discards it),
-    and refuses it, naming ``[sandbox] approve``, where the client cannot elicit."""
-    async def approve(change: Change) -> bool:
+    and refuses it, naming ``[sandbox] approve``, where the client cannot elicit.
+
+    From protocol 2026-07-28 a change is looked up among the answers the call's retry
+    carries (``input_responses``, keyed by the change's digest); one not answered yet is
+    declined and kept, and ``input_required`` then asks for it in place of the result."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.unasked: dict[str, Change] = {}
+
+    async def __call__(self, change: Change) -> bool:
+        ctx = self.ctx
         if not ctx.session.check_client_capability(_ELICITS):
             raise ChangeRefusedError(f"this MCP client does not support elicitation, so "
                                      f"{NO_ONE_TO_ASK}")
+        if ctx.protocol_version is not None and is_version_at_least(ctx.protocol_version,
+                                                                    ASKS_BY_RETRY):
+            return self._answered(change)
         try:
-            answer = await ctx.elicit(f"{APPROVAL_QUESTION}\n\n{change.to_text()}", Approval)
+            answer = await ctx.elicit(_question(change), Approval)
         except NoBackChannelError:
             raise ChangeRefusedError(
                 f"this MCP session (protocol {ctx.protocol_version}) cannot ask while a tool "
                 f"runs, so {NO_ONE_TO_ASK}") from None
         return answer.action == "accept" and answer.data.apply
 
-    return approve
+    def _answered(self, change: Change) -> bool:
+        """Whether the retry's answer for ``change`` applies it; False, keeping it to ask,
+        when there is none."""
+        digest = change_digest(change)
+        answer = (self.ctx.input_responses or {}).get(digest)
+        if not isinstance(answer, ElicitResult):
+            self.unasked[digest] = change
+            return False
+        content = answer.content or {}
+        return answer.action == "accept" and content.get("apply") is True
+
+    def input_required(self) -> InputRequiredResult | None:
+        """The questions for the changes no answer covered yet (the call's result then), or
+        None."""
+        if not self.unasked:
+            return None
+        schema = render_elicitation_schema(Approval)
+        return InputRequiredResult(input_requests={
+            digest: ElicitRequest(params=ElicitRequestFormParams(
+                message=_question(change), requested_schema=schema))
+            for digest, change in self.unasked.items()})
+
+
+def _question(change: Change) -> str:
+    return f"{APPROVAL_QUESTION}\n\n{change.to_text()}"
 
 
 def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -157,6 +158,13 @@ class Change:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed change: {type(exc).__name__}") from None
         return cls(files) if call is None else cls.of_call(call["name"], call["arguments"])
+
+
+def change_digest(change: Change) -> str:
+    """A hash of ``change`` as the person saw it (each file's path, status, counts and
+    diff lines, or the call), naming it in a question, a pause and an approval."""
+    text = json.dumps(change.to_frame(), sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def describe_changes(workspace: Workspace, changes: Iterable[tuple[str, bytes | None]]

@@ -29,13 +29,11 @@ is refused, naming the config.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from lackpy_kernel.errors import PlanPaused
-from lackpy_kernel.kit.changes import Change, changed_since, snapshot
+from lackpy_kernel.kit.changes import Change, change_digest, changed_since, snapshot
 from lackpy_kernel.kit.workspace import Workspace
 
 from ._store import Store, UnreadableValueError
@@ -44,13 +42,6 @@ __all__ = ["COMMIT_MARK", "ChangePaused", "Ledger", "change_digest"]
 
 COMMIT_MARK = ":commit:"  # a step's record lives under <checkpoint key>:commit:<step>
 CALLS = ":calls"  # the calls allowed to a step, under its record's key and this
-
-
-def change_digest(change: Change) -> str:
-    """A hash of ``change`` as the person saw it (each file's path, status, counts and
-    diff lines), naming it in a pause and in its approval."""
-    text = json.dumps(change.to_frame(), sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
