@@ -1,6 +1,7 @@
 """A Program step's file change on Temporal: the workflow pauses carrying the change, the
 status shows it, a plain resume pauses again, and ``resume(key, approve=True)`` lets exactly
-that change land, once."""
+that change land, once. The records of the changes that landed (the ledger's, in the
+workers' plan Store) are removed when the workflow ends."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Plan, Program, Step
+from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker, connect
 from tests.support.temporal import (
     REGISTRY,
@@ -24,14 +26,28 @@ def queue():
     return f"test-{uuid.uuid4().hex[:10]}"
 
 
+async def serving(address: str, queue: str, workspace, approve: str,
+                  registry=REGISTRY) -> TemporalWorker:
+    client = await connect(address)
+    config = LackpyConfig(sandbox_enabled=False, sandbox_approve=approve)
+    return TemporalWorker(client, task_queue=queue, workspace=workspace, registry=registry,
+                          config=config)
+
+
 @pytest.fixture
 async def asking_worker(temporal_server, queue, workspace):  # noqa: F811
     """A worker whose steps' file changes wait for approval."""
-    client = await connect(temporal_server.address)
-    config = LackpyConfig(sandbox_enabled=False, sandbox_approve="write")
-    async with TemporalWorker(client, task_queue=queue, workspace=workspace, registry=REGISTRY,
-                              config=config) as serving:
-        yield serving
+    async with await serving(temporal_server.address, queue, workspace, "write") as worker:
+        yield worker
+
+
+def ledger_records(workspace, key: str) -> list[str]:
+    """The keys of the commit records the workflow ``key``'s steps left in the Store."""
+    store = PlanLibrary(workspace).store
+    try:
+        return [name for name in store.keys(f"temporal:{key}:") if ":commit:" in name]
+    finally:
+        store.close()
 
 
 async def test_a_change_pauses_the_workflow_until_resume_approves_exactly_it(
@@ -55,3 +71,29 @@ async def test_a_change_pauses_the_workflow_until_resume_approves_exactly_it(
     assert done.ok and done.payload == "appended"
     assert notes.read_text() == before + "delta\n"
     assert (await runner.status("appending")).change is None
+    assert ledger_records(workspace, "appending") == []
+
+
+async def test_unasked_changes_are_recorded_and_their_records_removed_when_the_workflow_ends(
+        temporal_server, queue, workspace):  # noqa: F811
+    """Under ``approve = "never"`` each step's commit is recorded before it lands (a retried
+    attempt reads it); once the workflow has ended nothing reads them, and none is left."""
+    notes = workspace / "notes.txt"
+    before = notes.read_text()
+    plan = Plan(Step(Program(APPEND, kit=["read_file", "write_file"]), name="first"),
+                Step(Program(APPEND, kit=["read_file", "write_file"]), name="second"))
+    seen: list[list[str]] = []
+
+    def commits(task):  # a callable step between the two: the first's record is there
+        seen.append(ledger_records(workspace, "unasked"))
+        return "delta"
+
+    plan = Plan(plan.steps[0], Step(commits, name="look"), plan.steps[1])
+    async with await serving(temporal_server.address, queue, workspace, "never",
+                             {**REGISTRY, "commits": commits}):
+        runner = TemporalRunner(temporal_server.address, task_queue=queue)
+        done = await runner.run(plan, "delta", workflow_id="unasked")
+    assert done.ok, done.error
+    assert notes.read_text() == before + "delta\ndelta\n"
+    assert seen == [["temporal:unasked:first#1:commit:first"]]
+    assert ledger_records(workspace, "unasked") == []

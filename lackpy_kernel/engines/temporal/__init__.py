@@ -3,9 +3,9 @@
 ``TemporalRunner`` starts runs and returns the Envelopes the local engine would;
 ``TemporalWorker`` (``lackpy worker``) serves a task queue: the workflows (a
 ``PlanRequest`` or a ``ManyRequest`` in, Envelopes out) and the
-``StepActivities``, each of which takes one dataclass and returns one (``StepRequest`` ->
-``StepAnswer``, ``CommitRequest`` -> ``CommitAnswer``). Needs the ``temporal`` extra:
-``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
+``StepActivities``, each of which takes one dataclass (``StepRequest`` -> ``StepAnswer``,
+``CommitRequest`` -> ``CommitAnswer``, ``ForgetRequest`` -> None). Needs the ``temporal``
+extra: ``pip install 'lackpy-kernel[temporal]'`` (importing this module without it raises
 MissingExtraError).
 """
 
@@ -21,6 +21,7 @@ except ImportError as exc:
 from ._activities import (  # noqa: E402
     CommitAnswer,
     CommitRequest,
+    ForgetRequest,
     StepActivities,
     StepAnswer,
     StepPolicy,
@@ -33,6 +34,7 @@ from ._workflows import ManyRequest, PlanManyWorkflow, PlanRequest, PlanWorkflow
 __all__ = [
     "CommitAnswer",
     "CommitRequest",
+    "ForgetRequest",
     "ManyRequest",
     "PlanManyWorkflow",
     "PlanRequest",

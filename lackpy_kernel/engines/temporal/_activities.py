@@ -1,4 +1,5 @@
-"""The activities a plan's workflow schedules: one step, and one band's writes.
+"""The activities a plan's workflow schedules: one step, one band's writes, and, when the
+run ends, forgetting its steps' commit records.
 
 Each takes one dataclass and returns one, as in temporalio's samples, so that the workflow
 and the workers cannot disagree on a field; the workflow calls them by method reference
@@ -44,9 +45,11 @@ _T = TypeVar("_T")
 
 __all__ = [
     "COMMIT_ACTIVITY",
+    "FORGET_ACTIVITY",
     "STEP_ACTIVITY",
     "CommitAnswer",
     "CommitRequest",
+    "ForgetRequest",
     "StepActivities",
     "StepAnswer",
     "StepPolicy",
@@ -55,6 +58,7 @@ __all__ = [
 
 STEP_ACTIVITY = "lackpy.step"
 COMMIT_ACTIVITY = "lackpy.commit"
+FORGET_ACTIVITY = "lackpy.forget"
 MIN_BEAT_S = 0.2
 
 
@@ -126,6 +130,15 @@ class CommitRequest:
 
 
 @dataclass
+class ForgetRequest:
+    """The step activities (their ids) of the workflow ``key`` whose commit records no
+    attempt will read again: the run ended."""
+
+    key: str
+    activities: list[str]
+
+
+@dataclass
 class CommitAnswer:
     """Whether the writes were applied now (False: a retried commit found them applied)."""
 
@@ -161,7 +174,7 @@ class StepActivities:
         async with self._service() as service:
             executor = ServiceExecutor(lambda: service, request.kit)
             # an attempt retried after its worker died sees the commit the dead one made
-            executor.ledger = Ledger(self._store, f"temporal:{info.workflow_id}:{info.activity_id}")
+            executor.ledger = self._ledger(info.workflow_id, info.activity_id)
             if request.approved is not None:
                 executor.approved[step.name] = request.approved
             work = asyncio.ensure_future(executor.execute(step, request.task, request.context))
@@ -184,12 +197,26 @@ class StepActivities:
         """Apply a band's writes to the Store, once however often the commit is retried."""
         return CommitAnswer(await asyncio.to_thread(self._commit, request))
 
+    @activity.defn(name=FORGET_ACTIVITY)
+    async def forget(self, request: ForgetRequest) -> None:
+        """Drop the commit records (and allowed calls) the steps of a run that ended left in
+        the Store."""
+        def forget() -> None:
+            for activity_id in request.activities:
+                self._ledger(request.key, activity_id).clear()
+
+        await asyncio.to_thread(forget)
+
     def close(self) -> None:
         """Stop the services' sandbox workers and close the Store."""
         for service in self._services:
             service.close()
         self._services, self._idle = [], []
         self._store.close()
+
+    def _ledger(self, workflow_id: str | None, activity_id: str | None) -> Ledger:
+        """The commit records of one step activity (all its attempts)."""
+        return Ledger(self._store, f"temporal:{workflow_id}:{activity_id}")
 
     def _commit(self, request: CommitRequest) -> bool:
         key = f"temporal:{request.key}"

@@ -70,7 +70,8 @@ class TemporalWorker:
         restrictions = SandboxRestrictions.default.with_passthrough_modules("lackpy_kernel")
         self._worker = Worker(
             client, task_queue=task_queue, workflows=[PlanWorkflow, PlanManyWorkflow],
-            activities=[self._activities.run_step, self._activities.commit],
+            activities=[self._activities.run_step, self._activities.commit,
+                        self._activities.forget],
             max_concurrent_activities=concurrency,
             identity=self.identity,
             workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions))

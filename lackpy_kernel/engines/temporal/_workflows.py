@@ -4,8 +4,9 @@
 routes, ``max_iterations``); each step is the ``lackpy.step`` activity
 (``StepActivities.run_step``: a ``StepRequest`` in, a ``StepAnswer`` out), each band's writes
 the ``lackpy.commit`` activity (``StepActivities.commit``), an ``Approval`` (or a step raising
-``PlanPaused``) a wait for the ``resume`` signal. ``PlanManyWorkflow`` runs one child
-PlanWorkflow per input, a few at a time.
+``PlanPaused``) a wait for the ``resume`` signal. When the run ends (however it ends), the
+``lackpy.forget`` activity drops the commit records its steps left in the workers' Store.
+``PlanManyWorkflow`` runs one child PlanWorkflow per input, a few at a time.
 
 This code is replayed: it reads no clock, does no I/O, draws no random numbers and calls
 none of the plan's Python code. What it needs comes in: the plan, the task and the step
@@ -43,7 +44,13 @@ with workflow.unsafe.imports_passed_through():
         pause_error,
         step_from_dict,
     )
-    from ._activities import CommitRequest, StepActivities, StepPolicy, StepRequest
+    from ._activities import (
+        CommitRequest,
+        ForgetRequest,
+        StepActivities,
+        StepPolicy,
+        StepRequest,
+    )
 
 __all__ = [
     "MANY_WORKFLOW",
@@ -118,7 +125,10 @@ class PlanWorkflow:
         self._steps = list(evaluator.names)
         self._state = PlanState(request.task, next_step=evaluator.first_step())
         runner = _Steps(self, plan, request.policies)
-        envelope = await self._drive(evaluator, runner)
+        try:
+            envelope = await self._drive(evaluator, runner)
+        finally:
+            await runner.forget()
         self._status = "done" if envelope.ok else "failed"
         await workflow.wait_condition(workflow.all_handlers_finished)
         return envelope
@@ -277,7 +287,7 @@ class _Steps:
         self.kit = plan.get("kit")
         self.step_data = {item["name"]: item for item in plan["steps"]}  # as the workers read it
         self.policies = policies
-        self.started = 0  # activities scheduled: their ids, unique in the workflow
+        self.started: list[str] = []  # the step activities scheduled, by their ids
 
     async def run(self, step: Step, task: Any, context: Any, state: PlanState
                   ) -> StepResult | _Pause:
@@ -289,11 +299,11 @@ class _Steps:
         policy = self._policy(step.name)
         request = StepRequest(self.step_data[step.name], self.kit, task, context,
                               policy.attempts, self.owner.approved.pop(step.name, None))
-        self.started += 1
+        self.started.append(f"{step.name}#{len(self.started) + 1}")  # unique in the workflow
         try:
             answer = await workflow.execute_activity_method(
                 StepActivities.run_step, request,
-                activity_id=f"{step.name}#{self.started}",
+                activity_id=self.started[-1],
                 start_to_close_timeout=timedelta(seconds=policy.timeout),
                 heartbeat_timeout=timedelta(seconds=policy.heartbeat),
                 retry_policy=RetryPolicy(maximum_attempts=policy.attempts,
@@ -318,6 +328,18 @@ class _Steps:
             start_to_close_timeout=timedelta(seconds=policy.timeout),
             retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1),
                                      maximum_interval=timedelta(seconds=30)))
+
+    async def forget(self) -> None:
+        """Have a worker drop the commit records of the steps run (no attempt reads them once
+        the run ends); records it cannot drop stay, and the run ends as it would."""
+        if not self.started:
+            return
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_activity_method(
+                StepActivities.forget, ForgetRequest(workflow.info().workflow_id, self.started),
+                activity_id="forget", start_to_close_timeout=timedelta(
+                    seconds=self._policy(None).timeout),
+                retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1)))
 
     def _policy(self, name: str | None) -> StepPolicy:
         """The policy of step ``name`` (None: the plan's), as the request gives it."""
