@@ -118,8 +118,7 @@ class LackpyMagics(Magics):
             return
         self._closed = True
         try:
-            self.core.session.close()
-            self.service.close()
+            self.core.close()
         finally:
             self._loop.close()
 

@@ -364,8 +364,7 @@ class LackpyKernel(Kernel):
         return {"status": "ok", "history": entries}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
-        self.lackpy.close()
-        self.service.close()
+        self.magics.close()
         self.history.close()
         return {"status": "ok", "restart": restart}
 

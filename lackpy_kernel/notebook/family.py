@@ -41,6 +41,14 @@ class MagicFamily:
                          for name, (_, handler) in declared_magics(self).items()
                          if name in offered}
 
+    def close(self) -> None:
+        """End the notebook: stop the session's worker, then the service's (its sandbox
+        worker, tool sources and Kibitzer), even when the first fails."""
+        try:
+            self.session.close()
+        finally:
+            self.service.close()
+
     @property
     def workspace(self) -> Path:
         """The notebook's workspace folder."""
