@@ -1,7 +1,9 @@
 """A Program step's file change on Temporal: the workflow pauses carrying the change, the
 status shows it, a plain resume pauses again, and ``resume(key, approve=True)`` lets exactly
-that change land, once. The records of the changes that landed (the ledger's, in the
-workers' plan Store) are removed when the workflow ends."""
+that change land, once; a call of a write tool allowed so is not asked for again when the
+step runs again after a later pause. The records of the changes that landed and of the
+calls allowed (the ledger's, in the workers' plan Store) are removed when the workflow
+ends."""
 
 from __future__ import annotations
 
@@ -9,10 +11,11 @@ import uuid
 
 import pytest
 
-from lackpy_kernel.config import LackpyConfig
+from lackpy_kernel.config import LackpyConfig, load_config
 from lackpy_kernel.engines import Plan, Program, Step
 from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker, connect
+from lackpy_kernel.service import LackpyService
 from tests.support.temporal import (
     REGISTRY,
     temporal_server,  # noqa: F401 - the module's server fixture
@@ -97,3 +100,47 @@ async def test_unasked_changes_are_recorded_and_their_records_removed_when_the_w
     assert notes.read_text() == before + "delta\ndelta\n"
     assert seen == [["temporal:unasked:first#1:commit:first"]]
     assert ledger_records(workspace, "unasked") == []
+
+
+OUTBOX_TOOL = '''
+def post(path: str, text: str) -> str:
+    """Append ``text`` to the file at ``path``."""
+    with open(path, "a") as out:
+        out.write(text)
+    return "sent"
+'''
+
+
+async def test_a_calls_approval_holds_while_its_step_pauses_again_on_its_file_change(
+        temporal_server, queue, workspace, tmp_path_factory):  # noqa: F811
+    """As on this machine: the call approved, the step runs it and pauses on its file
+    change; approving that, the step runs again and is not asked for the call a second
+    time (it makes it again: a call cannot be staged). Before, the two pauses alternated
+    for ever, the call made at each turn."""
+    outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
+    (workspace / ".lackpy" / "config.toml").write_text(
+        '[sandbox]\napprove = "write"\nenabled = false\n'
+        '[tools.providers.outbox]\nplugin = "python"\npath = "tools/outbox.py"\n'
+        'where = "kernel"\n')
+    config = load_config(workspace)
+    program = f"post({str(outbox)!r}, task)\nwrite_file('log.txt', task)\n'done'"
+    client = await connect(temporal_server.address)
+    with LackpyService(workspace, config) as service:
+        plan = Plan(Step(Program(program, kit=["post", "write_file"]), name="send"),
+                    service=service)
+        async with TemporalWorker(client, task_queue=queue, workspace=workspace,
+                                  registry=REGISTRY, config=config):
+            runner = TemporalRunner(temporal_server.address, task_queue=queue)
+            first = await runner.run(plan, "hi", workflow_id="sending")
+            assert "would call post(" in first.error.message and not outbox.exists()
+            second = await runner.resume("sending", approve=True)
+            assert "would change files" in second.error.message, second.error
+            assert outbox.read_text() == "hi"
+            assert ledger_records(workspace, "sending"), "the allowed call is not kept"
+            done = await runner.resume("sending", approve=True)
+    assert done.error is None, done.error
+    assert done.payload == "done" and (workspace / "log.txt").read_text() == "hi"
+    assert outbox.read_text() == "hihi"  # the step ran again: its call acted again
+    assert ledger_records(workspace, "sending") == []

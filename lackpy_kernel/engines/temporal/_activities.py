@@ -93,8 +93,10 @@ class StepPolicy:
 @dataclass
 class StepRequest:
     """One step to run: its saved form (an entry of ``Plan.to_dict()["steps"]``), the plan's
-    kit, the step's task and context, how many attempts its policy allows, and the digest
-    of the file change a person approved for it (``ChangePaused``)."""
+    kit, the step's task and context, how many attempts its policy allows, the digest
+    of the file change a person approved for it (``ChangePaused``), and the id of its
+    ``ledger`` (its commit records, and the calls it was allowed; default: the activity's
+    id): the same while the step runs again after pauses."""
 
     step: dict[str, Any]
     kit: Kit = None
@@ -102,6 +104,7 @@ class StepRequest:
     context: Any = None
     attempts: int = 1
     approved: str | None = None
+    ledger: str | None = None
 
 
 @dataclass
@@ -131,11 +134,11 @@ class CommitRequest:
 
 @dataclass
 class ForgetRequest:
-    """The step activities (their ids) of the workflow ``key`` whose commit records no
+    """The ledgers (their ids: ``StepRequest.ledger``) of the workflow ``key`` that no
     attempt will read again: the run ended."""
 
     key: str
-    activities: list[str]
+    ledgers: list[str]
 
 
 @dataclass
@@ -174,7 +177,7 @@ class StepActivities:
         async with self._service() as service:
             executor = ServiceExecutor(lambda: service, request.kit)
             # an attempt retried after its worker died sees the commit the dead one made
-            executor.ledger = self._ledger(info.workflow_id, info.activity_id)
+            executor.ledger = self._ledger(info.workflow_id, request.ledger or info.activity_id)
             if request.approved is not None:
                 executor.approved[step.name] = request.approved
             work = asyncio.ensure_future(executor.execute(step, request.task, request.context))
@@ -202,8 +205,8 @@ class StepActivities:
         """Drop the commit records (and allowed calls) the steps of a run that ended left in
         the Store."""
         def forget() -> None:
-            for activity_id in request.activities:
-                self._ledger(request.key, activity_id).clear()
+            for ledger in request.ledgers:
+                self._ledger(request.key, ledger).clear()
 
         await asyncio.to_thread(forget)
 
@@ -214,9 +217,9 @@ class StepActivities:
         self._services, self._idle = [], []
         self._store.close()
 
-    def _ledger(self, workflow_id: str | None, activity_id: str | None) -> Ledger:
-        """The commit records of one step activity (all its attempts)."""
-        return Ledger(self._store, f"temporal:{workflow_id}:{activity_id}")
+    def _ledger(self, workflow_id: str | None, ledger: str | None) -> Ledger:
+        """The commit records of one step's run, by the id of its ledger."""
+        return Ledger(self._store, f"temporal:{workflow_id}:{ledger}")
 
     def _commit(self, request: CommitRequest) -> bool:
         key = f"temporal:{request.key}"

@@ -287,7 +287,11 @@ class _Steps:
         self.kit = plan.get("kit")
         self.step_data = {item["name"]: item for item in plan["steps"]}  # as the workers read it
         self.policies = policies
-        self.started: list[str] = []  # the step activities scheduled, by their ids
+        self.started = 0  # activities scheduled: their ids, unique in the workflow
+        # each step's commit records (its ledger) while its run waits on approvals: a step
+        # run again after a pause keeps the calls it was allowed, as a local run does
+        self.ledgers: dict[str, str] = {}
+        self.used: list[str] = []  # every ledger the run's steps used
 
     async def run(self, step: Step, task: Any, context: Any, state: PlanState
                   ) -> StepResult | _Pause:
@@ -297,19 +301,25 @@ class _Steps:
             state.approved = None
             return StepResult(step.name, task)
         policy = self._policy(step.name)
+        self.started += 1
+        activity_id = f"{step.name}#{self.started}"
+        if step.name not in self.ledgers:
+            self.ledgers[step.name] = activity_id
+            self.used.append(activity_id)
         request = StepRequest(self.step_data[step.name], self.kit, task, context,
-                              policy.attempts, self.owner.approved.pop(step.name, None))
-        self.started.append(f"{step.name}#{len(self.started) + 1}")  # unique in the workflow
+                              policy.attempts, self.owner.approved.pop(step.name, None),
+                              self.ledgers[step.name])
         try:
             answer = await workflow.execute_activity_method(
                 StepActivities.run_step, request,
-                activity_id=self.started[-1],
+                activity_id=activity_id,
                 start_to_close_timeout=timedelta(seconds=policy.timeout),
                 heartbeat_timeout=timedelta(seconds=policy.heartbeat),
                 retry_policy=RetryPolicy(maximum_attempts=policy.attempts,
                                          initial_interval=timedelta(seconds=1),
                                          maximum_interval=timedelta(seconds=30)))
         except ActivityError as exc:
+            del self.ledgers[step.name]
             _raise_plan_bug(exc)
             return StepResult(step.name, error=_lost_step(step.name, policy, exc))
         self.owner._attempts[step.name] = answer.attempt
@@ -317,6 +327,7 @@ class _Steps:
         self.owner._routes[step.name] = answer.route
         if answer.result is None:  # no result: the step asked for a pause
             return _Pause(step.name, answer.paused or "", answer.change)
+        del self.ledgers[step.name]
         return answer.result
 
     async def commit(self, band: int, writes: dict[str, Any]) -> None:
@@ -332,11 +343,11 @@ class _Steps:
     async def forget(self) -> None:
         """Have a worker drop the commit records of the steps run (no attempt reads them once
         the run ends); records it cannot drop stay, and the run ends as it would."""
-        if not self.started:
+        if not self.used:
             return
         with contextlib.suppress(ActivityError):
             await workflow.execute_activity_method(
-                StepActivities.forget, ForgetRequest(workflow.info().workflow_id, self.started),
+                StepActivities.forget, ForgetRequest(workflow.info().workflow_id, self.used),
                 activity_id="forget", start_to_close_timeout=timedelta(
                     seconds=self._policy(None).timeout),
                 retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(seconds=1)))
