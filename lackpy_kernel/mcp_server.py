@@ -19,7 +19,8 @@ it, and otherwise refuse them naming the setting. Up to protocol 2025-11-25 the 
 a request sent while the tool runs; from 2026-07-28, which has no such request, the tool
 call answers ``input_required`` with the question (keyed by the change's digest), and the
 client's retry with the answer runs the program again: the change lands when it is the one
-approved (another change is asked again). A refused change is a failed program
+approved (another change is asked again; a ``delegate`` whose model writes another program
+on the retry may so be asked more than once). A refused change is a failed program
 (``success`` false, ``error_type`` ChangeRefusedError), nothing written. A call of a
 kernel-side tool graded write is asked for the same way, before it runs; refused, that call
 fails (``ToolCallError``) and the tool never runs.
