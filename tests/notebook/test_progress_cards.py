@@ -129,3 +129,23 @@ def test_a_plan_runs_card_follows_its_steps_and_ends_in_the_final_table(host):
     assert failed.status == "error"
     assert failed.displays[-1][PROGRESS_MIME]["state"] == "failed"
     assert _items(failed.displays[-1][PROGRESS_MIME])[0] == ("fetch", "failed")
+
+
+def test_a_run_manys_card_lists_each_task_with_its_status_outcome_and_time(host):
+    host.run("%plan clear")
+    host.run("%%step size\nlen(read_file(task))")
+    host.run("files = ['notes.txt', 'missing.txt']")  # lackpy in the kernel, Python in IPython
+    shown = host.run("%plan run-many files --concurrency 1")
+    assert shown.ok, shown.evalue
+    live, final = shown.displays
+    assert live == {"text/plain": "plan on 2 tasks"}
+    running = [_items(u[PROGRESS_MIME]) for u in shown.updates if PROGRESS_MIME in u]
+    assert [("'notes.txt'", "running"), ("'missing.txt'", "waiting")] in running  # one at a time
+    card = final[PROGRESS_MIME]
+    assert (card["kind"], card["state"]) == ("many", "failed")
+    assert _items(card) == [("'notes.txt'", "done"), ("'missing.txt'", "failed")]
+    assert card["items"][0]["detail"] == "17" and card["items"][1]["detail"].startswith(
+        "LackpyRuntimeError: ")
+    assert all(item["ms"].endswith(" ms") for item in card["items"])
+    assert final["text/plain"].splitlines()[0].split() == ["task", "status", "output", "/",
+                                                           "error", "ms"]
