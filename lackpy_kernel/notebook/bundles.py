@@ -461,10 +461,10 @@ class ProgressCard:
     plan's run, a ``%plan run-many``, an agent's run or a re-planner's (``kind``: delegate,
     plan, many, agent, replan), its ``title``, ``state`` (running, done, failed, paused,
     interrupted) and ``items`` in order; for ``%delegate`` the tier that answered
-    (``badge``), the program (streaming, or the one written) under ``program_label``, and
-    a ``note`` on how it was written and checked (a run on Temporal: its output under
-    ``program_label``, or where it stands as its ``note``). Front ends without the
-    extension show the bundle's text instead."""
+    (``badge``, its line with the time it took), the program (streaming, or the one
+    written) under ``program_label``, and a ``note``: its grade (a run on Temporal: its
+    output under ``program_label``, or where it stands as its ``note``). Front ends
+    without the extension show the bundle's text instead."""
 
     kind: str
     title: str
@@ -524,13 +524,18 @@ class GenerationProgress:
             return ProgressCard("delegate", self.title, state, items,
                                 program=program if running else "",
                                 program_label=label if running else "")
+        # Who wrote it in how long is %delegate's status line below the card: the card says
+        # it as the answering tier's line and time, not again as text.
         generated, grade = delegation.generated, delegation.grade
         if generated.provider_name in at:
             line = at[generated.provider_name]
-            items[line] = ProgressItem(items[line].name, "answered", generated.kind)
+            items[line] = ProgressItem(items[line].name, "answered", generated.kind,
+                                       f"{generated.generation_time_ms:.1f} ms")
+        corrected = f"; corrected by {generated.correction_strategy}" \
+            if generated.correction_strategy else ""
         return ProgressCard("delegate", self.title, state, items, badge=generated.provider_name,
                             program=delegation.program, program_label="the program (valid lackpy)",
-                            note=f"{generation_summary(generated)}; grade w={grade.w} d={grade.d}")
+                            note=f"grade w={grade.w} d={grade.d}{corrected}")
 
 
 def _tier_item(event: GenerationEvent) -> ProgressItem:

@@ -133,7 +133,10 @@ def test_a_delegate_card_shows_the_tiers_the_tier_that_answered_and_the_program(
     assert _items(card)[0][:2] == ["templates", "answered"]
     assert card.locator(".lackpy-Progress-program pre").inner_text() == (
         "len(read_file('notes.txt').splitlines())")
-    assert card.locator(".lackpy-Progress-note").inner_text().startswith("written by templates in")
+    assert _items(card)[0][3].endswith(" ms")
+    assert card.locator(".lackpy-Progress-note").inner_text() == "grade w=1 d=1"
+    # who wrote it in how long is said once, by the status line under the card
+    assert lab.cell(DELEGATE).inner_text().count("written by templates in") == 1
     assert lab.source(DELEGATE + 1) == "len(read_file('notes.txt').splitlines())"
     lab.screenshot(DELEGATE, shots / "progress-delegate.png")
 

@@ -67,8 +67,8 @@ def test_a_delegate_card_ends_with_the_tier_that_answered_its_program_and_grade(
     assert last["text/plain"] == TITLE  # the text ends as it began
     card = last[PROGRESS_MIME]
     assert (card["state"], card["badge"], card["program"]) == ("done", "rules", program)
-    assert _items(card)[-1] == ("rules", "answered")
-    assert card["note"] == "written by rules in 1.5 ms; grade w=1 d=1"
+    assert _items(card)[-1] == ("rules", "answered") and card["items"][-1]["ms"] == "1.5 ms"
+    assert card["note"] == "grade w=1 d=1"  # "written by rules in 1.5 ms" is the text below
     stopped = GenerationProgress(TITLE)
     for event in EVENTS[:3]:  # stopped while a model streams
         stopped.add(event)
