@@ -6,6 +6,8 @@ extension), through jupyter_client."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lackpy_kernel.infer import (
@@ -149,3 +151,27 @@ def test_a_run_manys_card_lists_each_task_with_its_status_outcome_and_time(host)
     assert all(item["ms"].endswith(" ms") for item in card["items"])
     assert final["text/plain"].splitlines()[0].split() == ["task", "status", "output", "/",
                                                            "error", "ms"]
+
+
+def test_the_stop_button_ends_a_run_manys_card_as_interrupted(host):
+    workspace = host.kernel.workspace
+    (workspace / "spin.txt").write_text("100000000000")
+    host.run("%plan clear")
+    host.run("%%step spin --kit read_file,write_file\nrounds = int(read_file('spin.txt'))\n"
+             "write_file('inside.txt', 'x')\nsum(range(rounds)) + task")
+    host.run("numbers = [1, 2]")
+    msg_id = host.kernel.client.execute("%plan run-many numbers --concurrency 1",
+                                        stop_on_error=False)
+    deadline = time.monotonic() + 60
+    while not any(workspace.glob(".lackpy/staging/*/inside.txt")):  # staged: task 1 runs
+        assert time.monotonic() < deadline, "the first task never started"
+        time.sleep(0.02)
+    host.kernel.manager.interrupt_kernel()
+    stopped = host.kernel.wait(msg_id)
+    assert stopped.error["ename"] == "KeyboardInterrupt"
+    assert stopped.error["evalue"].endswith("interrupted: 0 of 2 tasks had ended")
+    card = stopped.of("display_data")[-1]["data"][PROGRESS_MIME]
+    assert card["state"] == "interrupted"
+    assert _items(card) == [("1", "interrupted"), ("2", "waiting")]
+    (workspace / "spin.txt").write_text("0")
+    assert host.run("1 + 1").ok  # the host is fine
