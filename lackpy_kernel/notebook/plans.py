@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,7 @@ from lackpy_kernel.notebook.declare import (
     step_line,
 )
 from lackpy_kernel.notebook.family import MagicFamily
-from lackpy_kernel.notebook.port import NotebookError
+from lackpy_kernel.notebook.port import NotebookError, NotebookPort
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param
 
 if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
@@ -46,9 +47,10 @@ if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up s
     from lackpy_kernel.engines.temporal import RemoteRuns, TemporalRun, TemporalRunner
     from lackpy_kernel.notebook.draft import PlanDraft
 
-__all__ = ["PlanMagics", "TaskLog", "envelope_failure", "envelope_state", "whole_number"]
+__all__ = ["LiveDisplay", "PlanMagics", "TaskLog", "envelope_failure", "envelope_state", "whole_number"]
 
 OnStep = Callable[[str, str, float | None], None]
+MANY_EVERY_S = 0.25  # a run-many's live table is redrawn at most this often (tasks may be many)
 Runner = Callable[[OnStep], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
 
@@ -186,16 +188,16 @@ class PlanMagics(MagicFamily):
         tasks = TaskLog(list(inputs))
         title = f"plan on {len(tasks.tasks)} task{'' if len(tasks.tasks) == 1 else 's'}" + (
             f", keys {key}:..." if key else "")
-        display_id, hear = self._watched(title, tasks, tasks_bundle)
+        live = LiveDisplay(self.port, title, tasks, tasks_bundle, every=MANY_EVERY_S)
         try:
-            envelopes = await plan.arun_many(list(inputs), concurrency=concurrency, on_task=hear)
+            envelopes = await plan.arun_many(list(inputs), concurrency=concurrency, on_task=live)
         except asyncio.CancelledError:
             tasks.interrupted()
-            self._finish(title, display_id, tasks_bundle("", tasks.rows(), "interrupted"))
+            live.finish("interrupted")
             ended = sum(status not in ("waiting", "interrupted") for status in tasks.status)
             raise NotebookError("KeyboardInterrupt", f"interrupted: {ended} of "
                                 f"{len(tasks.tasks)} tasks had ended") from None
-        self._finish(title, display_id, tasks_bundle("", tasks.rows(), tasks.state()))
+        live.finish(tasks.state())
         self.port.result(envelopes, shown=True)
 
     # -- remote runs ------------------------------------------------------------
@@ -266,39 +268,18 @@ class PlanMagics(MagicFamily):
         from lackpy_kernel.notebook.draft import StepLog
 
         steps = StepLog([step.name for step in plan.steps], done_before)
-        display_id, on_step = self._watched(title, steps, progress_bundle)
+        live = LiveDisplay(self.port, title, steps, progress_bundle)
         try:
-            envelope = await run(on_step)
+            envelope = await run(live)
         except asyncio.CancelledError:
             steps.interrupted()
-            self._finish(title, display_id, progress_bundle("", steps.rows(), "interrupted"))
+            live.finish("interrupted")
             resume = (f"paused with a checkpoint: %plan resume {key} continues" if key else
                       "stopped; it had no --key, so there is no checkpoint to resume")
             raise NotebookError("KeyboardInterrupt",
                                 f"interrupted: the plan is {resume}") from None
-        self._finish(title, display_id,
-                     progress_bundle("", steps.rows(), envelope_state(envelope)))
+        live.finish(envelope_state(envelope))
         self._outcome(envelope, key)
-
-    def _watched(self, title: str, log: Any, bundle: Callable[..., dict[str, Any]]
-                 ) -> tuple[str, Callable[..., None]]:
-        """A display showing ``title``, and the callback that hands an event to ``log`` (a
-        StepLog or a TaskLog) and shows ``bundle(title, log.rows())`` there."""
-        display_id = uuid.uuid4().hex
-        self.port.display({"text/plain": title}, display_id)
-
-        def hear(*event: Any) -> None:
-            log(*event)
-            self.port.update_display(bundle(title, log.rows()), display_id)
-
-        return display_id, hear
-
-    def _finish(self, title: str, display_id: str, final: dict[str, Any]) -> None:
-        # The live display goes back to its first text and the final table follows, so a
-        # notebook shows the same outputs whether or not its front end applied the updates;
-        # the Lab extension shows the table as the run's card, in its final state.
-        self.port.update_display({"text/plain": title}, display_id)
-        self.port.display(final)
 
     def _outcome(self, envelope: Envelope, key: str | None) -> None:
         error = envelope.error
@@ -316,6 +297,46 @@ class PlanMagics(MagicFamily):
             self.port.stream("stdout", f"{error.message}{hint}\n")
             return
         raise envelope_failure(envelope, hint if key else "")
+
+
+class LiveDisplay:
+    """A display that follows a run (call it as the run's ``on_step`` or ``on_task``): it
+    shows ``title``, then after each event it hands to ``log`` (a StepLog or a TaskLog)
+    ``bundle(title, log.rows())``: at most once every ``every`` seconds, the latest event
+    always shown in the end."""
+
+    def __init__(self, port: NotebookPort, title: str, log: Any,
+                 bundle: Callable[..., dict[str, Any]], every: float = 0.0) -> None:
+        self.port, self.title, self.log, self.bundle, self.every = port, title, log, bundle, every
+        self.display_id = uuid.uuid4().hex
+        self.shown_at = 0.0
+        self.pending: asyncio.TimerHandle | None = None
+        port.display({"text/plain": title}, self.display_id)
+
+    def __call__(self, *event: Any) -> None:
+        self.log(*event)
+        if self.pending is not None:
+            return
+        wait = self.shown_at + self.every - time.monotonic()
+        if wait <= 0:
+            self._show()
+        else:
+            self.pending = asyncio.get_running_loop().call_later(wait, self._show)
+
+    def _show(self) -> None:
+        self.pending = None
+        self.shown_at = time.monotonic()
+        self.port.update_display(self.bundle(self.title, self.log.rows()), self.display_id)
+
+    def finish(self, state: str) -> None:
+        """The display goes back to its first text and the final table (and the Lab
+        extension's card, in ``state``) follows, so a notebook shows the same outputs
+        whether or not its front end applied the updates."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        self.port.update_display({"text/plain": self.title}, self.display_id)
+        self.port.display(self.bundle("", self.log.rows(), state))
 
 
 class TaskLog:

@@ -175,3 +175,17 @@ def test_the_stop_button_ends_a_run_manys_card_as_interrupted(host):
     assert _items(card) == [("1", "interrupted"), ("2", "waiting")]
     (workspace / "spin.txt").write_text("0")
     assert host.run("1 + 1").ok  # the host is fine
+
+
+def test_a_run_many_of_many_tasks_redraws_its_table_less_often_than_tasks_start_and_end(host):
+    host.run("%plan clear")
+    host.run("%%step next\ntask + 1")
+    host.run("numbers = list(range(20))")
+    shown = host.run("%plan run-many numbers")
+    assert shown.ok, shown.evalue
+    # All 20 start in one turn of the loop: one redraw shows the first, the next one all
+    # of them; each end may have its own. Without the limit there would be 40.
+    assert len(shown.updates) <= 20 + 1 + 1  # ... and the display's return to its title
+    card = shown.displays[-1][PROGRESS_MIME]
+    assert card["state"] == "done" and [item["detail"] for item in card["items"]] == [
+        str(n + 1) for n in range(20)]
