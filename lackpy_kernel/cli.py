@@ -24,7 +24,7 @@ from lackpy_kernel.errors import (
 )
 from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_last
 from lackpy_kernel.kit.changes import Change
-from lackpy_kernel.notebook.approval import QUESTION, is_yes
+from lackpy_kernel.notebook.approval import is_yes, question
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
@@ -252,7 +252,7 @@ def _sandbox(args: argparse.Namespace) -> bool | None:
 
 def _approver(args: argparse.Namespace) -> Approver:
     """Shows a program's change on stderr, then applies it with ``--yes``, else asks
-    ``QUESTION`` on the terminal (stdin when it is one, else the controlling terminal);
+    ``question(change)`` on the terminal (stdin when it is one, else the controlling terminal);
     without a terminal it refuses, naming ``[sandbox] approve`` and ``--yes``."""
     def approve(change: Change) -> bool:
         print(change.to_text(), file=sys.stderr)
@@ -260,11 +260,11 @@ def _approver(args: argparse.Namespace) -> Approver:
             print("applied (--yes)", file=sys.stderr)
             return True
         if sys.stdin.isatty():
-            print(QUESTION, end="", file=sys.stderr, flush=True)
+            print(question(change), end="", file=sys.stderr, flush=True)
             return is_yes(sys.stdin.readline())
         try:
             with open("/dev/tty", "r+", encoding="utf-8") as terminal:
-                terminal.write(QUESTION)
+                terminal.write(question(change))
                 terminal.flush()
                 return is_yes(terminal.readline())
         except OSError:

@@ -116,10 +116,11 @@ class LackpyMagics(Magics):
         """Stop the sandbox worker and the loop thread. Safe to call twice."""
         if self._closed:
             return
-        self._closed = True
         try:
+            self._call(self.core.aclose())  # the remote runs' displays stop following them
             self.core.close()
         finally:
+            self._closed = True
             self._loop.close()
 
     def _host(self, declared: Magic) -> Callable[..., Any]:

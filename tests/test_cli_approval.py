@@ -65,7 +65,7 @@ def on_a_terminal(workspace, answer: str, *args: str) -> tuple[int, str]:
                                start_new_session=True)
     os.close(terminal)
     shown = b""
-    while QUESTION.encode() not in shown:
+    while b"[y/N] " not in shown:  # the question, whatever it asks
         chunk = os.read(main, 4096)
         assert chunk, shown
         shown += chunk
@@ -118,6 +118,7 @@ def posting(workspace, tmp_path_factory):
 def test_a_write_tools_call_is_asked_for_on_the_terminal(workspace, posting, answer):
     code, shown = on_a_terminal(workspace, answer, "run", "posts.lackpy", "--kit", "post")
     assert f"call post({str(posting)!r}, 'hi\\x1b[2J')" in shown
+    assert "Call post? [y/N] " in shown and QUESTION not in shown
     assert "\x1b[2J" not in shown
     assert code == (0 if answer == "y" else 1), shown
     assert posting.exists() is (answer == "y")

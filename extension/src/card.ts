@@ -9,20 +9,10 @@
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
+import { element } from './dom';
 import { IProgressCard, cardSummary, markOf, toneOf } from './progress';
 
 export const PROGRESS_MIME = 'application/vnd.lackpy.progress+json';
-
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text = ''
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  node.textContent = text;
-  return node;
-}
 
 export class ProgressView extends Widget implements IRenderMime.IRenderer {
   constructor() {

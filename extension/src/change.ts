@@ -30,8 +30,14 @@ export interface IChange {
   call?: IToolCall;
 }
 
-/** The stdin question the kernel asks after showing a change. */
-export const QUESTION = 'Apply these changes?';
+/**
+ * How the stdin question the kernel asks after showing `change` begins (`Change.question()`
+ * on its side; the answers ` [y/N]` follow): for a call, `Call NAME?`.
+ */
+export function questionOf(change: IChange): string {
+  const call = callOf(change);
+  return call ? `Call ${call.name}?` : 'Apply these changes?';
+}
 
 /** `N files changed: +A -R`, as the kernel's text says it. */
 export function changeSummary(change: IChange): string {

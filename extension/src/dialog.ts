@@ -2,7 +2,7 @@
  * The approval dialog: a change a cell wants to make (`application/vnd.lackpy.changes+json`,
  * sent beside its text and HTML) as its files with +/- counts and each file's diff, or, for
  * a call of a kernel-side tool graded write, as `Call NAME(ARGS)?`; with Apply and Discard.
- * They answer the kernel's stdin question ("Apply these changes?") in the same output area,
+ * They answer the kernel's stdin question ("Apply these changes?", "Call NAME?") in the same output area,
  * as typing y or n there would; the stdin box still takes typing.
  */
 
@@ -13,29 +13,17 @@ import { Widget } from '@lumino/widgets';
 import {
   IChange,
   IToolCall,
-  QUESTION,
   callOf,
   callQuestion,
   callReason,
   changeSummary,
   fileCounts,
-  lineKind
+  lineKind,
+  questionOf
 } from './change';
+import { element } from './dom';
 
 export const CHANGES_MIME = 'application/vnd.lackpy.changes+json';
-
-function element<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className: string,
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  node.className = className;
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
-}
 
 /** A change of files: its summary, a table of its files, then each file's diff. */
 function filesView(change: IChange): HTMLElement[] {
@@ -82,10 +70,12 @@ export class ChangeDialog extends Widget implements IRenderMime.IRenderer {
 
   private observer: MutationObserver | null = null;
   private answered = false;
+  private asks = ''; // how the kernel's stdin question about this change begins
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const change = model.data[CHANGES_MIME] as unknown as IChange;
     const call = callOf(change);
+    this.asks = questionOf(change);
     const buttons = element('div', 'lackpy-Changes-buttons');
     const apply = buttons.appendChild(element('button', 'jp-Dialog-button jp-mod-styled jp-mod-accept', 'Apply'));
     const discard = buttons.appendChild(element('button', 'jp-Dialog-button jp-mod-styled jp-mod-reject', 'Discard'));
@@ -102,7 +92,7 @@ export class ChangeDialog extends Widget implements IRenderMime.IRenderer {
     for (const stdin of Array.from(area?.querySelectorAll('.jp-Stdin') ?? [])) {
       const prompt = stdin.querySelector('.jp-Stdin-prompt')?.textContent ?? '';
       const input = stdin.querySelector<HTMLInputElement>('input.jp-Stdin-input');
-      if (prompt.startsWith(QUESTION) && input && !input.disabled) {
+      if (this.asks && prompt.startsWith(this.asks) && input && !input.disabled) {
         return input;
       }
     }

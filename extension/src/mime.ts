@@ -110,40 +110,30 @@ class TraceRenderer extends Widget implements IRenderMime.IRenderer {
   }
 }
 
-const trace: IRenderMime.IExtension = {
-  id: 'lackpy-kernel:trace',
-  description: "Shows a lackpy program's trace as a sortable table.",
-  rendererFactory: {
-    safe: true,
-    mimeTypes: [TRACE_MIME],
-    createRenderer: options => new TraceRenderer(options)
-  },
-  rank: 10, // before text/html (50): the kernel sends both
-  dataType: 'json'
-};
+/**
+ * The extension that draws `mime` with `create`, ranked (10) before the text/html (50) and
+ * text/plain (120) the kernel sends beside it.
+ */
+function renderer(
+  name: string,
+  description: string,
+  mime: string,
+  create: (options: IRenderMime.IRendererOptions) => IRenderMime.IRenderer
+): IRenderMime.IExtension {
+  return {
+    id: `lackpy-kernel:${name}`,
+    description,
+    rendererFactory: { safe: true, mimeTypes: [mime], createRenderer: create },
+    rank: 10,
+    dataType: 'json'
+  };
+}
 
-const approval: IRenderMime.IExtension = {
-  id: 'lackpy-kernel:approval',
-  description: 'Shows a change a cell wants to make, with Apply and Discard.',
-  rendererFactory: {
-    safe: true,
-    mimeTypes: [CHANGES_MIME],
-    createRenderer: () => new ChangeDialog()
-  },
-  rank: 10, // before text/html (50): the kernel sends both
-  dataType: 'json'
-};
-
-const progress: IRenderMime.IExtension = {
-  id: 'lackpy-kernel:progress',
-  description: 'Shows a %delegate, a plan run or an agent run as a live card.',
-  rendererFactory: {
-    safe: true,
-    mimeTypes: [PROGRESS_MIME],
-    createRenderer: () => new ProgressView()
-  },
-  rank: 10, // before text/plain (120): the kernel sends both
-  dataType: 'json'
-};
-
-export default [trace, approval, progress];
+export default [
+  renderer('trace', "Shows a lackpy program's trace as a sortable table.", TRACE_MIME,
+           options => new TraceRenderer(options)),
+  renderer('approval', 'Shows a change a cell wants to make, with Apply and Discard.',
+           CHANGES_MIME, () => new ChangeDialog()),
+  renderer('progress', 'Shows a %delegate, a plan run or an agent run as a live card.',
+           PROGRESS_MIME, () => new ProgressView())
+];

@@ -11,9 +11,9 @@ export interface IProgressItem {
   ms: string;
 }
 
-/** A `%delegate`, a plan's run or an agent's, so far. */
+/** A `%delegate`, a plan's run (`many`: one per task of `%plan run-many`) or an agent's, so far. */
 export interface IProgressCard {
-  kind: 'delegate' | 'plan' | 'agent' | 'replan';
+  kind: 'delegate' | 'plan' | 'many' | 'agent' | 'replan';
   title: string;
   state: string;
   items: IProgressItem[];
@@ -28,7 +28,7 @@ export type Tone = 'ok' | 'running' | 'failed' | 'waiting' | 'paused' | 'skipped
 
 const TONES: [RegExp, Tone][] = [
   [/^(done|done earlier|ok|answered|answer|valid|planned|tools)$/, 'ok'],
-  [/^(running|trying|thinking|planning)$/, 'running'],
+  [/^(running|trying|thinking|planning|retrying)(:|$)/, 'running'],
   [/^(failed|no program|still invalid)(:|$)/, 'failed'],
   [/^(paused|interrupted|retry)$/, 'paused'],
   [/^(unavailable|skipped)$/, 'skipped']
@@ -59,8 +59,8 @@ function plural(count: number, word: string): string {
 }
 
 /**
- * What the card's head says beside its title: tiers tried, steps done of all, or turns
- * (rounds) and tool calls.
+ * What the card's head says beside its title: tiers tried, steps (tasks) done of all, or
+ * turns (rounds) and tool calls.
  */
 export function cardSummary(card: IProgressCard): string {
   const { items } = card;
@@ -68,9 +68,9 @@ export function cardSummary(card: IProgressCard): string {
     const tiers = items.filter(item => !item.name.includes(': '));
     return plural(tiers.length, 'tier') + ' tried';
   }
-  if (card.kind === 'plan') {
+  if (card.kind === 'plan' || card.kind === 'many') {
     const done = items.filter(item => toneOf(item.status) === 'ok').length;
-    return `${done} of ${plural(items.length, 'step')} done`;
+    return `${done} of ${plural(items.length, card.kind === 'plan' ? 'step' : 'task')} done`;
   }
   const label = card.kind === 'agent' ? 'turn' : 'round';
   const turns = new Set(items.map(item => item.name)).size;

@@ -14,7 +14,7 @@ function card(kind: IProgressCard['kind'], items: IProgressItem[]): IProgressCar
 test("each status the kernel words has its tone, a run's state too", () => {
   const tones = {
     ok: ['done', 'done earlier', 'ok', 'answered', 'answer', 'valid', 'planned', 'tools'],
-    running: ['running', 'trying', 'thinking', 'planning'],
+    running: ['running', 'trying', 'thinking', 'planning', 'retrying: the worker went away'],
     failed: ['failed', 'failed: FileNotFoundError', 'no program', 'still invalid'],
     paused: ['paused', 'interrupted', 'retry'],
     skipped: ['unavailable', 'skipped'],
@@ -39,6 +39,12 @@ test('a plan card counts the steps done of all', () => {
   const steps = [item('fetch', 'done'), item('lines', 'done earlier'), item('report', 'running'),
                  item('gate', 'waiting')];
   assert.equal(cardSummary(card('plan', steps)), '2 of 4 steps done');
+});
+
+test("a run-many card counts the tasks done of all, a failed task not among them", () => {
+  const tasks = [item("'a.txt'", 'done', '3'), item("'b.txt'", 'failed', 'LackpyRuntimeError: no file'),
+                 item("'c.txt'", 'running')];
+  assert.equal(cardSummary(card('many', tasks)), '1 of 3 tasks done');
 });
 
 test("an agent card counts its turns and tool calls, not the model's lines or retries", () => {

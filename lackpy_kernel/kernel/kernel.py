@@ -364,6 +364,7 @@ class LackpyKernel(Kernel):
         return {"status": "ok", "history": entries}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        await self.magics.aclose()  # the remote runs' displays stop following them
         self.magics.close()
         self.history.close()
         return {"status": "ok", "restart": restart}

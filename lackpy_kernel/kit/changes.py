@@ -118,6 +118,11 @@ class Change:
         count = len(self.files)
         return f"{count} file{'s' if count != 1 else ''} changed: +{self.added} -{self.removed}"
 
+    def question(self) -> str:
+        """What a person is asked before it lands: ``Apply these changes?``, or for a call
+        ``Call NAME?`` (its arguments are in ``summary`` and ``to_text``)."""
+        return "Apply these changes?" if self.call is None else f"Call {self.call.name}?"
+
     def to_text(self) -> str:
         """The change as a terminal shows it: the summary, one line a file, then each
         file's diff (for a call: the call, and why it is asked for)."""

@@ -1,7 +1,7 @@
 """The person approves a program's file changes in the notebook (``[sandbox] approve``),
 and each call it makes of a kernel-side tool graded write (a ``Change`` whose ``call`` names
 it): the change is shown as a display bundle (``change_bundle``: text, HTML and
-``application/vnd.lackpy.changes+json``), then the port asks ``QUESTION`` (in the kernel,
+``application/vnd.lackpy.changes+json``), then the port asks ``question(change)`` (in the kernel,
 over Jupyter's stdin channel, an ``input_request`` every front end answers; in IPython
 through ``input()``). ``y`` or ``yes`` applies it; anything else declines it; a front end
 that takes no input refuses it, naming the setting."""
@@ -14,9 +14,16 @@ from lackpy_kernel.notebook.bundles import change_bundle
 from lackpy_kernel.notebook.port import NotebookPort
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
 
-__all__ = ["QUESTION", "asking", "is_yes"]
+__all__ = ["QUESTION", "asking", "is_yes", "question"]
 
-QUESTION = "Apply these changes? [y/N] "  # the stdin prompt; front ends may look for it
+
+def question(change: Change) -> str:
+    """The prompt that asks about ``change`` (``Apply these changes? [y/N] ``, for a call
+    ``Call NAME? [y/N] ``); front ends may look for it."""
+    return f"{change.question()} [y/N] "
+
+
+QUESTION = question(Change(()))  # the prompt for a change of files
 
 
 def asking(port: NotebookPort) -> Approver:
@@ -26,7 +33,7 @@ def asking(port: NotebookPort) -> Approver:
     def approve(change: Change) -> bool:
         port.display(change_bundle(change))
         try:
-            answer = port.ask(QUESTION)
+            answer = port.ask(question(change))
         except UsageError:
             raise ChangeRefusedError(f"this front end takes no input, so {NO_ONE_TO_ASK}"
                                      ) from None

@@ -57,11 +57,13 @@ __all__ = [
     "output_text",
     "plan_bundle",
     "progress_bundle",
+    "remote_card",
     "remote_run_bundle",
     "runs_bundle",
     "program_error",
     "too_large_to_show",
     "table_bundle",
+    "tasks_bundle",
     "TRACE_MIME",
     "trace_bundle",
     "turns_bundle",
@@ -332,9 +334,21 @@ def progress_bundle(title: str, rows: list[list[str]], state: str = "running") -
     beside text and HTML, the same as a ``PROGRESS_MIME`` card in ``state``."""
     items = [ProgressItem(step, status, f"ran {runs} times" if runs not in ("0", "1") else "", ms)
              for step, status, runs, ms in rows]
-    card = ProgressCard("plan", title, state, items)
-    return {**_titled(title, table_bundle(["step", "status", "runs", "ms"], rows)),
-            PROGRESS_MIME: card.to_dict()}
+    return _carded(table_bundle(["step", "status", "runs", "ms"], rows),
+                   ProgressCard("plan", title, state, items))
+
+
+def tasks_bundle(title: str, rows: list[list[Any]], state: str = "running") -> dict[str, Any]:
+    """A ``%plan run-many`` so far (rows as ``TaskLog.rows`` gives them): task, status, output
+    or error, ms; beside text and HTML, the same as a ``PROGRESS_MIME`` card ("many")."""
+    items = [ProgressItem(_cell_text(task), status, _cell_text(outcome), ms)
+             for task, status, outcome, ms in rows]
+    return _carded(table_bundle(["task", "status", "output / error", "ms"], rows),
+                   ProgressCard("many", title, state, items))
+
+
+def _carded(table: dict[str, str], card: ProgressCard) -> dict[str, Any]:
+    return {**_titled(card.title, table), PROGRESS_MIME: card.to_dict()}
 
 
 def turns_bundle(title: str, rows: list[list[str]], label: str = "turn",
@@ -342,10 +356,10 @@ def turns_bundle(title: str, rows: list[list[str]], label: str = "turn",
     """An agent run so far (rows as ``TurnLog.rows`` gives them): turn (or round), step,
     status, ms; beside the text, the same as a ``PROGRESS_MIME`` card in ``state``."""
     items = [ProgressItem(f"{label} {turn}", status, step, ms) for turn, step, status, ms in rows]
-    card = ProgressCard("agent" if label == "turn" else "replan", title, state, items).to_dict()
+    card = ProgressCard("agent" if label == "turn" else "replan", title, state, items)
     if not rows:
-        return {"text/plain": title, PROGRESS_MIME: card}
-    return {**_titled(title, table_bundle([label, "step", "status", "ms"], rows)), PROGRESS_MIME: card}
+        return {"text/plain": title, PROGRESS_MIME: card.to_dict()}
+    return _carded(table_bundle([label, "step", "status", "ms"], rows), card)
 
 
 def runs_bundle(runs: list[Any]) -> dict[str, str]:
@@ -358,9 +372,10 @@ def runs_bundle(runs: list[Any]) -> dict[str, str]:
     return table_bundle(["key", "plan", "status", "next step", "steps done", "error"], rows)
 
 
-def remote_run_bundle(title: str, run: Any, *, trace: bool = False) -> dict[str, str]:
+def remote_run_bundle(title: str, run: Any, *, trace: bool = False) -> dict[str, Any]:
     """A plan run on Temporal (a ``TemporalRun``): its steps with their attempts and workers,
-    with ``trace`` its tool calls, then where it stands (its output once done)."""
+    with ``trace`` its tool calls, then where it stands (its output once done). Without
+    ``trace`` (a display following the run), also the ``PROGRESS_MIME`` card of it."""
     tables = [table_bundle(list(run.COLUMNS), run.rows())]
     calls = run.trace_rows() if trace else []
     if calls:
@@ -368,8 +383,26 @@ def remote_run_bundle(title: str, run: Any, *, trace: bool = False) -> dict[str,
     outcome = _remote_outcome(run)
     plain = "\n".join([title, *(table["text/plain"] for table in tables), outcome])
     markup = "".join(table["text/html"] for table in tables)
-    return {"text/plain": plain, "text/html": f"<div>{html.escape(title)}</div>{markup}"
-                                              f"<pre>{html.escape(outcome)}</pre>"}
+    bundle = {"text/plain": plain, "text/html": f"<div>{html.escape(title)}</div>{markup}"
+                                                f"<pre>{html.escape(outcome)}</pre>"}
+    return bundle if trace else {**bundle, PROGRESS_MIME: remote_card(title, run).to_dict()}
+
+
+def remote_card(title: str, run: Any) -> ProgressCard:
+    """The card of a plan run on Temporal: its steps (status, attempt and worker, ms), and
+    where it stands as its note, or once done its output."""
+    items = [ProgressItem(step, status, _remote_detail(attempts, worker), ms)
+             for step, status, attempts, worker, ms in run.rows()]
+    if run.status == "done":
+        output = _remote_outcome(run).removeprefix("done; output:\n")
+        return ProgressCard("plan", title, "done", items, program=output, program_label="output")
+    return ProgressCard("plan", title, run.status, items, note=_remote_outcome(run))
+
+
+def _remote_detail(attempts: str, worker: str) -> str:
+    where = f"on {worker}" if worker else ""
+    again = f"attempt {attempts}" if attempts not in ("", "1") else ""
+    return ", ".join(part for part in (where, again) if part)
 
 
 def _remote_outcome(run: Any) -> str:
@@ -425,11 +458,13 @@ class ProgressItem:
 @dataclass(frozen=True)
 class ProgressCard:
     """What the Lab extension's progress card shows (``PROGRESS_MIME``): a ``%delegate``, a
-    plan's run or an agent's (``kind``), its ``title``, ``state`` (running, done, failed,
-    paused, interrupted) and ``items`` in order; for ``%delegate`` the tier that answered
-    (``badge``), the program (streaming, or the one written) under ``program_label``, and
-    a ``note`` on how it was written and checked. Front ends without the extension show the
-    bundle's text instead."""
+    plan's run, a ``%plan run-many``, an agent's run or a re-planner's (``kind``: delegate,
+    plan, many, agent, replan), its ``title``, ``state`` (running, done, failed, paused,
+    interrupted) and ``items`` in order; for ``%delegate`` the tier that answered
+    (``badge``, its line with the time it took), the program (streaming, or the one
+    written) under ``program_label``, and a ``note``: its grade (a run on Temporal: its
+    output under ``program_label``, or where it stands as its ``note``). Front ends
+    without the extension show the bundle's text instead."""
 
     kind: str
     title: str
@@ -489,13 +524,18 @@ class GenerationProgress:
             return ProgressCard("delegate", self.title, state, items,
                                 program=program if running else "",
                                 program_label=label if running else "")
+        # Who wrote it in how long is %delegate's status line below the card: the card says
+        # it as the answering tier's line and time, not again as text.
         generated, grade = delegation.generated, delegation.grade
         if generated.provider_name in at:
             line = at[generated.provider_name]
-            items[line] = ProgressItem(items[line].name, "answered", generated.kind)
+            items[line] = ProgressItem(items[line].name, "answered", generated.kind,
+                                       f"{generated.generation_time_ms:.1f} ms")
+        corrected = f"; corrected by {generated.correction_strategy}" \
+            if generated.correction_strategy else ""
         return ProgressCard("delegate", self.title, state, items, badge=generated.provider_name,
                             program=delegation.program, program_label="the program (valid lackpy)",
-                            note=f"{generation_summary(generated)}; grade w={grade.w} d={grade.d}")
+                            note=f"grade w={grade.w} d={grade.d}{corrected}")
 
 
 def _tier_item(event: GenerationEvent) -> ProgressItem:

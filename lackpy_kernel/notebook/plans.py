@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ from lackpy_kernel.notebook.bundles import (
     remote_run_bundle,
     runs_bundle,
     table_bundle,
+    tasks_bundle,
 )
 from lackpy_kernel.notebook.declare import (
     PLAN_OPTIONS,
@@ -37,17 +39,18 @@ from lackpy_kernel.notebook.declare import (
     step_line,
 )
 from lackpy_kernel.notebook.family import MagicFamily
-from lackpy_kernel.notebook.port import NotebookError
+from lackpy_kernel.notebook.port import NotebookError, NotebookPort
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param
 
 if TYPE_CHECKING:  # the engines load with the first %%step or %plan: start-up stays short
     from lackpy_kernel.engines import Envelope, Plan, Step
     from lackpy_kernel.engines.temporal import RemoteRuns, TemporalRun, TemporalRunner
-    from lackpy_kernel.notebook.draft import PlanDraft, StepLog
+    from lackpy_kernel.notebook.draft import PlanDraft
 
-__all__ = ["PlanMagics", "envelope_failure", "envelope_state", "whole_number"]
+__all__ = ["LiveDisplay", "PlanMagics", "TaskLog", "envelope_failure", "envelope_state", "whole_number"]
 
 OnStep = Callable[[str, str, float | None], None]
+MANY_EVERY_S = 0.25  # a run-many's live table is redrawn at most this often (tasks may be many)
 Runner = Callable[[OnStep], Awaitable["Envelope"]]
 log = logging.getLogger(__name__)
 
@@ -181,13 +184,20 @@ class PlanMagics(MagicFamily):
                              f"{type(inputs).__name__}")
         key = command.options.get("--key")
         plan = self.plans.plan(key=key, fork=key is not None)
-        envelopes = await plan.arun_many(list(inputs),
-                                         concurrency=whole_number(command.options,
-                                                                  "--concurrency"))
-        rows = [[repr(task), "done" if envelope.error is None else envelope.error.type,
-                 envelope.payload if envelope.error is None else envelope.error.message]
-                for task, envelope in zip(inputs, envelopes, strict=True)]
-        self.port.display(table_bundle(["task", "status", "output / error"], rows))
+        concurrency = whole_number(command.options, "--concurrency")
+        tasks = TaskLog(list(inputs))
+        title = f"plan on {len(tasks.tasks)} task{'' if len(tasks.tasks) == 1 else 's'}" + (
+            f", keys {key}:..." if key else "")
+        live = LiveDisplay(self.port, title, tasks, tasks_bundle, every=MANY_EVERY_S)
+        try:
+            envelopes = await plan.arun_many(list(inputs), concurrency=concurrency, on_task=live)
+        except asyncio.CancelledError:
+            tasks.interrupted()
+            live.finish("interrupted")
+            ended = sum(status not in ("waiting", "interrupted") for status in tasks.status)
+            raise NotebookError("KeyboardInterrupt", f"interrupted: {ended} of "
+                                f"{len(tasks.tasks)} tasks had ended") from None
+        live.finish(tasks.state())
         self.port.result(envelopes, shown=True)
 
     # -- remote runs ------------------------------------------------------------
@@ -231,6 +241,14 @@ class PlanMagics(MagicFamily):
         self._following.add(task)
         task.add_done_callback(self._followed)
 
+    async def aclose(self) -> None:
+        """Stop following the remote runs and wait until their tasks end; the runs go on on
+        Temporal (``%plan status K`` in another session reaches them)."""
+        following = list(self.__dict__.get("_following", ()))
+        for task in following:
+            task.cancel()
+        await asyncio.gather(*following, return_exceptions=True)
+
     def _followed(self, task: asyncio.Task[None]) -> None:
         self._following.discard(task)
         if not task.cancelled() and task.exception() is not None:
@@ -250,31 +268,18 @@ class PlanMagics(MagicFamily):
         from lackpy_kernel.notebook.draft import StepLog
 
         steps = StepLog([step.name for step in plan.steps], done_before)
-        display_id = uuid.uuid4().hex
-        self.port.display({"text/plain": title}, display_id)
-
-        def on_step(name: str, status: str, ms: float | None) -> None:
-            steps(name, status, ms)
-            self.port.update_display(progress_bundle(title, steps.rows()), display_id)
-
+        live = LiveDisplay(self.port, title, steps, progress_bundle)
         try:
-            envelope = await run(on_step)
+            envelope = await run(live)
         except asyncio.CancelledError:
             steps.interrupted()
-            self._finish(title, display_id, steps, "interrupted")
+            live.finish("interrupted")
             resume = (f"paused with a checkpoint: %plan resume {key} continues" if key else
                       "stopped; it had no --key, so there is no checkpoint to resume")
             raise NotebookError("KeyboardInterrupt",
                                 f"interrupted: the plan is {resume}") from None
-        self._finish(title, display_id, steps, envelope_state(envelope))
+        live.finish(envelope_state(envelope))
         self._outcome(envelope, key)
-
-    def _finish(self, title: str, display_id: str, steps: StepLog, state: str) -> None:
-        # The live display goes back to its first text and the final table follows, so a
-        # notebook shows the same outputs whether or not its front end applied the updates;
-        # the Lab extension shows the table as the run's card, in its final ``state``.
-        self.port.update_display({"text/plain": title}, display_id)
-        self.port.display(progress_bundle("", steps.rows(), state))
 
     def _outcome(self, envelope: Envelope, key: str | None) -> None:
         error = envelope.error
@@ -292,6 +297,79 @@ class PlanMagics(MagicFamily):
             self.port.stream("stdout", f"{error.message}{hint}\n")
             return
         raise envelope_failure(envelope, hint if key else "")
+
+
+class LiveDisplay:
+    """A display that follows a run (call it as the run's ``on_step`` or ``on_task``): it
+    shows ``title``, then after each event it hands to ``log`` (a StepLog or a TaskLog)
+    ``bundle(title, log.rows())``: at most once every ``every`` seconds, the latest event
+    always shown in the end."""
+
+    def __init__(self, port: NotebookPort, title: str, log: Any,
+                 bundle: Callable[..., dict[str, Any]], every: float = 0.0) -> None:
+        self.port, self.title, self.log, self.bundle, self.every = port, title, log, bundle, every
+        self.display_id = uuid.uuid4().hex
+        self.shown_at = 0.0
+        self.pending: asyncio.TimerHandle | None = None
+        port.display({"text/plain": title}, self.display_id)
+
+    def __call__(self, *event: Any) -> None:
+        self.log(*event)
+        if self.pending is not None:
+            return
+        wait = self.shown_at + self.every - time.monotonic()
+        if wait <= 0:
+            self._show()
+        else:
+            self.pending = asyncio.get_running_loop().call_later(wait, self._show)
+
+    def _show(self) -> None:
+        self.pending = None
+        self.shown_at = time.monotonic()
+        self.port.update_display(self.bundle(self.title, self.log.rows()), self.display_id)
+
+    def finish(self, state: str) -> None:
+        """The display goes back to its first text and the final table (and the Lab
+        extension's card, in ``state``) follows, so a notebook shows the same outputs
+        whether or not its front end applied the updates."""
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        self.port.update_display({"text/plain": self.title}, self.display_id)
+        self.port.display(self.bundle("", self.log.rows(), state))
+
+
+class TaskLog:
+    """A ``%plan run-many``'s tasks as they start and end (call it as ``arun_many``'s
+    ``on_task``): one row per task, with its status, output or error, and time."""
+
+    def __init__(self, tasks: list[Any]) -> None:
+        self.tasks = [repr(task) for task in tasks]
+        self.status = ["waiting"] * len(tasks)
+        self.outcome: list[Any] = [""] * len(tasks)
+        self.ms = [""] * len(tasks)
+
+    def __call__(self, index: int, envelope: Envelope | None, ms: float | None) -> None:
+        if envelope is None:
+            self.status[index] = "running"
+            return
+        error = envelope.error
+        self.status[index] = envelope_state(envelope)
+        self.outcome[index] = envelope.payload if error is None else f"{error.type}: {error.message}"
+        self.ms[index] = "" if ms is None else f"{ms:.1f} ms"
+
+    def interrupted(self) -> None:
+        """Mark the tasks that were running as stopped by an interrupt."""
+        self.status = ["interrupted" if status == "running" else status for status in self.status]
+
+    def state(self) -> str:
+        """How the whole run ended: done when every task is done, else failed or paused."""
+        return next((state for state in ("failed", "paused") if state in self.status), "done")
+
+    def rows(self) -> list[list[Any]]:
+        """task, status, output / error, ms (last, so its varying width only pads the line)."""
+        return [list(row) for row in zip(self.tasks, self.status, self.outcome, self.ms,
+                                         strict=True)]
 
 
 def envelope_failure(envelope: Envelope, hint: str = "") -> NotebookError:

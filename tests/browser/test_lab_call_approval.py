@@ -75,7 +75,7 @@ def test_the_dialog_shows_the_call_as_text_and_discard_refuses_it_apply_runs_it(
     shown = f"Call post({str(outbox)!r}, {HOSTILE!r})?"
     dialog = _ask(notebook, 0)
     assert notebook.cell(0).locator(".jp-Stdin-prompt").inner_text().strip() == (
-        "Apply these changes? [y/N]")
+        "Call post? [y/N]")
     assert dialog.locator(".lackpy-Changes-call").inner_text() == shown
     assert dialog.locator(".lackpy-Changes-reason").inner_text().startswith(
         "post acts beyond the workspace's files")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 import nbformat
 import pytest
@@ -22,6 +23,10 @@ from tests.support.lab import (
     screenshot_dir,
     write_notebook,
 )
+from tests.support.temporal import (
+    WorkerProcess,
+    temporal_server,  # noqa: F401 - the module's server fixture
+)
 
 pytestmark = pytest.mark.skipif(chromium_missing() is not None, reason=chromium_missing() or "")
 
@@ -34,8 +39,10 @@ CELLS = [
     "%%step lines\nlen(task.splitlines())",
     "%plan run notes.txt",
     "%agent how many lines does notes.txt have",  # the loopback model answers
+    "files = ['notes.txt', 'missing.txt']",
+    "%plan run-many files --concurrency 1",
 ]
-EARLIER, DELEGATE, FETCH, LINES, PLAN, AGENT = range(len(CELLS))
+EARLIER, DELEGATE, FETCH, LINES, PLAN, AGENT, FILES, MANY = range(len(CELLS))
 CARD = ".lackpy-Progress"
 PROBLEM = ".lackpy-Problem"
 WAIT_MS = 60_000
@@ -126,7 +133,10 @@ def test_a_delegate_card_shows_the_tiers_the_tier_that_answered_and_the_program(
     assert _items(card)[0][:2] == ["templates", "answered"]
     assert card.locator(".lackpy-Progress-program pre").inner_text() == (
         "len(read_file('notes.txt').splitlines())")
-    assert card.locator(".lackpy-Progress-note").inner_text().startswith("written by templates in")
+    assert _items(card)[0][3].endswith(" ms")
+    assert card.locator(".lackpy-Progress-note").inner_text() == "grade w=1 d=1"
+    # who wrote it in how long is said once, by the status line under the card
+    assert lab.cell(DELEGATE).inner_text().count("written by templates in") == 1
     assert lab.source(DELEGATE + 1) == "len(read_file('notes.txt').splitlines())"
     lab.screenshot(DELEGATE, shots / "progress-delegate.png")
 
@@ -156,6 +166,50 @@ def test_an_agent_card_lists_its_turns_and_tool_calls(lab, shots):
     assert rows[1][:3] == ["turn 1", "ok", "read_file(path='notes.txt')"]
     assert rows[2][:2] == ["turn 2", "answer"]
     lab.screenshot(agent, shots / "progress-agent.png")
+
+
+def test_a_run_manys_card_lists_each_task_with_its_status_outcome_and_time(lab, shots):
+    many = MANY + 2  # %delegate and %agent inserted their programs above
+    assert lab.source(many) == CELLS[MANY]
+    card = lab.cell(many).locator(CARD)
+    card.wait_for(timeout=WAIT_MS)
+    assert card.locator(".lackpy-Progress-state").inner_text().lower() == "failed"
+    assert card.locator(".lackpy-Progress-summary").inner_text() == "1 of 2 tasks done"
+    rows = _items(card)
+    assert rows[0][:3] == ["'notes.txt'", "done", "3"]  # fetch, then its lines
+    assert rows[1][:2] == ["'missing.txt'", "failed"]
+    assert rows[1][2].startswith("LackpyRuntimeError: ")
+    assert all(row[3].endswith(" ms") for row in rows)
+    assert card.locator(".lackpy-Progress-item[data-tone='failed']").count() == 1
+    lab.screenshot(many, shots / "progress-run-many.png")
+
+
+def test_a_temporal_runs_card_follows_the_run_after_the_cell_ended(browser, root, shots,
+                                                                   temporal_server):  # noqa: F811
+    queue = f"lab-{uuid.uuid4().hex[:8]}"
+    write_notebook(root / "remote.ipynb", KERNEL_NAME, [
+        "%%step fetch\nread_file(task)", "%%step size\nlen(task)",
+        f"%plan run notes.txt --temporal {temporal_server.address} --task-queue {queue} "
+        "--key lab1"])
+    worker = WorkerProcess(temporal_server.address, queue, root)
+    try:
+        notebook = _open(browser, "remote.ipynb")
+        notebook.run_all()
+        card = notebook.cell(2).locator(CARD)
+        card.wait_for(timeout=WAIT_MS)
+        notebook.page.wait_for_function(
+            "card => card.dataset.state === 'ok'", arg=card.element_handle(), timeout=WAIT_MS)
+        assert card.locator(".lackpy-Progress-title").inner_text() == (
+            f"plan on 'notes.txt', key lab1, on Temporal at {temporal_server.address}")
+        assert card.locator(".lackpy-Progress-summary").inner_text() == "2 of 2 steps done"
+        rows = _items(card)
+        assert [row[:2] for row in rows] == [["fetch", "done"], ["size", "done"]]
+        assert all(row[2] == f"on {worker.identity}" and row[3].endswith(" ms") for row in rows)
+        assert card.locator(".lackpy-Progress-label").inner_text() == "output"
+        assert card.locator(".lackpy-Progress-program pre").inner_text() == "17"
+        notebook.screenshot(2, shots / "progress-temporal.png")
+    finally:
+        worker.stop()
 
 
 def test_the_status_bar_names_the_kit_before_a_cell_runs_and_follows_kit(browser, shots):
@@ -189,6 +243,10 @@ def test_the_active_cells_toolbar_delegates_below_it(browser, shots):
     notebook.page.wait_for_function(
         "cell => /written by templates/.test(cell.innerText)",
         arg=notebook.cell(1).element_handle(), timeout=WAIT_MS)
+    # The program's cell comes with the reply, after the status line: wait for it.
+    notebook.page.wait_for_function(
+        "cell => cell.innerText.includes('splitlines')",
+        arg=notebook.cell(2).element_handle(), timeout=WAIT_MS)
     assert notebook.source(1) == "%delegate count the notes"
     assert notebook.source(2) == "len(read_file('notes.txt').splitlines())"
 

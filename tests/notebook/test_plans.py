@@ -157,11 +157,13 @@ def test_run_many_fans_out_over_a_list_variable(fresh):
     fresh.kernel.execute("files = ['notes.txt', 'app.py', 'missing.txt']")
     fresh.kernel.execute("%%step size\nlen(read_file(task))")
     outcome = fresh.kernel.execute("%plan run-many files --concurrency 2 --key batch")
-    (table,) = texts(outcome)
+    live, table = texts(outcome)
+    assert live == "plan on 3 tasks, keys batch:..."  # the live display, back to its title
     rows = table.splitlines()[1:]
     assert [row.split()[:3] for row in rows[:2]] == [["'notes.txt'", "done", "17"],
                                                      ["'app.py'", "done", "54"]]
-    assert rows[2].split()[1] == "LackpyRuntimeError"
+    assert rows[2].split()[1:3] == ["failed", "LackpyRuntimeError:"]
+    assert all(row.endswith(" ms") for row in rows)
     runs = Store(fresh.kernel.workspace / PLAN_STORE).keys("batch:")
     assert len(runs) == 3
 

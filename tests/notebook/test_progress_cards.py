@@ -6,6 +6,8 @@ extension), through jupyter_client."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from lackpy_kernel.infer import (
@@ -67,8 +69,8 @@ def test_a_delegate_card_ends_with_the_tier_that_answered_its_program_and_grade(
     assert last["text/plain"] == TITLE  # the text ends as it began
     card = last[PROGRESS_MIME]
     assert (card["state"], card["badge"], card["program"]) == ("done", "rules", program)
-    assert _items(card)[-1] == ("rules", "answered")
-    assert card["note"] == "written by rules in 1.5 ms; grade w=1 d=1"
+    assert _items(card)[-1] == ("rules", "answered") and card["items"][-1]["ms"] == "1.5 ms"
+    assert card["note"] == "grade w=1 d=1"  # "written by rules in 1.5 ms" is the text below
     stopped = GenerationProgress(TITLE)
     for event in EVENTS[:3]:  # stopped while a model streams
         stopped.add(event)
@@ -129,3 +131,61 @@ def test_a_plan_runs_card_follows_its_steps_and_ends_in_the_final_table(host):
     assert failed.status == "error"
     assert failed.displays[-1][PROGRESS_MIME]["state"] == "failed"
     assert _items(failed.displays[-1][PROGRESS_MIME])[0] == ("fetch", "failed")
+
+
+def test_a_run_manys_card_lists_each_task_with_its_status_outcome_and_time(host):
+    host.run("%plan clear")
+    host.run("%%step size\nlen(read_file(task))")
+    host.run("files = ['notes.txt', 'missing.txt']")  # lackpy in the kernel, Python in IPython
+    shown = host.run("%plan run-many files --concurrency 1")
+    assert shown.ok, shown.evalue
+    live, final = shown.displays
+    assert live == {"text/plain": "plan on 2 tasks"}
+    running = [_items(u[PROGRESS_MIME]) for u in shown.updates if PROGRESS_MIME in u]
+    assert [("'notes.txt'", "running"), ("'missing.txt'", "waiting")] in running  # one at a time
+    card = final[PROGRESS_MIME]
+    assert (card["kind"], card["state"]) == ("many", "failed")
+    assert _items(card) == [("'notes.txt'", "done"), ("'missing.txt'", "failed")]
+    assert card["items"][0]["detail"] == "17" and card["items"][1]["detail"].startswith(
+        "LackpyRuntimeError: ")
+    assert all(item["ms"].endswith(" ms") for item in card["items"])
+    assert final["text/plain"].splitlines()[0].split() == ["task", "status", "output", "/",
+                                                           "error", "ms"]
+
+
+def test_the_stop_button_ends_a_run_manys_card_as_interrupted(host):
+    workspace = host.kernel.workspace
+    (workspace / "spin.txt").write_text("100000000000")
+    host.run("%plan clear")
+    host.run("%%step spin --kit read_file,write_file\nrounds = int(read_file('spin.txt'))\n"
+             "write_file('inside.txt', 'x')\nsum(range(rounds)) + task")
+    host.run("numbers = [1, 2]")
+    msg_id = host.kernel.client.execute("%plan run-many numbers --concurrency 1",
+                                        stop_on_error=False)
+    deadline = time.monotonic() + 60
+    while not any(workspace.glob(".lackpy/staging/*/inside.txt")):  # staged: task 1 runs
+        assert time.monotonic() < deadline, "the first task never started"
+        time.sleep(0.02)
+    host.kernel.manager.interrupt_kernel()
+    stopped = host.kernel.wait(msg_id)
+    assert stopped.error["ename"] == "KeyboardInterrupt"
+    assert stopped.error["evalue"].endswith("interrupted: 0 of 2 tasks had ended")
+    card = stopped.of("display_data")[-1]["data"][PROGRESS_MIME]
+    assert card["state"] == "interrupted"
+    assert _items(card) == [("1", "interrupted"), ("2", "waiting")]
+    (workspace / "spin.txt").write_text("0")
+    assert host.run("1 + 1").ok  # the host is fine
+
+
+def test_a_run_many_of_many_tasks_redraws_its_table_less_often_than_tasks_start_and_end(host):
+    host.run("%plan clear")
+    host.run("%%step next\ntask + 1")
+    host.run("numbers = list(range(20))")
+    shown = host.run("%plan run-many numbers")
+    assert shown.ok, shown.evalue
+    # All 20 start in one turn of the loop: one redraw shows the first, the next one all
+    # of them; each end may have its own. Without the limit there would be 40.
+    assert len(shown.updates) <= 20 + 1 + 1  # ... and the display's return to its title
+    card = shown.displays[-1][PROGRESS_MIME]
+    assert card["state"] == "done" and [item["detail"] for item in card["items"]] == [
+        str(n + 1) for n in range(20)]

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -31,10 +32,12 @@ from ._serialise import PLAN_FORMAT, step_from_dict, step_to_dict
 from ._step import Approval, Step, target_label
 from ._store import Store
 
-__all__ = ["Plan", "ProgressCallback"]
+__all__ = ["Plan", "ProgressCallback", "TaskCallback"]
 
 # on_step(step name, status, ms): status is running, done, failed or paused; ms once it ended.
 ProgressCallback = Callable[[str, str, float | None], None]
+# on_task(index in tasks, its Envelope once it ended else None, ms once it ended).
+TaskCallback = Callable[[int, Envelope | None, float | None], None]
 _ON_CONCURRENT = ("fail", "fork")
 
 
@@ -128,24 +131,33 @@ class Plan:
         return run_sync(self.arun_many(tasks, concurrency=concurrency, service=service))
 
     async def arun_many(self, tasks: Sequence[Any], *, concurrency: int | None = None,
-                        service: LackpyService | None = None) -> list[Envelope]:
+                        service: LackpyService | None = None,
+                        on_task: TaskCallback | None = None) -> list[Envelope]:
         """One Envelope per task, in the order of ``tasks``; never raises for a run's failure:
         an error (a held key included) is the error of that task's Envelope. Pair it with
-        ``on_concurrent="fork"`` so each task claims its own checkpoint key."""
+        ``on_concurrent="fork"`` so each task claims its own checkpoint key. ``on_task(i,
+        envelope, ms)`` hears when task ``i`` starts (None, None) and ends."""
         if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
             raise UsageError(f"concurrency must be a whole number of at least 1, not "
                              f"{concurrency!r}, or None for no limit")
         limit = asyncio.Semaphore(concurrency) if concurrency else None
 
-        async def one(task: Any, chosen: Any) -> Envelope:
+        async def one(index: int, task: Any, chosen: Any) -> Envelope:
             async with limit if limit is not None else contextlib.nullcontext():
+                if on_task is not None:
+                    on_task(index, None, None)
+                began = time.perf_counter()
                 try:
-                    return await self._execute(task, chosen, None, restart=False)
+                    envelope = await self._execute(task, chosen, None, restart=False)
                 except Exception as exc:  # the seed's contract: errors go in the slot
-                    return Envelope(error=error_info(exc))
+                    envelope = Envelope(error=error_info(exc))
+                if on_task is not None:
+                    on_task(index, envelope, (time.perf_counter() - began) * 1000)
+                return envelope
 
         with self._using_service(service) as chosen:
-            return list(await asyncio.gather(*(one(task, chosen) for task in tasks)))
+            return list(await asyncio.gather(*(one(i, task, chosen)
+                                               for i, task in enumerate(tasks))))
 
     # -- the wire form ----------------------------------------------------------
 
