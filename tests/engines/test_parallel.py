@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from lackpy_kernel.config import LackpyConfig
-from lackpy_kernel.engines import Plan, Program, Step
+from lackpy_kernel.engines import Plan, Program, Step, Store
 from lackpy_kernel.kit import ToolSpec
 from lackpy_kernel.kit.builtin_specs import READ_GRADE
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
@@ -183,3 +183,30 @@ async def test_a_program_waiting_for_a_worker_can_be_cancelled_and_the_worker_st
 def test_a_pool_needs_room_for_one_worker(pool_parts):
     with pytest.raises(ValueError, match="size >= 1"):
         make_pool(pool_parts[1], size=0)
+
+
+def test_a_band_of_writers_side_by_side_lands_each_change_only_once_approved(workspace):
+    meeting = Meeting(2)
+    store = Store(workspace / "plans.sqlite")
+    with LackpyService(workspace, LackpyConfig(sandbox_timeout=WAIT + 30,
+                                               sandbox_approve="write")) as service:
+        meeting.register(service)
+
+        def plan(resume: bool) -> Plan:
+            return Plan(*(Step(Program(f"meet('{name}')\nwrite_file('{name}.txt', task)"),
+                               name=name, parallel=True) for name in ("a", "b")),
+                        kit=["meet", "write_file"], store=store, checkpoint_key="writers",
+                        resume=resume, service=service)
+
+        paused = plan(False).run("v1")
+        assert paused.error.type == "PlanPaused"
+        assert not (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
+        assert "paused at step 'a'" in paused.error.message
+        again = plan(True).run(None, approve=True)  # a's change lands; b's is asked for
+        assert "paused at step 'b'" in again.error.message
+        assert (workspace / "a.txt").read_text() == "v1" and not (workspace / "b.txt").exists()
+        (workspace / "a.txt").write_text("changed since")  # a ran dry: not written again
+        done = plan(True).run(None, approve=True)
+        assert done.error is None
+        assert [(workspace / name).read_text() for name in ("a.txt", "b.txt")] == [
+            "changed since", "v1"]
