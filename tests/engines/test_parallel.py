@@ -180,6 +180,23 @@ async def test_a_program_waiting_for_a_worker_can_be_cancelled_and_the_worker_st
         pool.close()
 
 
+async def test_a_program_waiting_for_a_worker_when_the_pool_closes_fails_having_run_nothing(
+        pool_parts):
+    meeting, service = pool_parts
+    pool = make_pool(service, size=1)
+    holder = asyncio.ensure_future(pool.run_async("meet(1)", ["meet"]))
+    waiting = asyncio.ensure_future(pool.run_async("2", []))
+    while meeting.inside == 0:
+        await asyncio.sleep(0.01)
+    pool.close()
+    result = await waiting
+    assert (result.success, result.error_type) == (False, "SandboxError")
+    assert "nothing ran" in result.error
+    await asyncio.to_thread(meeting.barrier.wait)
+    assert not (await holder).success  # its worker was stopped under it
+    assert pool.size == 0 and pool.worker_pids == []
+
+
 def test_a_pool_needs_room_for_one_worker(pool_parts):
     with pytest.raises(ValueError, match="size >= 1"):
         make_pool(pool_parts[1], size=0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,9 @@ from ._sandbox import KitArgument, Sandbox
 
 # Seconds an extra worker stays idle before it is stopped (the first one stays).
 IDLE_SECONDS = 30.0
-_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Sandbox]"]
+_Waiter = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Sandbox | None]"]
+_CLOSED = ("the sandbox workers were stopped (the service closed) before this program could "
+           "start; nothing ran")
 
 
 class SandboxPool:
@@ -46,8 +49,11 @@ class SandboxPool:
     async def run_async(self, program: str, kit: KitArgument,
                         params: dict[str, Any] | None = None, **options: Any) -> ExecutionResult:
         """``Sandbox.run_async(program, kit, params, keep=False, **options)`` on a worker no
-        other program is using; waits for one while the pool is full."""
+        other program is using; waits for one while the pool is full. A program still
+        waiting when the pool closes fails, having run nothing."""
         box = await self._take()
+        if box is None:
+            return ExecutionResult(False, error=_CLOSED, error_type="SandboxError")
         try:
             return await box.run_async(program, kit, params, keep=False, **options)
         finally:
@@ -70,21 +76,27 @@ class SandboxPool:
         return [pid for box in list(self._all) if (pid := box.worker_pid) is not None]
 
     def close(self) -> None:
-        """Stop every worker; the pool makes new ones if used again."""
+        """Stop every worker (a program that waits for one fails); the pool makes new ones
+        if used again."""
         with self._lock:
             boxes, self._all, self._free = self._all, [], []
             self._idle_since.clear()
             timer, self._timer = self._timer, None
+            waiters, self._waiters = self._waiters, collections.deque()
         if timer is not None:
             timer.cancel()
+        for loop, waiter in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(_settle, waiter, None)
         for box in boxes:
             box.close()
 
     # -- internals --------------------------------------------------------------------
 
-    async def _take(self) -> Sandbox:
+    async def _take(self) -> Sandbox | None:
         """A worker for one program: a free one (the oldest first, so extras go idle), a
-        new one while the pool is not full, else the next one given back."""
+        new one while the pool is not full, else the next one given back (None: the pool
+        closed meanwhile)."""
         with self._lock:
             if self._free:
                 box = min(self._free, key=self._all.index)
@@ -95,13 +107,14 @@ class SandboxPool:
                 self._all.append(box)
                 return box
             loop = asyncio.get_running_loop()
-            waiter: asyncio.Future[Sandbox] = loop.create_future()
+            waiter: asyncio.Future[Sandbox | None] = loop.create_future()
             self._waiters.append((loop, waiter))
         try:
             return await waiter
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self._give(waiter.result())  # handed over as the cancel came
+            handed = waiter.result() if waiter.done() and not waiter.cancelled() else None
+            if handed is not None:
+                self._give(handed)  # handed over as the cancel came
             raise
 
     def _give(self, box: Sandbox) -> None:
@@ -125,11 +138,9 @@ class SandboxPool:
         if closed:
             box.close()
 
-    def _hand(self, waiter: asyncio.Future[Sandbox], box: Sandbox) -> None:
-        if waiter.done():  # cancelled meanwhile: to the next one
+    def _hand(self, waiter: asyncio.Future[Sandbox | None], box: Sandbox) -> None:
+        if not _settle(waiter, box):  # cancelled meanwhile: to the next one
             self._give(box)
-        else:
-            waiter.set_result(box)
 
     def _schedule_reap(self) -> None:
         """Look for idle extra workers in ``idle_seconds`` (called holding the lock)."""
@@ -156,3 +167,11 @@ class SandboxPool:
                 self._schedule_reap()
         for box in idle:
             box.close()
+
+
+def _settle(waiter: asyncio.Future[Sandbox | None], box: Sandbox | None) -> bool:
+    """Give ``waiter`` its worker (None: none will come); whether it still waited."""
+    if waiter.done():
+        return False
+    waiter.set_result(box)
+    return True
