@@ -32,7 +32,8 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "inference": {"order": (list,), "record": (bool,), "providers": (dict,)},
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
-                "max_result_mb": (int,), "max_tool_calls": (int,), "approve": (str,)},
+                "max_result_mb": (int,), "max_tool_calls": (int,), "approve": (str,),
+                "workers": (int,)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
@@ -40,7 +41,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "kibitzer": {"enabled": (bool,), "mode": (str,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
-            ("sandbox", "max_tool_calls")}
+            ("sandbox", "max_tool_calls"), ("sandbox", "workers")}
 # [telemetry] exporter: where OpenTelemetry spans go (lackpy_kernel.telemetry)
 TELEMETRY_EXPORTERS = {"none": "nowhere: no spans", "console": "stderr", "otlp": "OTLP over HTTP"}
 CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
@@ -90,6 +91,7 @@ class LackpyConfig:
     sandbox_max_result_mb: int = 64
     sandbox_max_tool_calls: int = 10_000
     sandbox_approve: str = "write"  # see APPROVE_MODES
+    sandbox_workers: int = 4  # programs of one service run side by side (run_many, bands)
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
     agent_model: str | None = None  # %agent's and %replan's model, and its provider
@@ -272,6 +274,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_max_result_mb = sandbox.get("max_result_mb", config.sandbox_max_result_mb)
     config.sandbox_max_tool_calls = sandbox.get("max_tool_calls", config.sandbox_max_tool_calls)
     config.sandbox_approve = sandbox.get("approve", config.sandbox_approve)
+    config.sandbox_workers = sandbox.get("workers", config.sandbox_workers)
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
     agent = data.get("agent", {})

@@ -68,7 +68,7 @@ from lackpy_kernel.run import (
 )
 from lackpy_kernel.run.context import describe_variables
 from lackpy_kernel.run.here import HereStage
-from lackpy_kernel.run.kernel_side import Approver, asked_first
+from lackpy_kernel.run.kernel_side import Approver, SandboxPool, asked_first
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -207,7 +207,8 @@ class LackpyService:
         )
         self.ratchet = Ratchet(self.config_dir, record=self.config.inference_record,
                                notice=self._notice)
-        self._sandbox: Sandbox | None = None
+        # run_program's workers: programs run side by side, up to [sandbox] workers at once
+        self._pool = SandboxPool(self.new_sandbox, size=self.config.sandbox_workers)
         self.notices: list[str] = []
         try:  # spans when [telemetry] exporter names one; without the extra, said once
             telemetry.configure(self.config.telemetry_exporter,
@@ -380,8 +381,9 @@ class LackpyService:
                           rules: list[Rule] | None = None, extra_tools: list[str] | None = None,
                           *, approve: Approver | None = None, dry: bool = False,
                           ask: bool | None = None) -> ExecutionResult:
-        """Validate, then run ``program`` on an empty namespace: in the sandbox worker unless
-        the config or ``sandbox=False`` says otherwise. Its file changes land when it ends
+        """Validate, then run ``program`` on an empty namespace: in a sandbox worker unless
+        the config or ``sandbox=False`` says otherwise (programs awaited together run side by
+        side, each in a worker of its own, up to ``[sandbox] workers``). Its file changes land when it ends
         well, once ``approve`` let them where ``[sandbox] approve = "write"`` or ``ask``
         says so (without an approver they are refused: see ``Approver``); ``dry`` drops
         them, unasked.
@@ -602,17 +604,21 @@ class LackpyService:
 
     @property
     def sandbox_worker_pid(self) -> int | None:
-        """The process id of the one-shot sandbox worker while it runs, else None."""
-        return self._sandbox.worker_pid if self._sandbox is not None else None
+        """The process id of the first one-shot sandbox worker while it runs, else None."""
+        return self._pool.worker_pid
+
+    @property
+    def sandbox_worker_pids(self) -> list[int]:
+        """The process ids of the one-shot sandbox workers that run (several while programs
+        run side by side; the extras stop once idle)."""
+        return self._pool.worker_pids
 
     # -- lifecycle ------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the sandbox worker, if one was started, the tool sources' MCP servers and
+        """Stop the sandbox workers, if any were started, the tool sources' MCP servers and
         Kibitzer's thread."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        self._pool.close()
         self.tool_sources.close()
         if self.kibitzer is not None:
             self.kibitzer.close()
@@ -637,10 +643,8 @@ class LackpyService:
         if refused is not None:
             return refused
         if self.sandbox_applies(requested=sandbox):
-            if self._sandbox is None:
-                self._sandbox = self.new_sandbox()
-            return self.kibitzer_heard(await self._sandbox.run_async(
-                program, self.kibitzer_kit(resolved), params, keep=False, return_variables=True,
+            return self.kibitzer_heard(await self._pool.run_async(
+                program, self.kibitzer_kit(resolved), params, return_variables=True,
                 dry=dry, approve=approve, ask=ask))
         return await self._run_staged_here(program, check, resolved, params, approve, dry=dry,
                                            ask=self.approves_writes if ask is None else ask)

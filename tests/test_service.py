@@ -135,7 +135,7 @@ async def test_run_program_in_the_sandbox_and_in_process(service):
     sandboxed = await service.run_program(program)
     in_process = await service.run_program(program, sandbox=False)
     assert sandboxed.output == in_process.output == [4]
-    assert service._sandbox is not None and service._sandbox.worker_pid
+    assert service.sandbox_worker_pid is not None
 
 
 @pytest.mark.parametrize("last, written", [("read_file('missing.txt')", False), ("1", True)])
@@ -160,7 +160,7 @@ async def test_run_program_respects_the_sandbox_setting(workspace):
     with LackpyService(workspace, config) as svc:
         result = await svc.run_program("1 + 1")
         assert result.output == 2
-        assert svc._sandbox is None
+        assert svc.sandbox_worker_pid is None  # no worker was started
 
 
 async def test_run_program_with_params(service):

@@ -23,9 +23,9 @@ from lackpy_kernel.config import CONFIG_DIR
 
 from .atomic import atomic_write_bytes_at
 from .errors import WorkspaceError
-from .staging import STAGING, remove_tree
+from .staging import remove_tree
 from .undo import config_folder, keep_undo, pre_images
-from .workspace import Workspace
+from .workspace import STAGING, Workspace
 
 JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
 JOURNAL_SUFFIX, APPLIED_SUFFIX = ".journal", ".applied"  # a commit's, before and after

@@ -26,9 +26,8 @@ from pathlib import Path
 from lackpy_kernel.config import CONFIG_DIR
 
 from .effects import check_folder_budget, record_folder
-from .workspace import Workspace
+from .workspace import STAGING, Workspace
 
-STAGING = "staging"  # the folder of the stages, in <workspace>/.lackpy/
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -19,13 +19,16 @@ _PROC_FD = "/proc/self/fd"  # Linux: each entry links to the real path of an ope
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 IMPORTABLE_SUFFIXES = frozenset({*importlib.machinery.all_suffixes(), ".pth"})
+STAGING = "staging"  # the folder of the running programs' stages, in <root>/.lackpy/ (kit.staging)
 
 
 class Workspace:
     """A directory that confines every path a tool is given.
 
     Paths are resolved with symlinks followed and ``..`` collapsed, and must end up inside
-    the root. Writes are also refused inside ``<root>/.lackpy/``, so a program cannot change
+    the root. Reads and writes are refused inside ``<root>/.lackpy/staging/``, where the
+    programs running now (side by side, maybe) keep the file changes they have not
+    committed. Writes are also refused inside ``<root>/.lackpy/``, so a program cannot change
     its own config, kits or templates, and to the files in ``protected`` (real absolute
     paths, a folder's ending in a separator: the code of the configured tool sources, which
     runs outside the sandbox; a mapping names the source of each). The collection is kept,
@@ -39,6 +42,7 @@ class Workspace:
         self.root = Path(real)
         self._root = real
         self._prefix = _prefix_inside(real)
+        self._stages = os.path.join(real, CONFIG_DIR, STAGING).casefold()
         self.protected = protected
 
     def __repr__(self) -> str:
@@ -55,6 +59,7 @@ class Workspace:
         if not self.contains(real):
             raise self._outside_error(text)
         self._check_no_symlink_loop(text, real)
+        self._check_not_staged(text, real)
         if write:
             self._check_not_config(text, real)
             self._check_not_protected(text, real)
@@ -75,8 +80,8 @@ class Workspace:
         return text == self._root or text.startswith(self._prefix)
 
     def check_opened(self, fd: int, text: str, *, write: bool = False) -> None:
-        """Refuse an open file or folder that is not inside the root (or, with ``write``,
-        inside ``<root>/.lackpy/``).
+        """Refuse an open file or folder that is not inside the root, or is inside
+        ``<root>/.lackpy/staging/`` (with ``write``, anywhere inside ``<root>/.lackpy/``).
 
         ``resolve()`` checks a name; between that check and the open another process may swap
         a folder on the way for a link. This checks what was actually opened. Where the OS
@@ -92,6 +97,7 @@ class Workspace:
             ) from None
         if not self.contains(real):
             raise self._outside_error(text)
+        self._check_not_staged(text, real)
         if write:
             self._check_not_config(text, real)
 
@@ -176,6 +182,15 @@ class Workspace:
                     f"{text!r} goes through a symlink loop at "
                     f"{self.relative(current)!r}; remove or fix that link"
                 )
+
+    def _check_not_staged(self, text: str, real: str) -> None:
+        # casefold: on case-insensitive file systems ".LACKPY/Staging" is the same folder.
+        if self._is_inside(real.casefold(), self._stages):
+            raise WorkspaceError(
+                f"{text!r} is inside the workspace's {CONFIG_DIR}/{STAGING}/ folder, where "
+                f"running programs keep the file changes they have not committed; no program "
+                f"may read or write another's: read the file at its place in the workspace"
+            )
 
     def _check_not_config(self, text: str, real: str) -> None:
         if self._is_config_path(real):

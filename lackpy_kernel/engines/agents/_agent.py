@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.run.kernel_side import Approver
+from lackpy_kernel.run.kernel_side import Approver, SandboxPool
 from lackpy_kernel.service import LackpyService
 
 from ..loop import run_sync
 from ..plans import Envelope
 from ._events import EventCallback, RunContext, TextCallback
 from ._llm import LLMEngine
-from ._tools import SandboxPool, Toolset, build_toolset
+from ._tools import Toolset, build_toolset, tool_pool
 
 __all__ = ["Agent", "Engine"]
 
@@ -101,7 +101,8 @@ class Agent:
 
     def close(self) -> None:
         """Stop the sandbox workers kept for this agent's tool calls (an agent given a
-        ``service`` keeps them from run to run; they also stop when the process ends)."""
+        ``service`` keeps them from run to run, the extras until idle; they also stop when
+        the process ends)."""
         if self._pool is not None:
             self._pool.close()
 
@@ -166,9 +167,9 @@ class Agent:
 
     def _pool_for(self, service: LackpyService) -> SandboxPool:
         if service is not self.service:
-            return SandboxPool(service)  # a service of this run only: so is its pool
+            return tool_pool(service)  # a service of this run only: so is its pool
         if self._pool is None:
-            self._pool = SandboxPool(service)
+            self._pool = tool_pool(service)
             weakref.finalize(self, self._pool.close)  # an agent nobody closed: when it goes
         return self._pool
 

@@ -25,7 +25,7 @@ import json
 import threading
 import time
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -44,12 +44,11 @@ from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.run import (
     ExecutionResult,
     RestrictedRunner,
-    Sandbox,
     TraceEntry,
     find_non_plain,
     summarize,
 )
-from lackpy_kernel.run.kernel_side import Approver
+from lackpy_kernel.run.kernel_side import Approver, SandboxPool
 from lackpy_kernel.run.plain import jsonable
 from lackpy_kernel.service import LackpyService, trace_sources, validate_for
 from lackpy_kernel.timing import ms_since as _ms_since
@@ -61,12 +60,12 @@ __all__ = [
     "LACKPY_TOOL",
     "AgentTool",
     "CallOutcome",
-    "SandboxPool",
     "Toolset",
     "argument_problem",
     "build_toolset",
     "ceiling_of",
     "result_text",
+    "tool_pool",
 ]
 
 LACKPY_TOOL = "lackpy"
@@ -224,10 +223,9 @@ class Toolset:
             finally:
                 stage.discard()
         if self.pool is None:
-            self.pool = SandboxPool(service)
-        with self.pool.box() as box:
-            result: ExecutionResult = await box.run_async(
-                program, service.kibitzer_kit(kit), params, keep=False, approve=self.approve)
+            self.pool = tool_pool(service)
+        result = await self.pool.run_async(program, service.kibitzer_kit(kit), params,
+                                           approve=self.approve)
         return service.kibitzer_heard(result)
 
     def _kit(self) -> ResolvedKit:
@@ -245,44 +243,12 @@ class Toolset:
                 f"Agent(..., auto_run={grade!r}) or %agent --allow-writes")
 
 
-class SandboxPool:
-    """Sandbox workers for one-line tool calls: each call gets a worker no other call is
-    using, a new one when all are busy; workers are kept for the next calls until
-    ``close``. Programs run on an empty namespace (``keep=False``), so a worker carries
-    nothing from one call to the next."""
-
-    def __init__(self, service: LackpyService) -> None:
-        self.service = service
-        self._all: list[Sandbox] = []
-        self._free: list[Sandbox] = []
-        self._lock = threading.Lock()
-
-    @contextlib.contextmanager
-    def box(self) -> Iterator[Sandbox]:
-        """A worker for one call."""
-        with self._lock:
-            box = self._free.pop() if self._free else None
-            if box is None:
-                box = self.service.new_sandbox()
-                self._all.append(box)
-        try:
-            yield box
-        finally:
-            with self._lock:
-                if box in self._all:
-                    self._free.append(box)
-
-    @property
-    def size(self) -> int:
-        """How many workers the pool has made (and not closed)."""
-        return len(self._all)
-
-    def close(self) -> None:
-        """Stop every worker."""
-        with self._lock:
-            boxes, self._all, self._free = self._all, [], []
-        for box in boxes:
-            box.close()
+def tool_pool(service: LackpyService) -> SandboxPool:
+    """Sandbox workers for an agent's kit calls: each call gets a worker no other call is
+    using, a new one when all are busy (the loop's ``max_parallel_tools`` bounds the calls);
+    programs run on an empty namespace, so a worker carries nothing from one call to the
+    next. The extra workers stop once idle, the first when the pool is closed."""
+    return SandboxPool(service.new_sandbox, size=None)
 
 
 # -- building a toolset ---------------------------------------------------------------
