@@ -4,6 +4,7 @@ or answers it itself, keeps what a program changed, and tidies up in a quiet mom
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import time
@@ -85,6 +86,9 @@ class Worker:
 
     def serve(self) -> NoReturn:
         """Fork the first child, say so, then answer requests until the parent goes."""
+        # What the imports made lives as long as this process: collections here never walk
+        # it, so they write none of the pages the children share with it.
+        gc.freeze()
         self.spare = self.fork_spare()
         try:
             wire.write_frame(STDOUT, {"ready": os.getpid()})
@@ -94,10 +98,10 @@ class Worker:
             pass  # the parent went away while we answered
         self.exit()
 
-    def fork_spare(self, *, held: bool = False) -> Child:
+    def fork_spare(self, *, held: bool = False, warm_first: bool = False) -> Child:
         """A child with the session as it is now, and the Python tools of programs like the
         last; it reads stdin from where we stopped, or, when ``held``, once it is released
-        (``Child.release``)."""
+        (``Child.release``), warming up before it waits with ``warm_first``."""
         pending = b""
         if not held:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
@@ -110,7 +114,8 @@ class Worker:
         walls = self.walls_for(self.like)
         assert self.walls_key is not None
         return Child.fork(Snapshot(self.session, self.log, self.like, pending, walls,
-                                   self.walls_key, self.python_tools, held=held))
+                                   self.walls_key, self.python_tools, held=held,
+                                   warm_first=warm_first))
 
     def release(self, child: Child) -> Child:
         """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
@@ -172,8 +177,9 @@ class Worker:
         reply), fork the twin that is to run the next one while this one runs (the kernel only
         waits meanwhile), unless one for such programs is held: when the session cannot change
         (``keep`` False), or did not change with the program before (a program that changes
-        it lets the twin go, its fork wasted). Out of a run, ``tidy`` forks it after the reply,
-        which then need not wait for the fork."""
+        it lets the twin go, its fork wasted). The twin warms up while it waits for its go, so
+        that the next program runs warm (a cold one copies some 400 pages as it runs). Out of
+        a run, ``tidy`` forks it after the reply, which then need not wait for the fork."""
         if time.monotonic() - self.replied > QUIET:
             return
         like = request.without_program()  # a copy: a forwarded call may add to its protected
@@ -181,7 +187,7 @@ class Worker:
             self.drop_twins()
         if not self.twins and not (request.keep and self.changed):
             self.like = like
-            self.twins.append(self.fork_spare(held=True))
+            self.twins.append(self.fork_spare(held=True, warm_first=True))
 
     def drop_twins(self) -> None:
         """Let the held twins go: the session or the kind of program changed."""
