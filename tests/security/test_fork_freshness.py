@@ -1,9 +1,8 @@
 """Each program's process is fresh, however cheaply the worker forks it: the worker forks
-without Python's at-fork hooks while it has one thread (``bare_fork``), and a twin forked in
-a run of programs warms up before the program it is to run arrives. Attacks and checks: a
-tool's random numbers repeating from one program to the next (a generator not reseeded), a
-program reaching a process another program ran in, a tool module that starts a thread in
-the worker (the hooks must then run), a program reaching what a warm-up left."""
+without Python's at-fork hooks while it has one thread (``bare_fork``). Attacks and checks:
+a tool's random numbers repeating from one program to the next (a generator not reseeded),
+a program reaching a process another program ran in, a tool module that starts a thread in
+the worker (the hooks must then run), a program in a twin reaching what a warm-up left."""
 
 from __future__ import annotations
 
@@ -63,9 +62,9 @@ async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_p
     assert len(set(pids)) == RUN and worker not in pids, (pids, worker)
 
 
-async def test_a_program_in_a_warmed_twin_sees_only_its_session(tmp_path):
-    """The twin of a run warms up before its program comes: the warm-up's tools and
-    values are its own, and the session is as the program before left it."""
+async def test_a_program_in_a_twin_sees_only_its_session(tmp_path):
+    """Programs back to back run in twins (forked bare, warmed up when there is time): the
+    warm-up's tools are its own, and the session is as the program before left it."""
     with LackpyService(make_workspace(tmp_path, '[sandbox]\napprove = "never"\n')) as service:
         session = LackpySession(service, ["read_file"])
         try:

@@ -1,6 +1,5 @@
 """A child's life, from the worker's fork to its kill: it puts up its walls, waits (for the
-worker's go, when held; the twin of a run of programs warms up first), warms up unless its
-request comes at once (or it did), takes the next request
+worker's go, when held), warms up unless its request comes at once, takes the next request
 from stdin, runs it under its limits, writes its frames up its pipe, and waits to be killed."""
 
 from __future__ import annotations
@@ -42,11 +41,9 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         null = os.open(os.devnull, os.O_RDWR)
         snapshot.stage = _own_stage(snapshot)
         snapshot.walls_up = bool(snapshot.walls.put_up(snapshot.stage))
-        if snapshot.held and snapshot.warm_first:  # it waits anyway: its program then runs warm
-            _warm_up(snapshot)
         if snapshot.held:
             snapshot.pending = _wait_for_release(down)
-        if not snapshot.warm_first and not request_waiting(snapshot, wait=QUIET):
+        if not request_waiting(snapshot, wait=QUIET):
             _warm_up(snapshot)
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)

@@ -27,7 +27,6 @@ class Snapshot:
     walls_up: bool = False
     stage: str | None = None  # its staging folder, made fresh before its walls went up
     held: bool = False  # waits for the worker's go before it reads stdin
-    warm_first: bool = False  # held, it warms up before it waits (the twin of a run of programs)
 
 
 def fits(request: RunRequest, snapshot: Snapshot) -> bool:

@@ -12,8 +12,7 @@ succeeded); a program that succeeds sends back only the variables it may have ch
 After a program that changed nothing a held twin takes over; in a run of programs back to
 back the worker forks it while the program before runs (unless the last one changed the
 session), so none of them waits for a fork; after one that changed the session the next
-child is forked, after the reply. A child warms up (``child``) only when no request comes at once, or,
-the twin of a run, before its go; the
+child is forked, after the reply. A child warms up (``child``) only when no request comes at once, and the
 rest waits for a quiet moment (``Worker.tidy``). The worker ignores SIGINT and exits when
 its parent closes stdin, taking its children with it.
 

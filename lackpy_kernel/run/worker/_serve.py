@@ -98,10 +98,10 @@ class Worker:
             pass  # the parent went away while we answered
         self.exit()
 
-    def fork_spare(self, *, held: bool = False, warm_first: bool = False) -> Child:
+    def fork_spare(self, *, held: bool = False) -> Child:
         """A child with the session as it is now, and the Python tools of programs like the
         last; it reads stdin from where we stopped, or, when ``held``, once it is released
-        (``Child.release``), warming up before it waits with ``warm_first``."""
+        (``Child.release``)."""
         pending = b""
         if not held:
             pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
@@ -114,8 +114,7 @@ class Worker:
         walls = self.walls_for(self.like)
         assert self.walls_key is not None
         return Child.fork(Snapshot(self.session, self.log, self.like, pending, walls,
-                                   self.walls_key, self.python_tools, held=held,
-                                   warm_first=warm_first))
+                                   self.walls_key, self.python_tools, held=held))
 
     def release(self, child: Child) -> Child:
         """``child`` (held) as the spare: it reads stdin from where we stopped. A child that
@@ -177,9 +176,10 @@ class Worker:
         reply), fork the twin that is to run the next one while this one runs (the kernel only
         waits meanwhile), unless one for such programs is held: when the session cannot change
         (``keep`` False), or did not change with the program before (a program that changes
-        it lets the twin go, its fork wasted). The twin warms up while it waits for its go, so
-        that the next program runs warm (a cold one copies some 400 pages as it runs). Out of
-        a run, ``tidy`` forks it after the reply, which then need not wait for the fork."""
+        it lets the twin go, its fork wasted). (It does not warm up before its go: the program
+        it runs would then wait for the rest of the warm-up, longer than a cold run takes.)
+        Out of a run, ``tidy`` forks it after the reply, which then need not wait for the
+        fork."""
         if time.monotonic() - self.replied > QUIET:
             return
         like = request.without_program()  # a copy: a forwarded call may add to its protected
@@ -187,7 +187,7 @@ class Worker:
             self.drop_twins()
         if not self.twins and not (request.keep and self.changed):
             self.like = like
-            self.twins.append(self.fork_spare(held=True, warm_first=True))
+            self.twins.append(self.fork_spare(held=True))
 
     def drop_twins(self) -> None:
         """Let the held twins go: the session or the kind of program changed."""
