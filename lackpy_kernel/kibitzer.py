@@ -89,7 +89,8 @@ class Watch:
         self._notice = notice
         self._names: Mapping[str, str] = {}  # alias -> the tool's name
         self._said: set[str] = set()
-        self._shared: dict[str, Any] = {"off": False, "thread": None}  # shared with for_kit's
+        # shared with for_kit's copies; "unsaved": a question was asked since the last save
+        self._shared: dict[str, Any] = {"off": False, "thread": None, "unsaved": False}
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
 
@@ -151,10 +152,21 @@ class Watch:
 
     def after_run(self, entries: Iterable[Any]) -> None:
         """``after_call`` for the calls of a run's trace (``TraceEntry``s; the first
-        ``MAX_REPORTED``), then save Kibitzer's state."""
-        for entry in itertools.islice(entries, MAX_REPORTED):
-            self.after_call(entry.tool, entry.args, entry.success, entry.error)
-        self._ask("save", self.session.save)
+        ``MAX_REPORTED``), then save Kibitzer's state (a run without calls, after a program
+        Kibitzer judged and saved, asks nothing: no trip to the thread)."""
+        heard = [(*self._vocabulary(entry.tool, entry.args), entry.success,
+                  None if entry.success else {"error": str(entry.error or "failed")[:HINT_CHARS]})
+                 for entry in itertools.islice(entries, MAX_REPORTED)]
+
+        def tell() -> list[Any]:  # one trip to the watch's thread for the run
+            answers = [self.session.after_call(*call) for call in heard]
+            self._save()
+            return answers
+
+        if not heard and not self._shared["unsaved"]:
+            return
+        for answer in self._ask("after_call", tell, default=[]):
+            self._keep(answer)
 
     def _vocabulary(self, tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         real = self._names.get(tool, tool)
@@ -171,16 +183,22 @@ class Watch:
         writable paths, and the tools' grades against the mode's ceiling."""
         if tree is None:
             return None
-        self._ask("register_tools", self.session.register_tools,
-                  [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
-                   for alias, spec in resolved.tools.items()])
-        policy = self._ask("get_mode_policy", self.session.get_mode_policy, default={})
-        ceiling = (policy.get("max_grade_w"), policy.get("max_grade_d"))
+        tools = [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
+                 for alias, spec in resolved.tools.items()]
         calls = [{"tool": name, "input": given} for name, given in
                  (self.for_kit(resolved)._vocabulary(alias, args)
                   for alias, args in literal_calls(tree, resolved.tools))]
-        answer = self._ask("validate_program", self.session.validate_program, {
-            "calls": calls, "grade_ceiling": ceiling if None not in ceiling else None})
+
+        def judge() -> Any:  # one trip to the watch's thread: each costs the cell a wake-up
+            self.session.register_tools(tools)
+            policy = self.session.get_mode_policy() or {}
+            ceiling = (policy.get("max_grade_w"), policy.get("max_grade_d"))
+            answer = self.session.validate_program({
+                "calls": calls, "grade_ceiling": ceiling if None not in ceiling else None})
+            self._save()
+            return answer
+
+        answer = self._ask("validate_program", judge)
         if answer is not None and getattr(answer, "denied", False):
             return (f"Kibitzer ({self.mode} mode) refused the program: "
                     f"{getattr(answer, 'reason', '') or 'no reason given'}")
@@ -230,6 +248,7 @@ class Watch:
         if isinstance(load := self._shared.pop("load", None), str):
             self._ask("load", self._load, load)
         self._start()
+        self._shared["unsaved"] = True  # until a question that saves has run
         future: Future[Any] = Future()
         self._jobs.put((call, args, future))
         try:
@@ -242,6 +261,11 @@ class Watch:
             self._say(what, f"Kibitzer failed ({what}: {type(exc).__name__}: {exc}); "
                             "lackpy goes on without its answer")
         return default
+
+    def _save(self) -> None:
+        """Save Kibitzer's state (on the watch's thread)."""
+        self.session.save()
+        self._shared["unsaved"] = False
 
     def close(self) -> None:
         """Stop the watch's thread once it has answered what it was asked (a later question

@@ -180,6 +180,28 @@ async def test_kibitzer_hears_of_generations_and_its_hints_reach_the_prompt_and_
     assert [(f["pattern"], f["count"]) for f in failures] == [("stdlib_leak", 2)]
 
 
+async def test_kibitzer_hears_a_program_before_it_runs_and_its_calls_after_on_its_thread(
+        explore, monkeypatch):
+    with LackpyService(explore) as service:
+        heard: list[tuple[str, str]] = []
+        session = service.kibitzer.session
+
+        def listening(method, real):
+            def told(*args, **kwargs):
+                heard.append((method, threading.current_thread().name))
+                return real(*args, **kwargs)
+            return told
+
+        for method in ("register_tools", "get_mode_policy", "validate_program", "after_call",
+                       "save"):
+            monkeypatch.setattr(session, method, listening(method, getattr(session, method)))
+        assert (await service.run_program("1 + 1", KIT)).output == 2
+        assert (await service.run_program("read_file('notes.txt')", KIT)).success
+    judged = ["register_tools", "get_mode_policy", "validate_program", "save"]
+    assert [method for method, _ in heard] == judged + judged + ["after_call", "save"]
+    assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
+
+
 async def test_a_kibitzer_that_raises_never_breaks_a_cell(tmp_path, monkeypatch):
     workspace = kibitzer_workspace(tmp_path, None)
     with LackpyService(workspace) as service:

@@ -4,6 +4,7 @@ or answers it itself, keeps what a program changed, and tidies up in a quiet mom
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import time
@@ -85,6 +86,9 @@ class Worker:
 
     def serve(self) -> NoReturn:
         """Fork the first child, say so, then answer requests until the parent goes."""
+        # What the imports made lives as long as this process: collections here never walk
+        # it, so they write none of the pages the children share with it.
+        gc.freeze()
         self.spare = self.fork_spare()
         try:
             wire.write_frame(STDOUT, {"ready": os.getpid()})
@@ -172,8 +176,10 @@ class Worker:
         reply), fork the twin that is to run the next one while this one runs (the kernel only
         waits meanwhile), unless one for such programs is held: when the session cannot change
         (``keep`` False), or did not change with the program before (a program that changes
-        it lets the twin go, its fork wasted). Out of a run, ``tidy`` forks it after the reply,
-        which then need not wait for the fork."""
+        it lets the twin go, its fork wasted). (It does not warm up before its go: the program
+        it runs would then wait for the rest of the warm-up, longer than a cold run takes.)
+        Out of a run, ``tidy`` forks it after the reply, which then need not wait for the
+        fork."""
         if time.monotonic() - self.replied > QUIET:
             return
         like = request.without_program()  # a copy: a forwarded call may add to its protected

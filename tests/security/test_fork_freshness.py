@@ -1,0 +1,79 @@
+"""Each program's process is fresh, however cheaply the worker forks it: the worker forks
+without Python's at-fork hooks while it has one thread (``bare_fork``). Attacks and checks:
+a tool's random numbers repeating from one program to the next (a generator not reseeded),
+a program reaching a process another program ran in, a tool module that starts a thread in
+the worker (the hooks must then run), a program in a twin reaching what a warm-up left."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from lackpy_kernel.service import LackpyService
+from lackpy_kernel.session import LackpySession
+from tests.support.kernel import make_workspace
+
+TOOL = '''
+import os
+import random
+import threading
+
+if os.environ.get("LACKPY_TEST_TOOL_THREAD"):
+    threading.Thread(target=threading.Event().wait, daemon=True).start()
+
+
+def draw() -> list:
+    """A random number and the process that drew it."""
+    return [random.random(), os.getpid()]
+'''
+RUN = 6
+
+
+def workspace_with_tool(folder):
+    workspace = make_workspace(folder, textwrap.dedent("""
+        [sandbox]
+        approve = "never"
+        timeout = 30
+
+        [tools.providers.dice]
+        plugin = "python"
+        path = "tools/dice.py"
+        """))
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "dice.py").write_text(TOOL)
+    return workspace
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["one-thread", "tool-starts-a-thread"])
+async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_path, monkeypatch,
+                                                                         thread):
+    if thread:  # the worker then has two threads: it forks with the hooks
+        monkeypatch.setenv("LACKPY_TEST_TOOL_THREAD", "1")
+    with LackpyService(workspace_with_tool(tmp_path)) as service:
+        draws = []
+        for _ in range(RUN):  # back to back: twin after twin
+            result = await service.run_program("draw()", ["draw"], sandbox=True)
+            assert result.success, result.error
+            draws.append(result.output)
+        worker = service._sandbox.worker_pid
+    numbers, pids = [number for number, _ in draws], [pid for _, pid in draws]
+    assert len(set(numbers)) == RUN, numbers  # each child reseeded its generator
+    assert len(set(pids)) == RUN and worker not in pids, (pids, worker)
+
+
+async def test_a_program_in_a_twin_sees_only_its_session(tmp_path):
+    """Programs back to back run in twins (forked bare, warmed up when there is time): the
+    warm-up's tools are its own, and the session is as the program before left it."""
+    with LackpyService(make_workspace(tmp_path, '[sandbox]\napprove = "never"\n')) as service:
+        session = LackpySession(service, ["read_file"])
+        try:
+            assert (await session.run("n = 1")).success
+            outputs = [(await session.run("n + 1")).output for _ in range(RUN)]
+            assert outputs == [2] * RUN
+            warm_up = await session.run("lackpy_warm_up(1)")
+            assert not warm_up.success and "lackpy_warm_up" in (warm_up.error or "")
+            reads = await session.run("[read_file('notes.txt'), n]")
+            assert reads.output == ["alpha\nbeta\ngamma\n", 1]
+        finally:
+            session.close()
