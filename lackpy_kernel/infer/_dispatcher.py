@@ -66,12 +66,13 @@ class InferenceDispatcher:
     retry told the first errors (skipped when the reply only copied the
     prompt), then fresh fixers (the provider's ``fix``, else ``generate``
     again) shown an excerpt of the best attempt so far and its first errors.
-    Each reply is cleaned up the same way. ``attempts_log`` says what each
+    Each reply is cleaned up the same way; a model's empty first reply goes through the
+    chain too (a rules tier's means it has no program). ``attempts_log`` says what each
     step did.
 
     Given a ``tryout`` (the service's dry run), a valid program a model wrote is run before
-    it is returned; a failure, or a non-number where the intent asks "how many", goes back
-    to the model with the error and the context that would fix it
+    it is returned; a failure, or an answer of the wrong shape (:data:`._tryout.SHAPES`),
+    goes back to the model with the error and the context that would fix it
     (:func:`._tryout.runtime_feedback`), as one more round of the same
     ``correction_rounds``. A model tier's ``samples`` (default 1) asks for that many
     programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
@@ -259,8 +260,11 @@ class _Attempt:
                                self._config(provider, "generate"))
         if isinstance(raw, _Failed):
             return raw.reason
-        if raw is None:
+        if raw is None and provider_kind(provider) != KIND_MODEL:
             return "no program for this intent"
+        if raw is None:  # a model that stopped at once: asked again, told so
+            self._note(provider, "generate", "gave an empty reply", None, ["the reply was empty"])
+            return await self._correct(provider, "", budget)
         program = sanitize_output(raw)
         errors = self._check(program) if program.strip() else ["the provider returned an empty program"]
         if not errors:
