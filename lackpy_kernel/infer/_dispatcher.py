@@ -356,11 +356,12 @@ class _Attempt:
 
     async def _fed_back(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
                         budget: _Budget) -> _Candidate:
-        """Rounds of run-time feedback while the budget lasts; the last valid program (checked
-        when one passed)."""
+        """Rounds of run-time feedback while the budget lasts: the program that passed, else
+        the last that ran to its end (its answer's shape was wrong), else the last valid one."""
         checks = _left(ANSWER_CHECKS, errors)
         candidate, errors = await self._repaired(provider, candidate, errors, checks)
         steps = candidate.steps
+        ran = candidate if _ran(candidate) else None
         told: set[tuple[str, tuple[str, ...]]] = set()
         while errors and budget.left > 0:
             if (candidate.program, tuple(errors)) in told and _deterministic(provider):
@@ -389,6 +390,10 @@ class _Attempt:
             errors = await self._dry_run(provider, candidate, checks)
             candidate, errors = await self._repaired(provider, candidate, errors, checks)
             checks = _left(checks, errors)
+            ran = candidate if _ran(candidate) else ran
+        if errors and ran is not None and not _ran(candidate):
+            self._note(provider, "feedback", "kept the last program that ran to its end", ran.program, [])
+            candidate = ran
         candidate.steps = steps
         return candidate
 
@@ -562,6 +567,11 @@ def _samples(provider: InferenceProvider) -> int:
 def _left(checks: Collection[str], errors: Sequence[str]) -> frozenset[str]:
     """The answer ``checks`` still to make once ``errors`` are fed back (each check once)."""
     return frozenset(checks) - {answer_check(errors)}
+
+
+def _ran(candidate: _Candidate) -> bool:
+    """Whether ``candidate``'s dry run ran to its end (its answer may still be wrong)."""
+    return candidate.tryout is not None and candidate.tryout.success
 
 
 def _deterministic(provider: InferenceProvider) -> bool:

@@ -48,11 +48,12 @@ _NAMES_FILE = "the intent names"
 
 @dataclass(frozen=True)
 class _Shape:
-    """An answer check: intents that ``asks`` match want an output that ``fits``."""
+    """An answer check: an intent that ``asks`` matches wants an output that ``fits`` (given
+    the output and the match)."""
 
     asks: re.Pattern[str]
-    fits: Callable[[Any], bool]
-    wanted: str  # "the intent asks for {wanted}, but the program returned ..."
+    fits: Callable[[Any, re.Match[str]], bool]
+    wanted: str  # "the intent asks for {wanted}, but ..."; ``{n}``: the match's group "n"
     how: str  # what to return instead
 
 
@@ -64,20 +65,33 @@ def _is_collection(value: Any) -> bool:
     return isinstance(value, list | tuple | set | frozenset | dict)
 
 
+_NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _at_most(value: Any, asked: re.Match[str]) -> bool:
+    """Whether ``value`` is a collection of no more items than the intent's number."""
+    word = asked.group("n").lower()
+    most = int(word) if word.isdigit() else _NUMBER_WORDS.index(word) + 2
+    return _is_collection(value) and len(value) <= most
+
+
 # The answer checks, in the order they are made (see runtime_feedback); each is fed back once.
 SHAPES: dict[str, _Shape] = {
-    "number": _Shape(re.compile(r"\b(how many|count|number of|length of)\b", re.IGNORECASE), _is_number,
-                     "a number", "len(...), sum(...) or count(...)"),
+    "number": _Shape(re.compile(r"\b(how many|count|number of|length of)\b", re.IGNORECASE),
+                     lambda value, _: _is_number(value), "a number", "len(...), sum(...) or count(...)"),
     "truth": _Shape(re.compile(r"^\s*(does|do|is|are|has|have|can)\b", re.IGNORECASE),
-                    lambda value: isinstance(value, bool), "yes or no",
+                    lambda value, _: isinstance(value, bool), "yes or no",
                     "True or False: a test such as 'word' in text, or a comparison"),
     "many": _Shape(re.compile(r"^\s*(which|list|find all)\b", re.IGNORECASE),
-                   lambda value: _is_collection(value) or isinstance(value, str), "the items that match",
+                   lambda value, _: _is_collection(value) or isinstance(value, str), "the items that match",
                    "a list of them"),
     "one": _Shape(re.compile(r"\bthe (first|last|second|third|header|top|final|longest|shortest) "
                              r"(line|word|row|entry|item|name|file)\b(?!s)", re.IGNORECASE),
-                  lambda value: not _is_collection(value), "one item",
+                  lambda value, _: not _is_collection(value), "one item",
                   "the one item, by its index (items[0], items[-1]) or max(...)/min(...)"),
+    "few": _Shape(re.compile(rf"\b(first|last|top) (?P<n>\d+|{'|'.join(_NUMBER_WORDS)}) \w+s\b",
+                             re.IGNORECASE),
+                  _at_most, "at most {n} items", "a list of them, a slice such as items[:{n}]"),
 }
 ANSWER_CHECKS = frozenset({*SHAPES, "file"})  # see runtime_feedback
 
@@ -205,6 +219,7 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
     "number of" or "length of"; ``"truth"``, a non-bool for a yes/no question ("does",
     "is", ...); ``"many"``, a number or a bool for "which", "list" or "find all";
     ``"one"``, a list for "the first/last/longest/... line" (or word, row, name, file);
+    ``"few"``, anything but a list of at most N items for "the first/last/top N ...s";
     ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names.
     """
     if tryout.skipped is not None:
@@ -213,9 +228,12 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
         error = " ".join((tryout.error or "the program failed").split())
         return [f"the program ran and failed: {error}", *_hints(error, tryout)]
     for name, shape in SHAPES.items():
-        if name in checks and shape.asks.search(intent) and not shape.fits(tryout.output):
-            return [f"the intent asks for {shape.wanted}, but the program returned "
-                    f"{type(tryout.output).__name__} {shown(tryout.output)}; return {shape.how}"]
+        asked = shape.asks.search(intent) if name in checks else None
+        if asked is not None and not shape.fits(tryout.output, asked):
+            named = asked.groupdict()
+            return [f"the intent asks for {shape.wanted.format_map(named)}, but the program returned "
+                    f"{type(tryout.output).__name__} {shown(tryout.output)}; "
+                    f"return {shape.how.format_map(named)}"]
     unread = unread_files(intent, program, tryout) if "file" in checks else []
     if unread:
         path = meant_path(unread[0], tryout.paths) or unread[0]
@@ -240,7 +258,7 @@ def answer_check(errors: Sequence[str]) -> str | None:
     if first.startswith(_NAMES_FILE):
         return "file"
     return next((name for name, shape in SHAPES.items()
-                 if first.startswith(f"the intent asks for {shape.wanted},")), None)
+                 if first.startswith(f"the intent asks for {shape.wanted.split('{')[0]}")), None)
 
 
 def _hints(error: str, tryout: Tryout) -> list[str]:

@@ -335,6 +335,8 @@ async def test_empty_replies_cost_no_more_calls_than_the_rounds(tmp_path):
     ("return the last line of notes.txt", ["alpha", "beta"], "one item"),
     ("the header row of table.csv", ("name", "age"), "one item"),
     ("return the length of the longest word", "epsilon", "a number"),
+    ("return the first 3 lines of notes.txt", ["a", "b", "c", "d"], "at most 3 items"),
+    ("the top five files by size", "a.txt", "at most five items"),
 ])
 def test_an_answer_of_the_wrong_shape_is_named(intent, output, wanted):
     errors = runtime_feedback(intent, Tryout(True, output=output))
@@ -347,6 +349,7 @@ def test_an_answer_of_the_wrong_shape_is_named(intent, output, wanted):
     ("which file defines User", "src/models.py"),
     ("which lines hold an a", []),
     ("return the first 3 lines of notes.txt", ["a", "b", "c"]),  # plural: a list is right
+    ("the last ten lines of a short file", ["a", "b"]),  # fewer: the file may have fewer
     ("return the last line of notes.txt", "gamma"),
     ("show the lines of notes.txt", 3),  # asks for no particular shape
 ])
@@ -375,3 +378,27 @@ async def test_a_list_where_the_intent_asks_for_the_last_line_goes_back_with_the
     assert result["output"] == "gamma" and result["correction_strategy"] == "feedback"
     assert ("the intent asks for one item, but the program returned list ['alpha', 'beta', 'gamma']"
             in prompts(model_server)[1])
+
+
+async def test_more_items_than_the_intent_asks_for_go_back_once_with_the_slice_to_take(
+        tmp_path, model_server):
+    every = "read_file('notes.txt').splitlines()"
+    model_server.script(lb.openai_answer(every), lb.openai_answer(every + "\n"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    result = await delegate(workspace, "return the first 2 lines of notes.txt")
+    assert ("the intent asks for at most 2 items, but the program returned list "
+            "['alpha', 'beta', 'gamma']; return a list of them, a slice such as items[:2]"
+            in prompts(model_server)[1])
+    assert len(model_server.requests) == 2 and result["output"] == ["alpha", "beta", "gamma"]
+
+
+async def test_when_no_round_passes_the_last_program_that_ran_is_kept_over_one_that_failed(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("len(read_file('notes.txt'))"),  # ran: a number, not a bool
+                        lb.openai_answer("'beta' in read_file('app.log')"))  # fails: no such file
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=1)
+    with LackpyService(workspace) as service:
+        generated = await service.generate("does notes.txt contain the word beta", kit="debug")
+    assert len(model_server.requests) == 2
+    assert generated.program == "len(read_file('notes.txt'))"
+    assert generated.attempts_log[-1]["did"] == "kept the last program that ran to its end"
