@@ -1,13 +1,10 @@
 """The prompts of the model tiers, all in the few-shot examples' own layout.
 
 Every example in the system prompt reads ``Intent: ...`` / ``Program:`` /
-the code, and so does what the model is asked. A model without a chat template
-is sent the whole text as a raw completion (:attr:`Prompt.completion`), which
-ends with ``Program:`` and a newline, and continues it with a program. A chat
-model is sent the request alone as the user turn (:attr:`Prompt.request`): the
-program slot is its own turn (a small model sent a user turn that ends with the
-label often ends its turn at once); it may open it with the label, which the
-cleanup strips. The next example would
+the code, and so does what the model is asked: the user turn ends with
+``Program:`` and a newline. A chat model answers with a program; a model
+without a chat template, sent the whole text as a raw completion
+(:attr:`Prompt.completion`), continues it with one. The next example would
 begin with ``Intent:``, which is therefore the default stop sequence
 (:data:`DEFAULT_STOP`); :func:`default_max_tokens` sizes the token limit
 from the examples.
@@ -86,27 +83,20 @@ class Example:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What one model call sends: a system prompt and a request (the intent, or what was
-    wrong with a program), as chat turns or as one completion."""
+    """What one model call sends: a system prompt and a user turn, or both as one completion."""
 
     system: str
-    request: str
+    user: str
 
     @property
     def completion(self) -> str:
-        """The whole prompt as one text, ending at the program slot, for a model without a
-        chat template."""
-        return self.system.rstrip("\n") + f"\n\n{self.request}\n{PROGRAM_LABEL}\n"
-
-
-def intent_line(intent: str) -> str:
-    """``Intent: ...``, the intent on one line."""
-    return f"{INTENT_LABEL} {' '.join(intent.split())}"
+        """The whole prompt as one text for a model without a chat template."""
+        return self.system.rstrip("\n") + "\n\n" + self.user
 
 
 def program_slot(intent: str) -> str:
     """The intent and the empty program slot, in the examples' layout."""
-    return f"{intent_line(intent)}\n{PROGRAM_LABEL}\n"
+    return f"{INTENT_LABEL} {' '.join(intent.split())}\n{PROGRAM_LABEL}\n"
 
 
 def format_example(example: Example) -> str:
@@ -224,12 +214,12 @@ def first_errors(errors: Sequence[str]) -> str:
 
 def feedback_message(intent: str, errors: Sequence[str], program: str | None = None, *,
                      show_program: bool = True) -> str:
-    """The request after a rejected reply: the intent, what was wrong, what to write.
+    """The user turn after a rejected reply: the intent, what was wrong, the program slot.
 
     With ``show_program`` an excerpt of ``program`` is shown (a fixer repairs it); without, only
     its first errors (a retry asks again: a small model shown its program copies it back).
     """
-    parts = [intent_line(intent)]
+    parts = [f"{INTENT_LABEL} {' '.join(intent.split())}"]
     if not (program and program.strip()):
         parts.append("The previous reply was not a program.")
     elif show_program:
@@ -237,7 +227,7 @@ def feedback_message(intent: str, errors: Sequence[str], program: str | None = N
     else:
         parts.append("The previous program was rejected.")
     parts.append(f"Errors: {first_errors(errors)}")
-    parts.append("Write the whole corrected program.")
+    parts.append(f"Write the whole corrected program.\n{PROGRAM_LABEL}\n")
     return "\n".join(parts)
 
 
@@ -253,16 +243,16 @@ def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any
     )
 
 
-def request_for(
+def user_message_for(
     intent: str, config: Mapping[str, Any] | None, error_feedback: Sequence[str] | None
 ) -> str:
-    """The request for ``intent``, or on a retry what was wrong with the previous program.
+    """The program slot for ``intent``, or on a retry what was wrong with the previous program.
 
     A retry shows the first errors only; standing in for a fixer (``config["fixer"]``), an
     excerpt of the program too.
     """
     if not error_feedback:
-        return intent_line(intent)
+        return program_slot(intent)
     config = config or {}
     return feedback_message(intent, error_feedback, config.get("previous_program"),
                             show_program=bool(config.get("fixer")))
@@ -274,14 +264,14 @@ def generate_prompt(
 ) -> Prompt:
     """The prompt of a first try, or of a retry when ``error_feedback`` is given."""
     return Prompt(system_prompt_for(intent, namespace_desc, config),
-                  request_for(intent, config, error_feedback))
+                  user_message_for(intent, config, error_feedback))
 
 
 def fixer_prompts(
     intent: str, program: str | None, errors: Sequence[str], namespace_desc: str,
     config: Mapping[str, Any] | None,
 ) -> tuple[str, str]:
-    """(system, request) for a fresh "fixer" conversation about a rejected ``program``."""
+    """(system, user) for a fresh "fixer" conversation about a rejected ``program``."""
     system = system_prompt_for(intent, namespace_desc, config).rstrip("\n")
     system += "\n\n" + FIXER_INSTRUCTION + "\n"
     return system, feedback_message(intent, errors, program)

@@ -94,7 +94,7 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
     assert body["temperature"] == 0.0  # sent, not dropped as falsy
     assert bool(body.get("stream")) is stream
     assert body["system"].startswith(FRAMING) and TOOLS in body["system"] and "root: str" in body["system"]
-    assert body["messages"] == [{"role": "user", "content": f"Intent: {INTENT}"}]
+    assert body["messages"] == [{"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}]
 
 
 async def test_defaults_on_the_wire(server):
@@ -121,7 +121,7 @@ async def test_a_given_system_prompt_and_a_retry_message(server):
     assert body["system"] == "DISPATCHER SYSTEM"
     user = body["messages"][0]["content"]
     assert user.startswith(f"Intent: {INTENT}") and "was rejected" in user
-    assert "Errors: while is not allowed" in user and user.endswith("Write the whole corrected program.")
+    assert "Errors: while is not allowed" in user and user.endswith("Program:\n")
 
 
 async def test_fix_is_a_fresh_fixer_conversation(server):

@@ -54,7 +54,7 @@ async def test_generate_sends_the_prompt_and_returns_the_raw_answer(server, stre
     system, user = body["messages"]
     assert system["role"] == "system" and system["content"].startswith(FRAMING)
     assert TOOLS in system["content"] and "root: str" in system["content"]
-    assert user == {"role": "user", "content": f"Intent: {INTENT}"}  # the program is the model's turn
+    assert user == {"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}
 
 
 async def test_unset_options_are_not_sent_and_stop_and_num_predict_always_are(server):
@@ -100,7 +100,7 @@ async def test_a_retry_sends_the_first_errors_and_a_fixer_standing_in_the_progra
     retry, fixer = (request.json["messages"][1]["content"] for request in server.requests)
     assert retry.startswith(f"Intent: {INTENT}\nThe previous program was rejected.")
     assert "import os" not in retry  # a small model shown its program copies it back
-    assert "Errors: import is not allowed" in retry and retry.endswith("Write the whole corrected program.")
+    assert "Errors: import is not allowed" in retry and retry.endswith("Program:\n")
     assert "This program was rejected:\nimport os" in fixer
 
 

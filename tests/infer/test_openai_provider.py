@@ -65,7 +65,7 @@ async def test_chat_sends_the_prompt_in_the_examples_layout(server, stream, monk
     system, user = body["messages"]
     assert system["role"] == "system" and system["content"].startswith(FRAMING)
     assert TOOLS in system["content"] and "root: str" in system["content"]
-    assert user == {"role": "user", "content": f"Intent: {INTENT}"}  # the program is the model's turn
+    assert user == {"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}
 
 
 @pytest.mark.parametrize("stream", [True, False])

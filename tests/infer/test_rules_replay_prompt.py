@@ -18,10 +18,9 @@ from lackpy_kernel.infer import (
 from lackpy_kernel.infer.prompt import (
     FIXER_INSTRUCTION,
     FRAMING,
-    Prompt,
     fixer_prompts,
-    request_for,
     system_prompt_for,
+    user_message_for,
 )
 from lackpy_kernel.lang import ALLOWED_BUILTINS, validate
 
@@ -212,11 +211,10 @@ def test_prompt_helpers():
     system = system_prompt_for("read a file", "read_file(path) -> str", {"params_desc": "path: str"})
     assert system.startswith(FRAMING) and "read_file(path) -> str" in system and "path: str" in system
     assert system_prompt_for("x", "tools", {"system_prompt": "GIVEN"}) == "GIVEN"
-    assert request_for("read a file", None, None) == "Intent: read a file"
-    retry = request_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
+    assert user_message_for("read a file", None, None) == "Intent: read a file\nProgram:\n"
+    retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
     assert retry.startswith("Intent: read a file\nThe previous program was rejected.")
-    assert "Errors: open is not allowed" in retry and retry.endswith("Write the whole corrected program.")
-    assert Prompt("SYSTEM\n", retry).completion == f"SYSTEM\n\n{retry}\nProgram:\n"
+    assert "Errors: open is not allowed" in retry and retry.endswith("Program:\n")
     fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
     assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
     assert "bad()" in fixer_user and "Errors: bad is unknown" in fixer_user

@@ -58,7 +58,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
 from lackpy_kernel.infer.grammar import lackpy_gbnf
-from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt, intent_line
+from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt, program_slot
 from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
@@ -263,8 +263,8 @@ class ModelProvider:
         config: dict[str, Any] | None = None,
     ) -> str | None:
         """A fresh conversation asking the model to repair ``program`` (None: no program yet)."""
-        return await self.ask(Prompt(*fixer_prompts(intent, program, errors, namespace_desc, config)),
-                              config)
+        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
+        return await self.ask(Prompt(system, user), config)
 
     async def ask(self, prompt: Prompt, config: Mapping[str, Any] | None = None) -> str | None:
         """Send ``prompt`` as chat or, with ``raw``, as one completion; the answer, or None when empty."""
@@ -272,7 +272,7 @@ class ModelProvider:
         if self.generation.raw:
             text = await self.complete(prompt.completion, sampling)
         else:
-            text = await self.chat(prompt.system, prompt.request, sampling)
+            text = await self.chat(prompt.system, prompt.user, sampling)
         return text if text.strip() else None
 
     def sampling(self, config: Mapping[str, Any] | None = None) -> Sampling:
@@ -293,7 +293,7 @@ class ModelProvider:
         ``constrain``. Raises ProviderError when the server cannot be reached."""
         if self.generation.constrain != "grammar":
             return ""
-        await self.ask(Prompt("", intent_line("probe")), {"max_tokens": 1, "tool_names": []})
+        await self.ask(Prompt("", program_slot("probe")), {"max_tokens": 1, "tool_names": []})
         return self.grammar_status
 
     async def chat(self, system: str, user: str, sampling: Sampling) -> str:
