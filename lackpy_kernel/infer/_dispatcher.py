@@ -66,12 +66,13 @@ class InferenceDispatcher:
     retry told the first errors (skipped when the reply only copied the
     prompt), then fresh fixers (the provider's ``fix``, else ``generate``
     again) shown an excerpt of the best attempt so far and its first errors.
-    Each reply is cleaned up the same way. ``attempts_log`` says what each
+    Each reply is cleaned up the same way; a model's empty first reply goes through the
+    chain too (a rules tier's means it has no program). ``attempts_log`` says what each
     step did.
 
     Given a ``tryout`` (the service's dry run), a valid program a model wrote is run before
-    it is returned; a failure, or a non-number where the intent asks "how many", goes back
-    to the model with the error and the context that would fix it
+    it is returned; a failure, or an answer of the wrong shape (:data:`._tryout.SHAPES`),
+    goes back to the model with the error and the context that would fix it
     (:func:`._tryout.runtime_feedback`), as one more round of the same
     ``correction_rounds``. A model tier's ``samples`` (default 1) asks for that many
     programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
@@ -259,8 +260,11 @@ class _Attempt:
                                self._config(provider, "generate"))
         if isinstance(raw, _Failed):
             return raw.reason
-        if raw is None:
+        if raw is None and provider_kind(provider) != KIND_MODEL:
             return "no program for this intent"
+        if raw is None:  # a model that stopped at once: asked again, told so
+            self._note(provider, "generate", "gave an empty reply", None, ["the reply was empty"])
+            return await self._correct(provider, "", budget)
         program = sanitize_output(raw)
         errors = self._check(program) if program.strip() else ["the provider returned an empty program"]
         if not errors:
@@ -352,11 +356,12 @@ class _Attempt:
 
     async def _fed_back(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
                         budget: _Budget) -> _Candidate:
-        """Rounds of run-time feedback while the budget lasts; the last valid program (checked
-        when one passed)."""
+        """Rounds of run-time feedback while the budget lasts: the program that passed, else
+        the last that ran to its end (its answer's shape was wrong), else the last valid one."""
         checks = _left(ANSWER_CHECKS, errors)
         candidate, errors = await self._repaired(provider, candidate, errors, checks)
         steps = candidate.steps
+        ran = candidate if _ran(candidate) else None
         told: set[tuple[str, tuple[str, ...]]] = set()
         while errors and budget.left > 0:
             if (candidate.program, tuple(errors)) in told and _deterministic(provider):
@@ -385,6 +390,10 @@ class _Attempt:
             errors = await self._dry_run(provider, candidate, checks)
             candidate, errors = await self._repaired(provider, candidate, errors, checks)
             checks = _left(checks, errors)
+            ran = candidate if _ran(candidate) else ran
+        if errors and ran is not None and not _ran(candidate):
+            self._note(provider, "feedback", "kept the last program that ran to its end", ran.program, [])
+            candidate = ran
         candidate.steps = steps
         return candidate
 
@@ -558,6 +567,11 @@ def _samples(provider: InferenceProvider) -> int:
 def _left(checks: Collection[str], errors: Sequence[str]) -> frozenset[str]:
     """The answer ``checks`` still to make once ``errors`` are fed back (each check once)."""
     return frozenset(checks) - {answer_check(errors)}
+
+
+def _ran(candidate: _Candidate) -> bool:
+    """Whether ``candidate``'s dry run ran to its end (its answer may still be wrong)."""
+    return candidate.tryout is not None and candidate.tryout.success
 
 
 def _deterministic(provider: InferenceProvider) -> bool:

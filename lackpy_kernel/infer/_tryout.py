@@ -42,11 +42,58 @@ _SHORT.maxstring = _SHORT.maxother = SHOWN_CHARS
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 12
 _SHORT.maxlevel = 3
 _REPR_KEY = re.compile(r"[{,]\s*'([^'\\]{1,60})':")
-_NUMBER_INTENT = re.compile(r"\b(how many|count|number of)\b", re.IGNORECASE)
 _FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
-ANSWER_CHECKS = frozenset({"number", "file"})  # see runtime_feedback
-_ASKS_NUMBER = "the intent asks for a number"
 _NAMES_FILE = "the intent names"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """An answer check: an intent that ``asks`` matches wants an output that ``fits`` (given
+    the output and the match)."""
+
+    asks: re.Pattern[str]
+    fits: Callable[[Any, re.Match[str]], bool]
+    wanted: str  # "the intent asks for {wanted}, but ..."; ``{n}``: the match's group "n"
+    how: str  # what to return instead
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_collection(value: Any) -> bool:
+    return isinstance(value, list | tuple | set | frozenset | dict)
+
+
+_NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _at_most(value: Any, asked: re.Match[str]) -> bool:
+    """Whether ``value`` is a collection of no more items than the intent's number."""
+    word = asked.group("n").lower()
+    most = int(word) if word.isdigit() else _NUMBER_WORDS.index(word) + 2
+    return _is_collection(value) and len(value) <= most
+
+
+# The answer checks, in the order they are made (see runtime_feedback); each is fed back once.
+SHAPES: dict[str, _Shape] = {
+    "number": _Shape(re.compile(r"\b(how many|count|number of|length of)\b", re.IGNORECASE),
+                     lambda value, _: _is_number(value), "a number", "len(...), sum(...) or count(...)"),
+    "truth": _Shape(re.compile(r"^\s*(does|do|is|are|has|have|can)\b", re.IGNORECASE),
+                    lambda value, _: isinstance(value, bool), "yes or no",
+                    "True or False: a test such as 'word' in text, or a comparison"),
+    "many": _Shape(re.compile(r"^\s*(which|list|find all)\b", re.IGNORECASE),
+                   lambda value, _: _is_collection(value) or isinstance(value, str), "the items that match",
+                   "a list of them"),
+    "one": _Shape(re.compile(r"\bthe (first|last|second|third|header|top|final|longest|shortest) "
+                             r"(line|word|row|entry|item|name|file)\b(?!s)", re.IGNORECASE),
+                  lambda value, _: not _is_collection(value), "one item",
+                  "the one item, by its index (items[0], items[-1]) or max(...)/min(...)"),
+    "few": _Shape(re.compile(rf"\b(first|last|top) (?P<n>\d+|{'|'.join(_NUMBER_WORDS)}) \w+s\b",
+                             re.IGNORECASE),
+                  _at_most, "at most {n} items", "a list of them, a slice such as items[:{n}]"),
+}
+ANSWER_CHECKS = frozenset({*SHAPES, "file"})  # see runtime_feedback
 
 
 @dataclass(frozen=True)
@@ -158,8 +205,8 @@ def _call_text(tool: str, args: Mapping[str, Any]) -> str:
 
 
 def asks_for_a_number(intent: str) -> bool:
-    """Whether ``intent`` asks "how many", "count" or "number of"."""
-    return _NUMBER_INTENT.search(intent) is not None
+    """Whether ``intent`` asks "how many", "count", "number of" or "length of"."""
+    return SHAPES["number"].asks.search(intent) is not None
 
 
 def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = ANSWER_CHECKS,
@@ -167,19 +214,26 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
     """The errors one more correction round shows the model; ``[]`` when the program passed.
 
     A failure gives its error and the context that would fix it. Of the answer ``checks``
-    of a program that ran: ``"number"``, a non-number returned for an intent that asks
-    for one gives "the intent asks for a number"; ``"file"``, a ``program`` that neither
-    names nor reads a workspace file the intent names gives "the intent names ...".
+    of a program that ran (:data:`SHAPES`, then ``"file"``), the first that fails gives
+    its error: ``"number"``, a non-number for an intent that asks "how many", "count",
+    "number of" or "length of"; ``"truth"``, a non-bool for a yes/no question ("does",
+    "is", ...); ``"many"``, a number or a bool for "which", "list" or "find all";
+    ``"one"``, a list for "the first/last/longest/... line" (or word, row, name, file);
+    ``"few"``, anything but a list of at most N items for "the first/last/top N ...s";
+    ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names.
     """
     if tryout.skipped is not None:
         return []
     if not tryout.success:
         error = " ".join((tryout.error or "the program failed").split())
         return [f"the program ran and failed: {error}", *_hints(error, tryout)]
-    if "number" in checks and asks_for_a_number(intent) and not _is_number(tryout.output):
-        return [f"{_ASKS_NUMBER}, but the program returned "
-                f"{type(tryout.output).__name__} {shown(tryout.output)}; return a number "
-                f"(len(...), sum(...) or count(...))"]
+    for name, shape in SHAPES.items():
+        asked = shape.asks.search(intent) if name in checks else None
+        if asked is not None and not shape.fits(tryout.output, asked):
+            named = asked.groupdict()
+            return [f"the intent asks for {shape.wanted.format_map(named)}, but the program returned "
+                    f"{type(tryout.output).__name__} {shown(tryout.output)}; "
+                    f"return {shape.how.format_map(named)}"]
     unread = unread_files(intent, program, tryout) if "file" in checks else []
     if unread:
         path = meant_path(unread[0], tryout.paths) or unread[0]
@@ -201,7 +255,10 @@ def unread_files(intent: str, program: str, tryout: Tryout) -> list[str]:
 def answer_check(errors: Sequence[str]) -> str | None:
     """Which answer check gave ``errors`` (each is fed back once only), or None."""
     first = errors[0] if errors else ""
-    return "number" if first.startswith(_ASKS_NUMBER) else "file" if first.startswith(_NAMES_FILE) else None
+    if first.startswith(_NAMES_FILE):
+        return "file"
+    return next((name for name, shape in SHAPES.items()
+                 if first.startswith(f"the intent asks for {shape.wanted.split('{')[0]}")), None)
 
 
 def _hints(error: str, tryout: Tryout) -> list[str]:
@@ -311,10 +368,6 @@ def _keys_seen(calls: Sequence[ToolCallSeen]) -> list[str]:
             if keys:
                 return [f"'{key}'" for key in keys]
     return []
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def shown(value: Any) -> str:

@@ -16,7 +16,9 @@ copies it back); a fixer is shown a bounded excerpt of the best attempt too.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -51,9 +53,10 @@ EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown ba
 FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
 
 _WORD = re.compile(r"[a-z0-9_]+")
+_FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
 # Words too common to say which examples fit an intent.
-_STOPWORDS = frozenset("a an and are as at be by do does for from how i in is it its me my of on or "
-                       "return show that the their them there this to what which with".split())
+_STOPWORDS = frozenset("a an and are as at be by do does for from has have how i in is it its me my of on "
+                       "one or return show that the their them there this to what which with".split())
 
 
 class Interpreter(Protocol):
@@ -116,8 +119,8 @@ def build_system_prompt(
     ``interpreter.system_prompt_hint()``, when present, replaces the generic
     framing. ``variables_desc`` describes the session's variables (see
     :func:`lackpy_kernel.run.describe_variables`). Up to
-    ``n_examples`` examples from ``example_pool`` are chosen by their word
-    overlap with ``intent`` and written in the layout of :func:`program_slot`,
+    ``n_examples`` examples from ``example_pool`` are chosen by the words they share with
+    ``intent`` (:func:`select_examples`) and written in the layout of :func:`program_slot`,
     the closest last.
     """
     hint = getattr(interpreter, "system_prompt_hint", None)
@@ -138,23 +141,32 @@ def build_system_prompt(
 def select_examples(
     intent: str, pool: Iterable[Example | Mapping[str, Any]], n: int
 ) -> list[Example]:
-    """The ``n`` examples sharing the most words with ``intent`` (ties keep pool order)."""
+    """The ``n`` examples whose words best match ``intent`` (ties keep pool order).
+
+    Each word an example shares with ``intent`` counts ``log(1 + N / k)``, where ``k`` of the
+    pool's ``N`` examples have it: a word that few examples have ("last") says more about
+    which fit than one most have ("line").
+    """
+    examples = [Example.coerce(item) for item in pool]
+    words = [_keywords(f"{example.intent} {' '.join(example.tags)}") for example in examples]
     wanted = _keywords(intent)
+    having = Counter(word for found in words for word in found & wanted)
     scored = []
-    for order, item in enumerate(pool):
-        example = Example.coerce(item)
-        words = _keywords(f"{example.intent} {' '.join(example.tags)}")
-        overlap = len(wanted & words)
-        if overlap:
-            scored.append((-overlap, order, example))
+    for order, (example, found) in enumerate(zip(examples, words, strict=True)):
+        score = sum(math.log(1 + len(examples) / having[word]) for word in found & wanted)
+        if score:
+            scored.append((-score, order, example))
     scored.sort(key=lambda entry: entry[:2])
     return [example for _, _, example in scored[:max(n, 0)]]
 
 
 def _keywords(text: str) -> set[str]:
-    """The words of ``text`` that say what it is about, without a plural ``s``."""
-    words = (word.removesuffix("s") if len(word) > 3 else word for word in _WORD.findall(text.lower()))
-    return {word for word in words if word not in _STOPWORDS}
+    """The words of ``text`` that say what it is about, without a plural ``s``; not the words
+    of a file name (``notes.txt``, ``src/app.py``): which file an example reads says nothing
+    of what it does."""
+    text = _FILE_NAME.sub(" ", text.lower())
+    words = (word for word in _WORD.findall(text) if word not in _STOPWORDS)
+    return {word.removesuffix("s") if len(word) > 3 else word for word in words}
 
 
 def default_max_tokens(examples: Iterable[Example | Mapping[str, Any]]) -> int:

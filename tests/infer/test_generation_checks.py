@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
 from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair
 from lackpy_kernel.service import LackpyService
@@ -305,3 +306,99 @@ def test_only_effects_that_can_be_staged_are_dry_run(tmp_path):
     assert not_dry_runnable(["write_file"], kit, sandboxed=False) == (
         "it calls write_file, which may change things, and programs run without the sandbox")
     assert not_dry_runnable(["read_file", "lookup"], kit, sandboxed=False) is None
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["completion", "chat"])
+async def test_an_empty_reply_is_asked_again_saying_so(tmp_path, model_server, raw):
+    model_server.script(lb.openai_answer(""), lb.openai_answer("len(read_file('notes.txt'))"))
+    workspace = workspace_with(tmp_path, model_server.url, raw=raw, correction_rounds=1)
+    result = await delegate(workspace, "how many characters are in notes.txt")
+    assert result["output"] == len(NOTES) and result["correction_strategy"] == "retry"
+    assert len(model_server.requests) == 2
+    assert "The previous reply was not a program." in prompts(model_server)[1]
+
+
+async def test_empty_replies_cost_no_more_calls_than_the_rounds(tmp_path):
+    with lb.LoopbackServer(default=lb.openai_answer("")) as server:
+        workspace = workspace_with(tmp_path, server.url, correction_rounds=2)
+        with LackpyService(workspace) as service:
+            with pytest.raises(GenerationError, match="invalid program after correction"):
+                await service.generate("read the notes", kit="debug")
+        assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(("intent", "output", "wanted"), [
+    ("does notes.txt mention beta", 1, "yes or no"),
+    ("is the word TODO in plan.md", "TODO", "yes or no"),
+    ("which lines of notes.txt hold an a", True, "the items that match"),
+    ("list the files under docs", 2, "the items that match"),
+    ("return the last line of notes.txt", ["alpha", "beta"], "one item"),
+    ("the header row of table.csv", ("name", "age"), "one item"),
+    ("return the length of the longest word", "epsilon", "a number"),
+    ("return the first 3 lines of notes.txt", ["a", "b", "c", "d"], "at most 3 items"),
+    ("the top five files by size", "a.txt", "at most five items"),
+])
+def test_an_answer_of_the_wrong_shape_is_named(intent, output, wanted):
+    errors = runtime_feedback(intent, Tryout(True, output=output))
+    assert errors and errors[0].startswith(f"the intent asks for {wanted}, but the program returned "
+                                           f"{type(output).__name__}")
+
+
+@pytest.mark.parametrize(("intent", "output"), [
+    ("does notes.txt mention beta", False),
+    ("which file defines User", "src/models.py"),
+    ("which lines hold an a", []),
+    ("return the first 3 lines of notes.txt", ["a", "b", "c"]),  # plural: a list is right
+    ("the last ten lines of a short file", ["a", "b"]),  # fewer: the file may have fewer
+    ("return the last line of notes.txt", "gamma"),
+    ("show the lines of notes.txt", 3),  # asks for no particular shape
+])
+def test_an_answer_of_the_right_shape_passes(intent, output):
+    assert runtime_feedback(intent, Tryout(True, output=output)) == []
+
+
+async def test_a_yes_no_question_answered_with_a_number_is_fed_back_once(tmp_path, model_server):
+    counting = "len(read_file('notes.txt').splitlines())"
+    model_server.script(lb.openai_answer(counting), lb.openai_answer(counting + "\n"),
+                        lb.openai_answer("'beta' in read_file('notes.txt')"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3)
+    result = await delegate(workspace, "does notes.txt contain the word beta")
+    assert ("the intent asks for yes or no, but the program returned int 3; return True or False"
+            in prompts(model_server)[1])
+    assert len(model_server.requests) == 2  # told once; the same shape again is kept, not re-asked
+    assert result["output"] == 3
+
+
+async def test_a_list_where_the_intent_asks_for_the_last_line_goes_back_with_the_list(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("read_file('notes.txt').splitlines()"),
+                        lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlines[-1]"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "return the last line of notes.txt")
+    assert result["output"] == "gamma" and result["correction_strategy"] == "feedback"
+    assert ("the intent asks for one item, but the program returned list ['alpha', 'beta', 'gamma']"
+            in prompts(model_server)[1])
+
+
+async def test_more_items_than_the_intent_asks_for_go_back_once_with_the_slice_to_take(
+        tmp_path, model_server):
+    every = "read_file('notes.txt').splitlines()"
+    model_server.script(lb.openai_answer(every), lb.openai_answer(every + "\n"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    result = await delegate(workspace, "return the first 2 lines of notes.txt")
+    assert ("the intent asks for at most 2 items, but the program returned list "
+            "['alpha', 'beta', 'gamma']; return a list of them, a slice such as items[:2]"
+            in prompts(model_server)[1])
+    assert len(model_server.requests) == 2 and result["output"] == ["alpha", "beta", "gamma"]
+
+
+async def test_when_no_round_passes_the_last_program_that_ran_is_kept_over_one_that_failed(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("len(read_file('notes.txt'))"),  # ran: a number, not a bool
+                        lb.openai_answer("'beta' in read_file('app.log')"))  # fails: no such file
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=1)
+    with LackpyService(workspace) as service:
+        generated = await service.generate("does notes.txt contain the word beta", kit="debug")
+    assert len(model_server.requests) == 2
+    assert generated.program == "len(read_file('notes.txt'))"
+    assert generated.attempts_log[-1]["did"] == "kept the last program that ran to its end"

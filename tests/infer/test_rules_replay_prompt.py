@@ -149,6 +149,19 @@ def test_select_examples_ranks_by_overlap_and_caps():
     assert select_examples("zzz", pool, 3) == []
 
 
+def test_a_word_few_examples_share_outweighs_one_most_share():
+    pool = [Example(f"show line {i} of log.txt", f"lines[{i}]") for i in range(5)]
+    pool.append(Example("the final entry", "entries[-1]", ["last"]))
+    assert select_examples("return the last line", pool, 1)[0].code == "entries[-1]"
+
+
+def test_file_names_and_stopwords_do_not_choose_examples():
+    pool = [Example("sort the lines of names.txt", "a"), Example("what does it do", "b"),
+            Example("the name column of table.csv", "c")]
+    assert [e.code for e in select_examples("the names in people.csv: what does it have", pool, 3)] == [
+        "c"]
+
+
 def test_format_params_description():
     text = format_params_description({"n": 3, "path": {"value": "a", "description": "the file"}})
     assert text == "n: int\npath: str - the file"

@@ -35,8 +35,9 @@ for ``max_tokens``):
   (``grammar_status`` says which; ``probe_grammar()`` asks the server once, for
   ``lackpy doctor``).
 - ``dry_run`` (true): run each valid program before it is returned, in the sandbox with
-  its file changes dropped, and feed a run-time error (or a non-number where the intent
-  asks "how many") back as a correction round; false returns the first valid program.
+  its file changes dropped, and feed a run-time error (or an answer of the wrong shape:
+  :data:`lackpy_kernel.infer._tryout.SHAPES`) back as a correction round; false returns the
+  first valid program.
 - ``price_in``, ``price_out``: the price per million input and output tokens; each call's
   tokens (the server's own counts) and cost go to the usage record (:mod:`lackpy_kernel.telemetry`).
 
