@@ -1,8 +1,8 @@
-"""Each program's process is fresh, however cheaply the worker forks it: the worker forks
-without Python's at-fork hooks while it has one thread (``bare_fork``). Attacks and checks:
-a tool's random numbers repeating from one program to the next (a generator not reseeded),
-a program reaching a process another program ran in, a tool module that starts a thread in
-the worker (the hooks must then run), a program in a twin reaching what a warm-up left."""
+"""Each program's process is fresh, however the worker forks it (twins forked ahead, a
+frozen worker heap). Attacks and checks: a tool's random numbers repeating from one program
+to the next (a generator not reseeded after the fork), a program reaching a process another
+program ran in, a tool module that starts a thread in the worker, a program in a twin
+reaching what a warm-up left."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def workspace_with_tool(folder):
 @pytest.mark.parametrize("thread", [False, True], ids=["one-thread", "tool-starts-a-thread"])
 async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_path, monkeypatch,
                                                                          thread):
-    if thread:  # the worker then has two threads: it forks with the hooks
+    if thread:  # the worker then forks with a second thread running
         monkeypatch.setenv("LACKPY_TEST_TOOL_THREAD", "1")
     with LackpyService(workspace_with_tool(tmp_path)) as service:
         draws = []
@@ -56,15 +56,15 @@ async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_p
             result = await service.run_program("draw()", ["draw"], sandbox=True)
             assert result.success, result.error
             draws.append(result.output)
-        worker = service._sandbox.worker_pid
+        worker = service.sandbox_worker_pid
     numbers, pids = [number for number, _ in draws], [pid for _, pid in draws]
     assert len(set(numbers)) == RUN, numbers  # each child reseeded its generator
     assert len(set(pids)) == RUN and worker not in pids, (pids, worker)
 
 
 async def test_a_program_in_a_twin_sees_only_its_session(tmp_path):
-    """Programs back to back run in twins (forked bare, warmed up when there is time): the
-    warm-up's tools are its own, and the session is as the program before left it."""
+    """Programs back to back run in twins (warmed up when there is time): the warm-up's
+    tools are its own, and the session is as the program before left it."""
     with LackpyService(make_workspace(tmp_path, '[sandbox]\napprove = "never"\n')) as service:
         session = LackpySession(service, ["read_file"])
         try:

@@ -4,12 +4,9 @@ held one, kill and reap it."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import os
 import signal
-import sys
-import threading
 
 from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
@@ -18,10 +15,6 @@ from ..child import Snapshot, child_main
 from ..protocol import RunRequest
 
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
-# fork(2) called with the GIL held (PyDLL): looked up once, here in the worker
-_fork = ctypes.PyDLL(None, use_errno=True).fork if sys.platform.startswith("linux") else None
-if _fork is not None:
-    _fork.restype = ctypes.c_int
 Frame = wire.Frame
 
 
@@ -31,21 +24,6 @@ def widen_pipe(fd: int) -> None:
     with contextlib.suppress(OSError, AttributeError):  # not Linux, or a lower maximum
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
-
-def bare_fork() -> int:
-    """Fork this process (``os.fork``'s return) without running the Python-level at-fork
-    hooks, where it has one thread: the standard library's (threading's, logging's,
-    random's) write to some 200 of the pages a child shares with the worker, a copy each
-    (~1 ms of a child's CPU). With one thread no lock can be held by another, so they have
-    nothing to mend; random's generator is reseeded, as its hook does. Raises OSError."""
-    if _fork is None or threading.active_count() != 1:
-        return os.fork()
-    pid: int = _fork()
-    if pid < 0:
-        raise OSError(ctypes.get_errno(), "fork failed")
-    if pid == 0 and "random" in sys.modules:
-        sys.modules["random"].seed()
-    return pid
 
 
 class Child:
@@ -67,7 +45,7 @@ class Child:
         up_read, up_write = os.pipe()
         widen_pipe(up_read)
         worker_pid = os.getpid()
-        pid = bare_fork()
+        pid = os.fork()
         if pid == 0:
             os.close(down_write)
             os.close(up_read)
