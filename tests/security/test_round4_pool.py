@@ -165,3 +165,20 @@ def test_a_workers_setting_that_bounds_nothing_is_refused_naming_the_key(tmp_pat
     (config / "config.toml").write_text(f"[sandbox]\nworkers = {value}\n")
     with pytest.raises(ValueError, match=r"\[sandbox\] workers"):
         LackpyService(tmp_path).close()
+
+
+async def test_a_stage_stays_out_of_reach_when_the_config_folder_is_a_link(tmp_path, gate):
+    (tmp_path / "settings").mkdir()
+    os.symlink("settings", tmp_path / ".lackpy")  # the workspace keeps its config elsewhere
+    with service_for(tmp_path, gate) as service:
+        writer = asyncio.ensure_future(service.run_program(WRITER, KIT))
+        await asyncio.to_thread(gate.held.wait, WAIT)
+        stage = the_stage(tmp_path)
+        read = await service.run_program(
+            "read_file(path)", KIT, {"path": f"settings/staging/{stage}/mine.txt"})
+        found = await service.run_program("find_files('settings/**')", KIT)
+        gate.open.set()
+        written = await writer
+    assert read.error_type == "WorkspaceError", read.output
+    assert found.success and not any("staging" in path for path in found.output), found.output
+    assert "must be a folder, not a link" in written.error  # and A's commit is refused
