@@ -66,7 +66,7 @@ def match_files(workspace: Workspace, segments: list[_Segment], limit: int | Non
     """
     found: set[str] = set()
     seen: set[tuple[str, int]] = set()
-    for path in _walk(workspace, str(workspace.root), segments, seen):
+    for path in _walk(workspace, str(workspace.root), segments, seen, workspace.stage_roots()):
         found.add(path)
         if limit is not None and len(found) > limit:
             raise TooManyMatchesError(f"more than {limit} files match")
@@ -92,8 +92,10 @@ def _segments(parts: list[str], pattern: str) -> list[_Segment]:
 
 
 def _walk(
-    workspace: Workspace, root: str, segments: list[_Segment], seen: set[tuple[str, int]]
+    workspace: Workspace, root: str, segments: list[_Segment], seen: set[tuple[str, int]],
+    stages: list[str],
 ) -> Iterator[str]:
+    # The stages are never searched: reached through a folder that .lackpy links to, either.
     # A stack, not recursion: a program can make folders nested deeper than Python recurses.
     stack: list[tuple[str, tuple[str, ...], int]] = [(root, (), 0)]
     while stack:
@@ -107,13 +109,14 @@ def _walk(
             stack.append((directory, relative, index + 1))
         for entry in _entries(directory, relative):
             if segment.recursive:
-                if not entry.name.startswith(".") and _is_real_dir(entry):
+                if not entry.name.startswith(".") and _is_real_dir(entry) \
+                        and entry.path.casefold() not in stages:
                     stack.append((entry.path, (*relative, entry.name), index))
             elif segment.matches(entry.name):
                 if is_last:
                     if _is_file_inside(workspace, entry):
                         yield "/".join((*relative, entry.name))
-                elif _is_real_dir(entry):
+                elif _is_real_dir(entry) and entry.path.casefold() not in stages:
                     stack.append((entry.path, (*relative, entry.name), index + 1))
 
 

@@ -183,9 +183,22 @@ class Workspace:
                     f"{self.relative(current)!r}; remove or fix that link"
                 )
 
+    def stage_roots(self) -> list[str]:
+        """The folder of the running programs' stages, casefolded: ``<root>/.lackpy/staging``
+        and, where ``.lackpy`` is a link, the real folder it leads to (the stages are there)."""
+        config = os.path.join(self._root, CONFIG_DIR)
+        if not os.path.islink(config):
+            return [self._stages]
+        try:
+            linked = os.path.join(os.path.realpath(config), STAGING).casefold()
+        except (OSError, RecursionError, ValueError):
+            return [self._stages]
+        return [self._stages, linked]
+
     def _check_not_staged(self, text: str, real: str) -> None:
         # casefold: on case-insensitive file systems ".LACKPY/Staging" is the same folder.
-        if self._is_inside(real.casefold(), self._stages):
+        folded = real.casefold()
+        if any(self._is_inside(folded, stages) for stages in self.stage_roots()):
             raise WorkspaceError(
                 f"{text!r} is inside the workspace's {CONFIG_DIR}/{STAGING}/ folder, where "
                 f"running programs keep the file changes they have not committed; no program "

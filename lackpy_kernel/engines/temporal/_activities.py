@@ -203,7 +203,12 @@ class StepActivities:
     @activity.defn(name=FORGET_ACTIVITY)
     async def forget(self, request: ForgetRequest) -> None:
         """Drop the commit records (and allowed calls) the steps of a run that ended left in
-        the Store."""
+        the Store: only its own workflow's (another ``key`` fails, non-retryable)."""
+        if request.key != activity.info().workflow_id:
+            raise ApplicationError(
+                f"workflow {activity.info().workflow_id!r} asked to forget the records of "
+                f"workflow {request.key!r}; a run forgets only its own", non_retryable=True)
+
         def forget() -> None:
             for ledger in request.ledgers:
                 self._ledger(request.key, ledger).clear()
