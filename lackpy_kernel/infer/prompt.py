@@ -53,7 +53,10 @@ EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown ba
 FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
 
 _WORD = re.compile(r"[a-z0-9_]+")
-_FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
+# A file name or path in an intent (notes.txt, data/people.csv). It starts only where a path
+# can start, so a long run of path characters ("../" * 30000) is scanned once, not once per
+# character (quadratic: minutes for an intent of the largest size taken).
+FILE_NAME = re.compile(r"(?<![\w./-])[\w./-]*\w\.\w+")
 # Words too common to say which examples fit an intent.
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how i in is it its me my of on "
                        "one or return show that the their them there this to what which with".split())
@@ -164,7 +167,7 @@ def _keywords(text: str) -> set[str]:
     """The words of ``text`` that say what it is about, without a plural ``s``; not the words
     of a file name (``notes.txt``, ``src/app.py``): which file an example reads says nothing
     of what it does."""
-    text = _FILE_NAME.sub(" ", text.lower())
+    text = FILE_NAME.sub(" ", text.lower())
     words = (word for word in _WORD.findall(text) if word not in _STOPWORDS)
     return {word.removesuffix("s") if len(word) > 3 else word for word in words}
 
