@@ -22,7 +22,7 @@ from lackpy_kernel.infer import (
     ProviderTried,
     ProviderUnavailable,
 )
-from lackpy_kernel.kit.changes import Change, FileChange
+from lackpy_kernel.kit.changes import Change, FileChange, printable
 from lackpy_kernel.lang import Issue
 from lackpy_kernel.run import ExecutionResult, Trace
 from lackpy_kernel.run.plain import display_problem, jsonable
@@ -31,6 +31,7 @@ from lackpy_kernel.service import Delegation
 
 TABLE_ROWS = 200
 CELL_TEXT = 80
+NOTE_TEXT = 600  # characters of a run's error shown under its card and table
 EXCERPT_CHARS = 120  # the most of a source line shown under one validation issue
 JSON_TREE_LINES = 30  # nested data whose text is longer than this may fold as a JSON tree
 TRACE_MIME = "application/vnd.lackpy.trace+json"  # the Lab extension's trace renderer reads it
@@ -240,6 +241,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
 
 
+def _note_text(value: Any) -> str:
+    """``value`` as a note's text: control and bidi characters escaped, cut to NOTE_TEXT."""
+    text = printable(str(value))
+    return text if len(text) <= NOTE_TEXT else text[:NOTE_TEXT - 3] + "..."
+
+
 def _cell_text(value: Any) -> str:
     text = value if isinstance(value, str) and "\n" not in value else repr(value)
     return text if len(text) <= CELL_TEXT else text[:CELL_TEXT - 3] + "..."
@@ -391,7 +398,7 @@ def remote_run_bundle(title: str, run: Any, *, trace: bool = False) -> dict[str,
 def remote_card(title: str, run: Any) -> ProgressCard:
     """The card of a plan run on Temporal: its steps (status, attempt and worker, ms), and
     where it stands as its note, or once done its output."""
-    items = [ProgressItem(step, status, _remote_detail(attempts, worker), ms)
+    items = [ProgressItem(step, _cell_text(status), _remote_detail(attempts, worker), ms)
              for step, status, attempts, worker, ms in run.rows()]
     if run.status == "done":
         output = _remote_outcome(run).removeprefix("done; output:\n")
@@ -400,7 +407,7 @@ def remote_card(title: str, run: Any) -> ProgressCard:
 
 
 def _remote_detail(attempts: str, worker: str) -> str:
-    where = f"on {worker}" if worker else ""
+    where = f"on {_cell_text(worker)}" if worker else ""
     again = f"attempt {attempts}" if attempts not in ("", "1") else ""
     return ", ".join(part for part in (where, again) if part)
 
@@ -408,9 +415,9 @@ def _remote_detail(attempts: str, worker: str) -> str:
 def _remote_outcome(run: Any) -> str:
     error = run.error
     if run.status == "paused":
-        return f"{error['message']}; %plan resume {run.key} continues"
+        return f"{_note_text(error['message'])}; %plan resume {run.key} continues"
     if run.status == "failed":
-        return f"{error['type']}: {error['message']}"
+        return f"{_note_text(error['type'])}: {_note_text(error['message'])}"
     if run.status == "done":
         payload = run.envelope().payload
         text = payload if isinstance(payload, str) else pprint.pformat(payload, width=100)

@@ -44,10 +44,6 @@ HOSTILE_RUNS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: notebook/bundles.py remote_run_bundle/remote_card put a Temporal run's error "
-    "message (failed, paused), a retry's reason and a worker's name whole into the card and "
-    "the text; the local engine's and run-many's cards cut them (CELL_TEXT)"))
 @pytest.mark.parametrize("state", HOSTILE_RUNS)
 def test_a_temporal_runs_card_bounds_a_hostile_error_retry_reason_and_worker(state):
     data = {"plan": "p", "steps": ["fetch"], "workers": {"fetch": HOSTILE},
