@@ -29,6 +29,8 @@ from lackpy_kernel.kit.pathmatch import compile_pattern, match_files
 from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.workspace import Workspace
 
+from .prompt import file_names
+
 SHOWN_CHARS = 160  # at most this much of a value in a message to the model
 NEAREST_PATHS = 4  # workspace paths offered for a missing file
 SHOWN_CALLS = 3  # tool calls whose results are shown
@@ -42,7 +44,6 @@ _SHORT.maxstring = _SHORT.maxother = SHOWN_CHARS
 _SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 12
 _SHORT.maxlevel = 3
 _REPR_KEY = re.compile(r"[{,]\s*'([^'\\]{1,60})':")
-_FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
 _NAMES_FILE = "the intent names"
 
 
@@ -247,7 +248,7 @@ def unread_files(intent: str, program: str, tryout: Tryout) -> list[str]:
     the program neither names nor passed to a tool."""
     files = set(tryout.paths)
     bare = {path.rsplit("/", 1)[-1] for path in files}
-    named = [name for name in dict.fromkeys(_FILE_NAME.findall(intent)) if name in files or name in bare]
+    named = [name for name in dict.fromkeys(file_names(intent)) if name in files or name in bare]
     used = " ".join([program, *(call.shown for call in tryout.calls)])
     return [name for name in named if name not in used]
 

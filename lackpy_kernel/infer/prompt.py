@@ -53,7 +53,8 @@ EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown ba
 FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
 
 _WORD = re.compile(r"[a-z0-9_]+")
-_FILE_NAME = re.compile(r"[\w./-]*\w\.\w+")  # notes.txt, data/people.csv
+_DOTTED = re.compile(r"\w\.\w")  # the mark of a file name: notes.txt, data/people.csv
+_PUNCTUATION = ".,;:!?()[]{}'\"`"
 # Words too common to say which examples fit an intent.
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how i in is it its me my of on "
                        "one or return show that the their them there this to what which with".split())
@@ -164,9 +165,18 @@ def _keywords(text: str) -> set[str]:
     """The words of ``text`` that say what it is about, without a plural ``s``; not the words
     of a file name (``notes.txt``, ``src/app.py``): which file an example reads says nothing
     of what it does."""
-    text = _FILE_NAME.sub(" ", text.lower())
-    words = (word for word in _WORD.findall(text) if word not in _STOPWORDS)
+    names = {name.lower() for name in file_names(text)}
+    kept = " ".join(token for token in text.lower().split() if token.strip(_PUNCTUATION) not in names)
+    words = (word for word in _WORD.findall(kept) if word not in _STOPWORDS)
     return {word.removesuffix("s") if len(word) > 3 else word for word in words}
+
+
+def file_names(text: str) -> list[str]:
+    """The words of ``text`` that read as file names or paths (a dot between word characters:
+    ``notes.txt``, ``data/people.csv``) as written, without surrounding punctuation; in linear
+    time, however long the text."""
+    tokens = (token.strip(_PUNCTUATION) for token in text.split())
+    return [token for token in tokens if _DOTTED.search(token)]
 
 
 def default_max_tokens(examples: Iterable[Example | Mapping[str, Any]]) -> int:
