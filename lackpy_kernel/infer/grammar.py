@@ -9,7 +9,10 @@ construction: one statement per line; ``for`` and ``if`` (``elif``, ``else``) on
 deep, their bodies indented four spaces; list, set and dict comprehensions; ``lambda`` only
 as a keyword argument; strings in single or double quotes with the common escapes; no
 f-strings, no generator expressions, no names starting with ``_``. The validator still
-checks every program (a grammar cannot see, say, a dunder string).
+checks every program (a grammar cannot see, say, a dunder string). The request's stop
+sequences may follow the program, so that a model can end its program as it would
+unconstrained (a base model writes the next example's ``Intent:``; refused it, it wrote on to
+the token limit).
 """
 
 from __future__ import annotations
@@ -65,12 +68,21 @@ ws ::= " "+
 '''
 
 
-def lackpy_gbnf(call_names: Iterable[str]) -> str:
+def lackpy_gbnf(call_names: Iterable[str], *, stops: Iterable[str] = ()) -> str:
     """The GBNF grammar of programs that call only ``call_names`` (names a program may call
-    besides the builtins, which are always in) or methods of values."""
+    besides the builtins, which are always in) or methods of values, followed by nothing or
+    by one of ``stops`` (the request's stop sequences)."""
     names = sorted({*ALLOWED_BUILTINS, *(name for name in call_names if _is_name(name))})
     callee = " | ".join(f'"{name}"' for name in names)
-    return f'root ::= line ("\\n" line)*\ncallee ::= {callee}\n{_RULES.strip()}\n'
+    ends = " | ".join(_literal(stop) for stop in dict.fromkeys(stops) if stop)
+    tail = f" ({ends})?" if ends else ""
+    return f'root ::= line ("\\n" line)*{tail}\ncallee ::= {callee}\n{_RULES.strip()}\n'
+
+
+def _literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
 
 
 def _is_name(name: str) -> bool:

@@ -72,6 +72,14 @@ def test_names_that_are_not_identifiers_never_reach_the_grammar():
     assert '"read_file"' in callee and "open" not in callee and "_private" not in callee
 
 
+def test_a_stop_sequence_may_end_the_program_and_nothing_may_follow_it():
+    stops = ("\nIntent:", 'say "end"\\')
+    grammar = parser(lackpy_gbnf(TOOLS, stops=stops))
+    assert admits(grammar, "read_file('a')\n\nIntent:") and admits(grammar, "read_file('a')")
+    assert admits(grammar, 'x = 1\nsay "end"\\')
+    assert not admits(grammar, "read_file('a')\nIntent: count") and not admits(GRAMMAR, "x\nIntent:")
+
+
 def policy() -> RetryPolicy:
     return RetryPolicy(retry_delay=0.001, request_timeout=5.0, stream_idle_timeout=5.0, max_retries=0)
 
@@ -87,7 +95,7 @@ async def test_constrain_grammar_sends_the_kits_grammar_with_each_request(model_
     result = await InferenceDispatcher([provider]).generate("read a", "read_file(path)", {"read_file"})
     assert result.program == "read_file('a')"
     sent = model_server.requests[0].json["grammar"]
-    assert sent == lackpy_gbnf(["read_file"])
+    assert sent == lackpy_gbnf(["read_file"], stops=["\nIntent:"])
     assert provider.grammar_status == "taken"
 
 

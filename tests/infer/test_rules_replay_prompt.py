@@ -155,6 +155,12 @@ def test_a_word_few_examples_share_outweighs_one_most_share():
     assert select_examples("return the last line", pool, 1)[0].code == "entries[-1]"
 
 
+def test_a_long_intent_chooses_examples_in_linear_time():
+    pool = [Example("read the notes", "a")]
+    for text in ("y" * 200_000, "a/" * 100_000, "a." * 100_000 + " notes"):
+        assert len(select_examples(text, pool, 1)) == (1 if text.endswith("notes") else 0)
+
+
 def test_file_names_and_stopwords_do_not_choose_examples():
     pool = [Example("sort the lines of names.txt", "a"), Example("what does it do", "b"),
             Example("the name column of table.csv", "c")]

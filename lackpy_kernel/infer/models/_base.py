@@ -284,7 +284,8 @@ class ModelProvider:
         max_tokens = self.generation.max_tokens or config.get("max_tokens") or FALLBACK_MAX_TOKENS
         grammar = None
         if self.generation.constrain == "grammar" and not self.grammar_status.startswith("refused"):
-            grammar = lackpy_gbnf(config.get("tool_names") or config.get("allowed_names") or ())
+            grammar = lackpy_gbnf(config.get("tool_names") or config.get("allowed_names") or (),
+                                  stops=stop)
         return Sampling(stop, int(max_tokens), config.get("on_text"), grammar)
 
     async def probe_grammar(self) -> str:
