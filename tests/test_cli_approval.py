@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from lackpy_kernel.notebook.approval import QUESTION
+from tests.support.kernel import add_outbox
 from tests.test_cli import lackpy
 
 WRITES = "write_file('notes.txt', 'changed\\n')\nwrite_file('sub/new.txt', 'n\\n')\n"
@@ -90,26 +91,12 @@ def test_on_a_terminal_the_person_is_asked(workspace, answer, applied):
         assert "were not applied: they were declined" in shown
 
 
-OUTBOX_TOOL = '''
-def post(path: str, text: str) -> str:
-    """Append ``text`` to the file at ``path``."""
-    with open(path, "a") as out:
-        out.write(text)
-    return "sent"
-'''
-
-
 @pytest.fixture
 def posting(workspace, tmp_path_factory):
     """A workspace whose ``post`` runs in the kernel (graded write), ``posts.lackpy`` calling
     it; the file it appends to."""
     outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
-    (workspace / "tools").mkdir()
-    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
-    (workspace / ".lackpy").mkdir()
-    (workspace / ".lackpy" / "config.toml").write_text(
-        '[tools.providers.outbox]\nplugin = "python"\npath = "tools/outbox.py"\n'
-        'where = "kernel"\n')
+    add_outbox(workspace)
     (workspace / "posts.lackpy").write_text(f"post({str(outbox)!r}, 'hi\\x1b[2J')\n")
     return outbox
 
@@ -133,4 +120,4 @@ def test_a_write_tools_call_without_a_terminal_is_refused_unless_yes(workspace, 
     assert not posting.exists()
     done = lackpy("run", "posts.lackpy", "--kit", "post", "--yes", cwd=workspace)
     assert done.returncode == 0, done.stderr
-    assert posting.read_text() == "hi\x1b[2J"
+    assert posting.read_text() == "hi\x1b[2J\n"

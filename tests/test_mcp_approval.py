@@ -19,6 +19,7 @@ import pytest
 from mcp import Client
 
 from lackpy_kernel.mcp_server import APPROVAL_QUESTION
+from tests.support.kernel import add_outbox
 from tests.test_mcp_server import server_params
 
 pytestmark = pytest.mark.asyncio
@@ -150,28 +151,10 @@ async def test_delegate_asks_too(workspace, mode):
     assert len(person.asked) == 1 and not written(workspace)
 
 
-OUTBOX_TOOL = '''
-def post(path: str, text: str) -> str:
-    """Append ``text`` to the file at ``path``."""
-    with open(path, "a") as out:
-        out.write(text)
-    return "sent"
-'''
-OUTBOX_CONFIG = """
-[tools.providers.outbox]
-plugin = "python"
-path = "tools/outbox.py"
-where = "kernel"
-"""
-
-
 async def post_through_mcp(workspace: Path, person: Person, outbox: Path, mode: str
                           ) -> dict[str, Any]:
     """``run_program`` of a call of ``post``, a kernel-side tool graded write."""
-    (workspace / "tools").mkdir()
-    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
-    (workspace / ".lackpy").mkdir()
-    (workspace / ".lackpy" / "config.toml").write_text(OUTBOX_CONFIG)
+    add_outbox(workspace)
     async with Client(server_params(workspace), mode=mode,
                       elicitation_callback=person) as client:
         result = await client.call_tool("run_program", {
@@ -190,7 +173,7 @@ async def test_a_write_tools_call_is_asked_for_and_runs_once_accepted(workspace,
     assert asked.message.startswith(f"{APPROVAL_QUESTION}\n\ncall post({str(outbox)!r}, "
                                     "'hi\\u202e')")
     assert "\u202e" not in asked.message
-    assert outbox.read_text() == "hi\u202e"
+    assert outbox.read_text() == "hi\u202e\n"
 
 
 @pytest.mark.parametrize("action, apply", [("decline", True), ("cancel", True),

@@ -6,9 +6,12 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
+from lackpy_kernel.config import SCHEMA, TOOL_SOURCE_KEYS
+from lackpy_kernel.infer.models import COMMON_KEYS
 from lackpy_kernel.notebook.bundles import CHANGES_MIME
 from tests.support.kernel import KERNEL_NAME, Kernel
 
@@ -54,6 +57,28 @@ def test_the_command_line_walkthrough_runs_as_written_in_an_empty_folder(tmp_pat
         if want[-1:] == ["..."]:  # the README shows the start of this output
             want, got = want[:-1], got[:len(want) - 1]
         assert got == want, f"$ {command}"
+
+
+def config_blocks(text: str) -> dict[str, set[str]]:
+    """The keys of each section the README's ``toml`` blocks set."""
+    keys: dict[str, set[str]] = {}
+    for block in re.findall(r"```toml\n(.*?)```", text, re.S):
+        for section, table in tomllib.loads(block).items():
+            keys.setdefault(section, set()).update(table)
+    return keys
+
+
+def test_the_readme_documents_every_config_key_and_no_other():
+    text = README.read_text(encoding="utf-8")
+    shown = config_blocks(text)
+    undocumented = [f"[{section}] {key}" for section, keys in SCHEMA.items() for key in keys
+                    if key not in shown.get(section, ()) and f"[{section}] {key}" not in text]
+    unparsed = [f"[{section}] {key}" for section, keys in shown.items() for key in keys
+                if key not in SCHEMA.get(section, {})]
+    assert (undocumented, unparsed) == ([], [])
+    source_or_tier = sorted({*TOOL_SOURCE_KEYS, *COMMON_KEYS})
+    assert [key for key in source_or_tier
+            if not re.search(rf"`{key}[`. ]|^{key} = ", text, re.M)] == []
 
 
 def test_lackpy_mcp_without_the_mcp_extra_names_the_extra(tmp_path):

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
-import uuid
+import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,19 +21,22 @@ from lackpy_kernel.notebook.declare import (
     magic,
 )
 from lackpy_kernel.notebook.family import MagicFamily
-from lackpy_kernel.notebook.plans import envelope_failure, envelope_state, whole_number
+from lackpy_kernel.notebook.plans import (
+    LiveDisplay,
+    envelope_failure,
+    envelope_state,
+    whole_number,
+)
 from lackpy_kernel.notebook.port import NotebookError, ProgramCell
 from lackpy_kernel.notebook.syntax import MagicLine
 
 if TYPE_CHECKING:  # the engines load with the first %agent or %replan: start-up stays short
     from lackpy_kernel.engines import Agent, AgentEvent, Envelope
-    from lackpy_kernel.notebook.turns import TurnLog
 
 __all__ = ["AgentMagics"]
 
 UPDATE_EVERY_S = 0.1  # streamed text updates the display at most this often
-Update = Callable[..., None]
-Run = Callable[["TurnLog", Update], Awaitable["Envelope"]]
+Run = Callable[[LiveDisplay], Awaitable["Envelope"]]
 
 
 class AgentMagics(MagicFamily):
@@ -54,8 +56,8 @@ class AgentMagics(MagicFamily):
             max_turns=whole_number(options, "--max-turns"),
             allow_writes=bool(options.get("--allow-writes")))
         with agent:
-            envelope = await self._live_run(f"agent: {intent}", "turn", lambda log, update: agent.arun(
-                intent, on_event=_listening(log, update), on_text=_streaming(log, update)))
+            envelope = await self._live_run(f"agent: {intent}", "turn", lambda live: agent.arun(
+                intent, on_event=_listening(live), on_text=_streaming(live)))
         self._run_outcome(agent, intent, envelope, "turn", options.get("--kit"))
 
     @magic("replan", REPLAN_SUMMARY, options=REPLAN_OPTIONS, rest="INTENT")
@@ -73,48 +75,32 @@ class AgentMagics(MagicFamily):
             provider=options.get("--provider"), allow_writes=bool(options.get("--allow-writes")))
         title = f"replan: {intent}" + (f" (key {key})" if key else "")
         with agent:
-            envelope = await self._live_run(title, "round", lambda log, update: agent.arun(
-                intent, on_event=_listening(log, update)), key)
+            envelope = await self._live_run(title, "round", lambda live: agent.arun(
+                intent, on_event=_listening(live)), key)
         self._run_outcome(agent, intent, envelope, "round", options.get("--kit"))
 
     # -- helpers ----------------------------------------------------------------
 
     async def _live_run(self, title: str, label: str, run: Run, key: str | None = None) -> Envelope:
-        """Run with a display updated as the run goes (streamed text at most every
+        """Run with a display updated at each event (streamed text at most every
         UPDATE_EVERY_S); the final table follows it."""
         from lackpy_kernel.notebook.turns import TurnLog
 
         log = TurnLog(label)
-        display_id = uuid.uuid4().hex
-        self.port.display({"text/plain": title}, display_id)
-        shown = [0.0]
-
-        def update(force: bool = True) -> None:
-            now = time.monotonic()
-            if force or now - shown[0] >= UPDATE_EVERY_S:
-                shown[0] = now
-                self.port.update_display(turns_bundle(title, log.rows(), label), display_id)
-
+        live = LiveDisplay(self.port, title, log, functools.partial(turns_bundle, label=label),
+                           every=UPDATE_EVERY_S)
         try:
-            envelope = await run(log, update)
+            envelope = await run(live)
         except asyncio.CancelledError:
             log.interrupted()
-            self._finish_run(title, display_id, log, label, "interrupted")
+            live.finish("interrupted")
             where = f"in {label} {log.turns}" if log.turns else "before its first turn"
             after = (f"; it is paused with a checkpoint: %replan --resume --key {key} goes on"
                      if key else "")
             raise NotebookError("KeyboardInterrupt", f"interrupted: the run stopped {where}; the "
                                 f"tool calls in flight were stopped{after}") from None
-        self._finish_run(title, display_id, log, label, envelope_state(envelope))
+        live.finish(envelope_state(envelope))
         return envelope
-
-    def _finish_run(self, title: str, display_id: str, log: TurnLog, label: str,
-                    state: str) -> None:
-        # As the plan magics do: the live display goes back to its first text and the final
-        # table follows (the Lab extension's card, in its final ``state``), so a notebook
-        # shows the same whether or not updates were applied.
-        self.port.update_display({"text/plain": title}, display_id)
-        self.port.display(turns_bundle("", log.rows(), label, state))
 
     def _run_outcome(self, agent: Agent, intent: str, envelope: Envelope, label: str,
                      kit: str | None) -> None:
@@ -142,18 +128,20 @@ class AgentMagics(MagicFamily):
         return str(run.task)
 
 
-def _listening(log: TurnLog, update: Update) -> Callable[[AgentEvent], None]:
+def _listening(live: LiveDisplay) -> Callable[[AgentEvent], None]:
+    """An agent's ``on_event``: each turn and tool call is shown as it starts and ends."""
     def on_event(event: AgentEvent) -> None:
-        log(event)
-        update()
+        live.log(event)
+        live.redraw(now=True)
 
     return on_event
 
 
-def _streaming(log: TurnLog, update: Update) -> Callable[[str], None]:
+def _streaming(live: LiveDisplay) -> Callable[[str], None]:
+    """An agent's ``on_text``: the streamed text, shown at most every UPDATE_EVERY_S."""
     def on_text(piece: str) -> None:
-        log.text(piece)
-        update(force=False)
+        live.log.text(piece)
+        live.redraw()
 
     return on_text
 

@@ -301,9 +301,9 @@ class PlanMagics(MagicFamily):
 
 class LiveDisplay:
     """A display that follows a run (call it as the run's ``on_step`` or ``on_task``): it
-    shows ``title``, then after each event it hands to ``log`` (a StepLog or a TaskLog)
-    ``bundle(title, log.rows())``: at most once every ``every`` seconds, the latest event
-    always shown in the end."""
+    shows ``title``, then after each event it hands to ``log`` (a StepLog, TaskLog or
+    TurnLog) ``bundle(title, log.rows())``: at most once every ``every`` seconds, the latest
+    event always shown in the end."""
 
     def __init__(self, port: NotebookPort, title: str, log: Any,
                  bundle: Callable[..., dict[str, Any]], every: float = 0.0) -> None:
@@ -315,9 +315,16 @@ class LiveDisplay:
 
     def __call__(self, *event: Any) -> None:
         self.log(*event)
-        if self.pending is not None:
+        self.redraw()
+
+    def redraw(self, now: bool = False) -> None:
+        """Show the log's rows: ``now``, or once ``every`` seconds have passed since the last
+        time they were shown."""
+        if now:
+            self._cancel()
+        elif self.pending is not None:
             return
-        wait = self.shown_at + self.every - time.monotonic()
+        wait = 0.0 if now else self.shown_at + self.every - time.monotonic()
         if wait <= 0:
             self._show()
         else:
@@ -328,15 +335,18 @@ class LiveDisplay:
         self.shown_at = time.monotonic()
         self.port.update_display(self.bundle(self.title, self.log.rows()), self.display_id)
 
+    def _cancel(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+
     def finish(self, state: str) -> None:
         """The display goes back to its first text and the final table (and the Lab
         extension's card, in ``state``) follows, so a notebook shows the same outputs
         whether or not its front end applied the updates."""
-        if self.pending is not None:
-            self.pending.cancel()
-            self.pending = None
+        self._cancel()
         self.port.update_display({"text/plain": self.title}, self.display_id)
-        self.port.display(self.bundle("", self.log.rows(), state))
+        self.port.display(self.bundle("", self.log.rows(), state=state))
 
 
 class TaskLog:

@@ -16,6 +16,7 @@ from lackpy_kernel.engines import Plan, Program, Step
 from lackpy_kernel.engines.plans import PlanLibrary
 from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker, connect
 from lackpy_kernel.service import LackpyService
+from tests.support.kernel import add_outbox
 from tests.support.temporal import (
     REGISTRY,
     temporal_server,  # noqa: F401 - the module's server fixture
@@ -102,15 +103,6 @@ async def test_unasked_changes_are_recorded_and_their_records_removed_when_the_w
     assert ledger_records(workspace, "unasked") == []
 
 
-OUTBOX_TOOL = '''
-def post(path: str, text: str) -> str:
-    """Append ``text`` to the file at ``path``."""
-    with open(path, "a") as out:
-        out.write(text)
-    return "sent"
-'''
-
-
 async def test_a_calls_approval_holds_while_its_step_pauses_again_on_its_file_change(
         temporal_server, queue, workspace, tmp_path_factory):  # noqa: F811
     """As on this machine: the call approved, the step runs it and pauses on its file
@@ -118,12 +110,7 @@ async def test_a_calls_approval_holds_while_its_step_pauses_again_on_its_file_ch
     time (it makes it again: a call cannot be staged). Before, the two pauses alternated
     for ever, the call made at each turn."""
     outbox = tmp_path_factory.mktemp("out") / "outbox.txt"
-    (workspace / "tools").mkdir()
-    (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
-    (workspace / ".lackpy" / "config.toml").write_text(
-        '[sandbox]\napprove = "write"\nenabled = false\n'
-        '[tools.providers.outbox]\nplugin = "python"\npath = "tools/outbox.py"\n'
-        'where = "kernel"\n')
+    add_outbox(workspace, '[sandbox]\napprove = "write"\nenabled = false\n')
     config = load_config(workspace)
     program = f"post({str(outbox)!r}, task)\nwrite_file('log.txt', task)\n'done'"
     client = await connect(temporal_server.address)
@@ -137,10 +124,10 @@ async def test_a_calls_approval_holds_while_its_step_pauses_again_on_its_file_ch
             assert "would call post(" in first.error.message and not outbox.exists()
             second = await runner.resume("sending", approve=True)
             assert "would change files" in second.error.message, second.error
-            assert outbox.read_text() == "hi"
+            assert outbox.read_text() == "hi\n"
             assert ledger_records(workspace, "sending"), "the allowed call is not kept"
             done = await runner.resume("sending", approve=True)
     assert done.error is None, done.error
     assert done.payload == "done" and (workspace / "log.txt").read_text() == "hi"
-    assert outbox.read_text() == "hihi"  # the step ran again: its call acted again
+    assert outbox.read_text() == "hi\nhi\n"  # the step ran again: its call acted again
     assert ledger_records(workspace, "sending") == []

@@ -131,9 +131,7 @@ def post(path: str, text: str) -> str:
         out.write(text + "\\n")
     return "sent"
 '''
-OUTBOX_CONFIG = """[sandbox]
-timeout = 10
-
+OUTBOX_PROVIDER = """
 [tools.providers.outbox]
 plugin = "python"
 path = "tools/outbox.py"
@@ -141,10 +139,16 @@ where = "kernel"
 """
 
 
-def outbox_workspace(folder: Path) -> Path:
-    """A workspace (``make_workspace``) whose kit has ``post``: a kernel-side tool graded
-    write (the default for a Python tool), so each call of it is asked for."""
-    workspace = make_workspace(folder, OUTBOX_CONFIG)
+def add_outbox(workspace: Path, config: str = "") -> Path:
+    """``workspace``, its kit given ``post``: a kernel-side tool graded write (the default
+    for a Python tool), so each call of it is asked for; ``config`` starts its config."""
     (workspace / "tools").mkdir()
     (workspace / "tools" / "outbox.py").write_text(OUTBOX_TOOL)
+    (workspace / ".lackpy").mkdir(exist_ok=True)
+    (workspace / ".lackpy" / "config.toml").write_text(config + OUTBOX_PROVIDER)
     return workspace
+
+
+def outbox_workspace(folder: Path) -> Path:
+    """A workspace (``make_workspace``) with ``post`` (``add_outbox``)."""
+    return add_outbox(make_workspace(folder), "[sandbox]\ntimeout = 10\n")
