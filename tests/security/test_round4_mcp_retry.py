@@ -61,10 +61,6 @@ async def test_an_oversized_request_state_is_refused_and_the_session_goes_on(tmp
     assert not (tmp_path / "notes.txt").exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: change_digest hashes the change as shown (diff lines cut to MAX_FILE_LINES, a "
-    "binary file's sizes), so an answer approves any content that shows the same; "
-    "kit/changes.py should hash each file's full before/after bytes into the frame"))
 @pytest.mark.parametrize("shown", ["binary", "lines past what is shown"])
 async def test_an_answer_approves_only_the_content_the_person_was_asked_about(tmp_path, shown):
     if shown == "binary":
