@@ -185,9 +185,13 @@ class Watch:
             return None
         tools = [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
                  for alias, spec in resolved.tools.items()]
-        calls = [{"tool": name, "input": given} for name, given in
-                 (self.for_kit(resolved)._vocabulary(alias, args)
-                  for alias, args in literal_calls(tree, resolved.tools))]
+        named = (self.for_kit(resolved)._vocabulary(alias, args)
+                 for alias, args in literal_calls(tree, resolved.tools))
+        # The first MAX_REPORTED distinct calls: a program of many literal calls must not make
+        # the judging slower than ``timeout``, which would set Kibitzer aside (the gate still
+        # asks before each call that runs).
+        distinct = {repr(call): {"tool": call[0], "input": call[1]} for call in named}
+        calls = list(itertools.islice(distinct.values(), MAX_REPORTED))
 
         def judge() -> Any:  # one trip to the watch's thread: each costs the cell a wake-up
             self.session.register_tools(tools)

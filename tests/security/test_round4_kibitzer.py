@@ -22,12 +22,6 @@ def implement(tmp_path):
                                     'approve = "never"\ntimeout = 30\n')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "finding: Watch.program_refusal sends Kibitzer every literal call of the program (95,000 "
-    "fit in the 1,000,000-character limit); judging them took over TIMEOUT_SECONDS (7 s "
-    "here), Kibitzer was set aside for the session, and the next program wrote outside the "
-    "mode's paths. Cap (and dedupe) the calls judged before the run: the gate still asks "
-    "before each call that runs"))
 async def test_a_program_cannot_make_kibitzer_judge_an_unbounded_number_of_calls(implement):
     with LackpyService(implement) as service:
         judged = []
