@@ -398,7 +398,10 @@ class Eliciting:
 
 
 def _question(change: Change) -> str:
-    return f"{APPROVAL_QUESTION}\n\n{change.to_text()}"
+    """What the person is asked: files' changes under ``APPROVAL_QUESTION``; a write tool's
+    call as the other surfaces ask it (``lackpy: Call NAME?``)."""
+    asked = APPROVAL_QUESTION if change.call is None else f"lackpy: {change.question()}"
+    return f"{asked}\n\n{change.to_text()}"
 
 
 def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:

@@ -170,7 +170,7 @@ async def test_a_write_tools_call_is_asked_for_and_runs_once_accepted(workspace,
     result = await post_through_mcp(workspace, person, outbox, mode)
     assert result["success"] is True, result["error"]
     (asked,) = person.asked
-    assert asked.message.startswith(f"{APPROVAL_QUESTION}\n\ncall post({str(outbox)!r}, "
+    assert asked.message.startswith(f"lackpy: Call post?\n\ncall post({str(outbox)!r}, "
                                     "'hi\\u202e')")
     assert "\u202e" not in asked.message
     assert outbox.read_text() == "hi\u202e\n"
