@@ -1,7 +1,9 @@
 """Attacks on Kibitzer's watch (the kibitzer extra, the real package): a program cannot call
 the gate the sandbox asks, cannot rewrite Kibitzer's state to leave its mode, and a malformed
 question to the gate fails the call instead of passing it; a huge argument reaches Kibitzer
-bounded."""
+bounded; and what it judges before a program runs stays bounded whatever the program's size,
+so no program can make it slow enough to be set aside for the session (after which writes
+outside its mode's paths land)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import json
 import pytest
 
 from lackpy_kernel.errors import ToolCallError
-from lackpy_kernel.kibitzer import GATE, HINT_CHARS, watched_kit
+from lackpy_kernel.kibitzer import GATE, HINT_CHARS, MAX_REPORTED, watched_kit
 from lackpy_kernel.service import LackpyService
 from tests.support.kernel import make_workspace
 
 KIT = ["read_file", "write_file"]
+ALIASED_KIT = {"w": "write_file"}
 
 
 @pytest.fixture
@@ -58,3 +61,19 @@ async def test_kibitzer_hears_a_huge_argument_bounded(implement):
         result = await service.run_program("write_file('src/' + 'x' * 1000000, 'y')", KIT)
     assert not result.success  # the path is too long for the file system, or refused
     assert heard and all(len(given["file_path"]) <= HINT_CHARS for _, given in heard)
+
+
+async def test_a_program_cannot_make_kibitzer_judge_an_unbounded_number_of_calls(implement):
+    with LackpyService(implement) as service:
+        judged = []
+        session = service.kibitzer.session
+        real = session.validate_program
+        session.validate_program = lambda question: judged.append(len(question["calls"])) \
+            or real(question)
+        program = "[" + ",".join(f"w('a{n}','')" for n in range(2 * MAX_REPORTED)) + \
+            "] if False else 0"
+        result = await service.run_program(program, ALIASED_KIT)
+        after = await service.run_program("w('notes.txt', 'changed')", ALIASED_KIT)
+    assert "Kibitzer (implement mode) refused the program" in result.error
+    assert judged and max(judged) <= MAX_REPORTED, judged
+    assert "Kibitzer (implement mode) refused" in after.error
