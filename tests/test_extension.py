@@ -130,6 +130,9 @@ def test_sandbox_limit_as_configured(shell):
 
 
 def test_keyboard_interrupt_stops_the_program(shell):
+    # Ctrl-C as IPython gets it: Python's own SIGINT handler (in the whole suite, a handler
+    # an earlier test's event loop left behind made this SIGINT do nothing)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:  # a program that timed out would raise ProgramTimeoutError, not KeyboardInterrupt
@@ -137,6 +140,7 @@ def test_keyboard_interrupt_stops_the_program(shell):
             shell.run_cell_magic("lackpy", "--kit read_file", LONG)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert shell.run_cell_magic("lackpy", "--kit read_file", "1 + 1") == 2
 
 
