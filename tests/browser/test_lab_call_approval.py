@@ -53,15 +53,6 @@ def calls(installed_kernelspec, tmp_path_factory):
         server.close()
 
 
-def _ask(notebook: NotebookPage, index: int):
-    """Run cell ``index`` (it shows the call, then asks); its dialog once it is asked."""
-    notebook.cell(index).locator(".cm-content").click()
-    notebook.page.keyboard.press("Shift+Enter")
-    dialog = notebook.cell(index).locator(".lackpy-Changes")
-    dialog.locator("button:enabled", has_text="Apply").wait_for(timeout=WAIT_MS)
-    return dialog
-
-
 def _ran(notebook: NotebookPage, index: int) -> None:
     """Wait until cell ``index`` has run (its prompt has a number)."""
     notebook.page.wait_for_function(
@@ -73,7 +64,7 @@ def test_the_dialog_shows_the_call_as_text_and_discard_refuses_it_apply_runs_it(
                                                                              tmp_path_factory):
     notebook, outbox = calls
     shown = f"Call post({str(outbox)!r}, {HOSTILE!r})?"
-    dialog = _ask(notebook, 0)
+    dialog = notebook.run_until_asked(0, WAIT_MS)
     assert notebook.cell(0).locator(".jp-Stdin-prompt").inner_text().strip() == (
         "Call post? [y/N]")
     assert dialog.locator(".lackpy-Changes-call").inner_text() == shown
@@ -89,7 +80,7 @@ def test_the_dialog_shows_the_call_as_text_and_discard_refuses_it_apply_runs_it(
     assert dialog.locator(".lackpy-Changes-state").inner_text() == "discarded"
     assert not outbox.exists()
 
-    dialog = _ask(notebook, 1)
+    dialog = notebook.run_until_asked(1, WAIT_MS)
     assert dialog.locator(".lackpy-Changes-call").inner_text() == shown
     dialog.get_by_role("button", name="Apply").click()
     _ran(notebook, 1)

@@ -161,15 +161,6 @@ def test_a_python_notebooks_lackpy_cell_is_checked_and_its_python_cells_are_not(
     notebook.screenshot(0, shots / "python-lackpy-cell.png")
 
 
-def _ask(notebook: NotebookPage, index: int):
-    """Run cell ``index`` (it shows the change, then asks); its dialog once it is asked."""
-    notebook.cell(index).locator(".cm-content").click()
-    notebook.page.keyboard.press("Shift+Enter")
-    dialog = notebook.cell(index).locator(".lackpy-Changes")
-    dialog.locator("button:enabled", has_text="Apply").wait_for(timeout=WAIT_MS)
-    return dialog
-
-
 def _answer_shown(notebook: NotebookPage, index: int, text: str) -> None:
     notebook.page.wait_for_function(
         "([cell, text]) => cell.innerText.includes(text)",
@@ -181,7 +172,7 @@ def test_the_approval_dialog_shows_the_change_and_applies_discards_or_lets_you_t
     server, chromium = browser
     notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), server,
                             "approval.ipynb", workspace="approval")
-    dialog = _ask(notebook, 0)
+    dialog = notebook.run_until_asked(0, WAIT_MS)
     assert dialog.locator(".lackpy-Changes-summary").inner_text() == "2 files changed: +1 -1"
     assert dialog.locator(".lackpy-Changes-files tr").all_inner_texts() == [
         "changed\tnotes.txt\t+1 -1", "new\tlogo.png\tbinary"]
@@ -193,10 +184,10 @@ def test_the_approval_dialog_shows_the_change_and_applies_discards_or_lets_you_t
     assert dialog.locator(".lackpy-Changes-state").inner_text() == "applied"
     assert dialog.locator("button:enabled").count() == 0
 
-    _ask(notebook, 1).get_by_role("button", name="Discard").click()
+    notebook.run_until_asked(1, WAIT_MS).get_by_role("button", name="Discard").click()
     _answer_shown(notebook, 1, "answer: n")
 
-    dialog = _ask(notebook, 2)
+    dialog = notebook.run_until_asked(2, WAIT_MS)
     stdin = notebook.cell(2).locator("input.jp-Stdin-input")
     stdin.fill("yes")
     stdin.press("Enter")
@@ -266,7 +257,7 @@ def test_the_lackpy_kernel_asks_before_a_cell_writes_and_undo_takes_it_back(brow
     notebook = NotebookPage(chromium.new_page(viewport={"width": 1200, "height": 900}), server,
                             "writes/approve.ipynb", workspace="writes")
     _run(notebook, 0, "write_file")  # %kit lists the kit's tools
-    dialog = _ask(notebook, 1)
+    dialog = notebook.run_until_asked(1, WAIT_MS)
     assert notebook.cell(1).locator(".jp-Stdin-prompt").inner_text().strip() == (
         "Apply these changes? [y/N]")
     assert dialog.locator(".lackpy-Changes-summary").inner_text() == "1 file changed: +1 -1"
@@ -279,7 +270,7 @@ def test_the_lackpy_kernel_asks_before_a_cell_writes_and_undo_takes_it_back(brow
     _answer_shown(notebook, 1, "ChangeRefusedError")
     assert notes.read_text() == "alpha\n"
 
-    dialog = _ask(notebook, 2)
+    dialog = notebook.run_until_asked(2, WAIT_MS)
     dialog.get_by_role("button", name="Apply").click()
     notebook.page.wait_for_function(
         "cell => /^\\[\\d+\\]:$/.test(cell.querySelector('.jp-InputPrompt').textContent.trim())",

@@ -167,6 +167,15 @@ class NotebookPage:
             arg=count, timeout=CELL_TIMEOUT_S * 1000)
         self.wait_idle()
 
+    def run_until_asked(self, index: int, timeout_ms: int) -> Any:
+        """Run cell ``index`` (it shows a change or a call, then asks); the approval dialog
+        (a Playwright locator) once its Apply button is enabled."""
+        self.cell(index).locator(".cm-content").click()
+        self.page.keyboard.press("Shift+Enter")
+        dialog = self.cell(index).locator(".lackpy-Changes")
+        dialog.locator("button:enabled", has_text="Apply").wait_for(timeout=timeout_ms)
+        return dialog
+
     def menu(self, title: str, item: str) -> None:
         """Choose ``item`` from the main menu ``title``."""
         self.page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text(title, exact=True).click()
