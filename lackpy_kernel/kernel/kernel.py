@@ -195,6 +195,16 @@ class LackpyKernel(Kernel):
         except LackpyError as exc:
             raise CellError(type(exc).__name__, error_text(exc)) from None
 
+    def pre_handler_hook(self) -> None:
+        """Leave SIGINT ignored while a request is handled. ipykernel makes it raise
+        KeyboardInterrupt for the whole handler, anywhere in its own code: a stop landing
+        just before or after a cell's run then lost the cell's reply, or left the shell
+        socket unread, so that no later cell was answered. A cell's run takes the stop
+        itself (``_cancellable``)."""
+
+    def post_handler_hook(self) -> None:
+        """Nothing to restore (``pre_handler_hook`` changed nothing)."""
+
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
         """Await ``work``; SIGINT (the stop button) cancels it instead of ending the kernel."""
         task = asyncio.ensure_future(work)

@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -155,6 +157,27 @@ def test_the_stop_button_during_an_agents_tool_call_ends_the_run(kernel, server)
     outcome = kernel.wait(msg_id, timeout=60)
     assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
     assert kernel.execute("total").status == "error"
+    still_kept(kernel)
+
+
+def test_a_storm_of_stops_loses_no_reply_and_no_later_cell(kernel):
+    # SIGINT every 2 ms lands in every phase of a request: before the run, in validation,
+    # in the run, after the reply (once it cost a cell its reply, or the kernel its socket)
+    stop = threading.Event()
+
+    def storm() -> None:
+        while not stop.wait(0.002):
+            os.kill(kernel.pid, signal.SIGINT)
+
+    stormer = threading.Thread(target=storm, daemon=True)
+    stormer.start()
+    try:
+        outcomes = [kernel.execute(f"y = {i}\ny + 1", timeout=60) for i in range(40)]
+    finally:
+        stop.set()
+        stormer.join()
+    for outcome in outcomes:
+        assert outcome.status == "ok" or outcome.error["ename"] == "KeyboardInterrupt"
     still_kept(kernel)
 
 
