@@ -207,7 +207,7 @@ class LackpyKernel(Kernel):
 
     async def _cancellable(self, work: Awaitable[Any]) -> Any:
         """Await ``work``; SIGINT (the stop button) cancels it instead of ending the kernel."""
-        task = asyncio.ensure_future(work)
+        task = asyncio.ensure_future(_stopped_as_cancelled(work))
         with self._cancel_on_sigint(task):
             return await task
 
@@ -408,6 +408,15 @@ class LackpyKernel(Kernel):
         content = self.output.error(error)
         return {"status": "error", "execution_count": self.execution_count, **content}
 
+
+async def _stopped_as_cancelled(work: Awaitable[Any]) -> Any:
+    """Await ``work``, a stop's KeyboardInterrupt (raised into validation that was not
+    caught on its way) turned into this task's cancellation: asyncio lets a
+    KeyboardInterrupt out of a task escape its event loop, which ended the kernel."""
+    try:
+        return await work
+    except KeyboardInterrupt:
+        raise asyncio.CancelledError from None
 
 class _HeldStop:
     """Stands in for the main IOLoop during shutdown: the callbacks ipykernel schedules on it

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import ast
 
+from .grammar import MAX_PROGRAM_CHARS
+
 
 def free_names(program: str) -> frozenset[str]:
     """The names ``program`` reads before it binds them (in the order it runs): what it needs
     from its caller (tools, parameters, a session's variables). A name bound in one branch
-    of an ``if`` counts as bound after it. Returns an empty set for text that does not parse.
+    of an ``if`` counts as bound after it. Returns an empty set for text that does not parse
+    and for a program over ``MAX_PROGRAM_CHARS`` (validation refuses it unparsed; parsing
+    it here took seconds).
     """
+    if len(program) > MAX_PROGRAM_CHARS:
+        return frozenset()
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, MemoryError, RecursionError):

@@ -3,6 +3,7 @@
 import pytest
 
 from lackpy_kernel.lang import free_names
+from lackpy_kernel.lang.grammar import MAX_PROGRAM_CHARS
 
 
 @pytest.mark.parametrize(("program", "free"), [
@@ -26,3 +27,10 @@ def test_names_read_before_they_are_bound_are_free(program, free):
 @pytest.mark.parametrize("text", ["x = (", "", "\0"])
 def test_text_that_does_not_parse_needs_nothing(text):
     assert free_names(text) == frozenset()
+
+
+def test_a_program_over_the_size_limit_is_not_parsed():
+    # validation refuses it unparsed; its free names would otherwise cost seconds of parsing
+    at_limit = "a + b\n" + " " * (MAX_PROGRAM_CHARS - len("a + b\n"))
+    assert free_names(at_limit) == {"a", "b"}
+    assert free_names(at_limit + " ") == frozenset()

@@ -181,6 +181,18 @@ def test_a_storm_of_stops_loses_no_reply_and_no_later_cell(kernel):
     still_kept(kernel)
 
 
+def test_the_stop_button_during_a_validate_magic_keeps_the_kernel(kernel):
+    # the stop's KeyboardInterrupt, raised into validation, once left the cell's task and
+    # with it the event loop: the kernel ended
+    long_to_check = "\n".join(f"v{i} = len([{i}, {i}]) + {i}" for i in range(25_000))  # seconds
+    msg_id = kernel.start("%%validate\n" + long_to_check, timeout=120)
+    time.sleep(0.3)
+    os.kill(kernel.pid, signal.SIGINT)
+    outcome = kernel.wait(msg_id, timeout=120)
+    assert outcome.reply["content"]["ename"] == "KeyboardInterrupt"
+    still_kept(kernel)
+
+
 # -- the kernel: a forged recording ------------------------------------------------------
 
 
