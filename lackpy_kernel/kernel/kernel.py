@@ -217,14 +217,22 @@ class LackpyKernel(Kernel):
             yield
             return
         loop = asyncio.get_running_loop()
+        handling = False  # a SIGINT inside the handler calls it again: not that deep
 
         def handle_sigint(*_args: Any) -> None:
+            nonlocal handling
             if self.lackpy.running_here:  # validating or running here: only an exception stops it
                 raise KeyboardInterrupt
-            # the task may be about to block the loop validating: it stops when it starts
-            self.lackpy.stop_requested = True
-            self.output.end()  # a question the cell asks is abandoned at once
-            loop.call_soon_threadsafe(task.cancel)
+            if handling:
+                return
+            handling = True
+            try:
+                # the task may be about to block the loop validating: it stops when it starts
+                self.lackpy.stop_requested = True
+                self.output.end()  # a question the cell asks is abandoned at once
+                loop.call_soon_threadsafe(task.cancel)
+            finally:
+                handling = False
 
         previous = signal.signal(signal.SIGINT, handle_sigint)
         try:
