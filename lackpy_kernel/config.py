@@ -3,10 +3,8 @@ sources, the agent's model, what a delegated program may do unseen, and telemetr
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +117,8 @@ def load_config(workspace: str | os.PathLike[str] | None = None) -> LackpyConfig
     config = LackpyConfig()
     if not path.is_file():
         return config
+    import tomllib  # here: most processes that import this module read no config
+
     text = _read(path)
     try:
         data = tomllib.loads(text)
@@ -168,7 +168,7 @@ def _check_value(path: Path, text: str, section: str, key: str, value: object,
         raise _error(path, text, key, f"[{section}] {key} must be greater than 0, not {value!r}")
     choices = CHOICES.get((section, key))
     if choices is not None and isinstance(value, str) and value not in choices:
-        close = difflib.get_close_matches(value, list(choices), n=1)
+        close = _close_matches(value, choices)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise _error(path, text, key, f"[{section}] {key} must be one of {', '.join(choices)}, "
                                       f"not {value!r}{hint}")
@@ -302,9 +302,16 @@ def _error(path: Path, text: str, key: str, problem: str, known: Collection[str]
         message += f", line {line}"
     message += f": {problem}"
     if known:
-        close = difflib.get_close_matches(key, list(known), n=1)
+        close = _close_matches(key, known)
         message += f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
     return ConfigError(message)
+
+
+def _close_matches(word: str, known: Collection[str]) -> list[str]:
+    """The one entry of ``known`` closest to ``word``, if any is close (a list of 0 or 1)."""
+    import difflib  # here: only a mistake needs it
+
+    return difflib.get_close_matches(word, list(known), n=1)
 
 
 def _line_of(text: str, key: str, table: str | None = None) -> int | None:

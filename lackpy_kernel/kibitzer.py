@@ -38,15 +38,16 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import ToolCallError
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.spec import CHILD, ArgSpec, ToolSpec
+
+if TYPE_CHECKING:  # imported where a question is asked: the sandbox never asks one
+    from concurrent.futures import Future
 
 __all__ = ["GATE", "MAX_SUGGESTIONS", "Watch", "asks_first", "classify_failure", "gated",
            "watched_kit", "watching"]
@@ -251,6 +252,9 @@ class Watch:
             return default
         if isinstance(load := self._shared.pop("load", None), str):
             self._ask("load", self._load, load)
+        from concurrent.futures import Future
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         self._start()
         self._shared["unsaved"] = True  # until a question that saves has run
         future: Future[Any] = Future()

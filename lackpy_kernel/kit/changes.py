@@ -12,8 +12,6 @@ the sandbox's pipe as plain data (``to_frame``/``from_frame``) and renders as te
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import json
 import unicodedata
 from collections import Counter
@@ -170,6 +168,8 @@ class Change:
 def change_digest(change: Change) -> str:
     """A hash of ``change`` as the person saw it (each file's path, status, counts and
     diff lines, or the call), naming it in a question, a pause and an approval."""
+    import hashlib  # here: the sandbox worker needs it only once a program writes
+
     text = json.dumps(change.to_frame(), sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -185,6 +185,8 @@ def describe_changes(workspace: Workspace, changes: Iterable[tuple[str, bytes | 
 def snapshot(workspace: Workspace, paths: Iterable[str]) -> dict[str, str | None]:
     """What each of ``paths`` holds now, as a digest (None: not there; a file too large or
     unreadable is named by its size and time), to tell later whether it changed."""
+    import hashlib  # here: the sandbox worker needs it only once a program writes
+
     taken: dict[str, str | None] = {}
     for path in paths:
         try:
@@ -215,6 +217,8 @@ def file_change(path: str, before: bytes | None, after: bytes | None,
 
 def content_digest(before: bytes | None, after: bytes | None) -> str:
     """A hash of a file's whole content before and after a change (None: not there)."""
+    import hashlib  # here: the sandbox worker needs it only once a program writes
+
     digest = hashlib.sha256()
     for side in (before, after):
         digest.update(b"-" if side is None else b"+%d:" % len(side) + side)
@@ -273,6 +277,8 @@ def printable(text: str) -> str:
 
 def _diff(old: list[str], new: list[str]) -> Iterator[str]:
     """The unified diff's hunks (no file header)."""
+    import difflib  # here: only a change that is shown needs it
+
     lines = difflib.unified_diff(old, new, n=CONTEXT_LINES, lineterm="")
     for index, line in enumerate(lines):
         if index >= 2:  # the "---" and "+++" header

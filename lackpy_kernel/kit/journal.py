@@ -8,7 +8,7 @@ fsyncs the files and removes the journal (``Landed.finish``). ``recover`` (run w
 starts on a workspace) finishes a commit whose journal is whole and drops one that is torn
 or applied, so a kill at any point leaves all of a commit's files or none of them, and
 never writes them again over a change made since. A commit of one file needs no journal:
-its atomic replace is all or nothing already.
+its atomic replace is all or nothing already, and its fsync too waits for ``finish``.
 """
 
 from __future__ import annotations
@@ -45,19 +45,18 @@ class Landed:
         self.workspace, self.paths, self.journal = workspace, paths, journal
 
     def finish(self) -> None:
-        """Fsync each file, then remove the journal."""
-        if self.journal is None:
-            return
-        folder, name, fd = self.journal
-        self.journal = None
+        """Fsync each file, then remove the journal (if the commit kept one); once."""
+        paths, journal, self.paths, self.journal = self.paths, self.journal, [], None
         try:
-            for relative in self.paths:
+            for relative in paths:
                 with suppress(OSError):  # gone or changed since: the journal covers it no more
                     _sync(self.workspace, relative)
-            os.unlink(name, dir_fd=folder)
+            if journal is not None:
+                os.unlink(journal[1], dir_fd=journal[0])
         finally:
-            os.close(fd)
-            os.close(folder)
+            if journal is not None:
+                os.close(journal[2])
+                os.close(journal[0])
 
 
 def commit_stage(workspace: Workspace, folder: str, paths: Iterable[str]) -> Landed:
@@ -91,7 +90,7 @@ def _commit(workspace: Workspace, changes: list[Change]) -> Landed:
     unique = [relative for relative, _ in changes]
     images = pre_images(workspace, changes)
     if len(changes) == 1:  # one atomic replace is all or nothing already
-        _apply(workspace, changes)
+        _apply(workspace, changes, durable=False)
         keep_undo(workspace, images)
         return Landed(workspace, unique)
     folder_fd, name, fd = _write_journal(workspace, changes)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import difflib
 import keyword
 import os
 import sys
@@ -210,6 +209,8 @@ class Toolbox:
 
     def unknown_tool_error(self, name: object) -> UnknownToolError:
         """A ``KeyError`` for an unknown tool that suggests close matches."""
+        import difflib  # here: only a mistake needs it
+
         matches = difflib.get_close_matches(str(name), list(self._specs), n=3)
         hint = f"; did you mean {', '.join(map(repr, matches))}?" if matches else ""
         known = ", ".join(sorted(self._specs)) or "none"

@@ -10,7 +10,6 @@ commit whose record alone is over the size bound keeps none.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -127,6 +126,8 @@ def _restore(workspace: Workspace, image: PreImage) -> str:
 
 
 def _digest(data: bytes) -> str:
+    import hashlib  # here: the sandbox worker needs it only once a program writes
+
     return hashlib.sha256(data).hexdigest()
 
 

@@ -10,7 +10,6 @@ so validation takes time linear in the program's size whatever the program.
 from __future__ import annotations
 
 import ast
-import difflib
 import gc
 import heapq
 import re
@@ -453,6 +452,8 @@ class _Checker:
         self.suggestions_left -= 1
         if self.candidates is None:
             self.candidates = self._suggestion_candidates()
+        import difflib  # here: only a program with an unknown name needs it
+
         return difflib.get_close_matches(name, self.candidates, n=3)
 
     def _suggestion_candidates(self) -> list[str]:

@@ -30,7 +30,6 @@ import os
 import signal
 import struct
 import sys
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -187,6 +186,8 @@ def _probe_writes() -> str | None:
     """Put the walls up in a forked process for a scratch folder and try a write inside its
     stage, then beside the stages and in another's: None when only the first worked, else
     what went wrong."""
+    import tempfile  # here: the worker, which imports this module, never probes
+
     with tempfile.TemporaryDirectory(prefix="lackpy-walls-") as scratch:
         stages = os.path.join(scratch, "stages")
         os.makedirs(os.path.join(stages, "other"))

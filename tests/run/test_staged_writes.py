@@ -5,13 +5,17 @@ program that fails for any reason leaves the workspace exactly as it was."""
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
 
 import pytest
 
-from lackpy_kernel.kit import ToolSpec, builtin_toolbox
+from lackpy_kernel.kit import ToolSpec, Workspace, builtin_toolbox
+from lackpy_kernel.kit.journal import commit_stage
+from lackpy_kernel.kit.staging import discard_stage
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from tests.support.staging import staged
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
@@ -143,3 +147,30 @@ def test_the_config_folder_stays_out_of_reach(sandbox, workspace):
     assert result.error_type == "WorkspaceError"
     assert not (workspace / ".lackpy" / "config.toml").exists()
     assert (workspace / "a.txt").read_text() == "old a"
+
+
+def test_a_one_file_commit_is_in_place_at_once_and_made_durable_after(workspace, monkeypatch):
+    # the worker replies between the commit and finish(): the file must be whole by then,
+    # and finish() must still wait for the disk (os.fsync spied on, not replaced)
+    synced: list[int] = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(os.fstat(fd).st_ino), fsync(fd)))
+    stage = staged(workspace, {"a.txt": "new a"})
+    landed = commit_stage(Workspace(workspace), stage.folder, ["a.txt"])
+    assert (workspace / "a.txt").read_text() == "new a"
+    assert synced == []  # no wait for the disk before the reply
+    landed.finish()
+    assert synced == [(workspace / "a.txt").stat().st_ino]
+    discard_stage(stage.folder)
+
+
+def test_a_worker_killed_just_after_a_write_reply_leaves_the_file_whole(workspace):
+    sandbox = Sandbox(workspace, LIMITS, approve_writes=False)
+    try:
+        text = "new a " * 50_000
+        assert sandbox.run(f"write_file('a.txt', {text!r})", KIT).success
+        assert sandbox.worker_pid is not None
+        os.kill(sandbox.worker_pid, signal.SIGKILL)  # before or while it syncs the file
+    finally:
+        sandbox.close()
+    assert tree(workspace) == {"a.txt": text}
