@@ -101,7 +101,7 @@ async def test_defaults_on_the_wire(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
     assert body["model"] == AnthropicProvider.default_model and body["max_tokens"] == FALLBACK_MAX_TOKENS
-    assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:"]
+    assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:", "\n```"]
 
 
 async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings_say_otherwise(server):

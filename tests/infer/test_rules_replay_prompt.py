@@ -18,7 +18,7 @@ from lackpy_kernel.infer import (
 from lackpy_kernel.infer.prompt import (
     FIXER_INSTRUCTION,
     FRAMING,
-    fixer_prompts,
+    fixer_prompt,
     system_prompt_for,
     user_message_for,
 )
@@ -221,6 +221,6 @@ def test_prompt_helpers():
     retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
     assert retry.startswith("Intent: read a file\nThe previous program was rejected.")
     assert "Errors: open is not allowed" in retry and retry.endswith("Program:\n")
-    fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
-    assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
-    assert "bad()" in fixer_user and "Errors: bad is unknown" in fixer_user
+    fixer = fixer_prompt("read a file", "bad()", ["bad is unknown"], "read_file", None)
+    assert fixer.system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer.system
+    assert "bad()" in fixer.user and "Errors: bad is unknown" in fixer.user
