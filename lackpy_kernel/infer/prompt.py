@@ -31,7 +31,8 @@ from lackpy_kernel.lang import ALLOWED_BUILTINS
 
 FRAMING = (
     "You write one lackpy program: a Jupyter cell in Python that lacks most of Python. "
-    "It composes the tools below and plain data. Reply with the program only, no explanation."
+    "It composes the tools below and plain data. Reply with the program text only: "
+    "no markdown fences, no explanation."
 )
 
 CONSTRAINTS = """\
@@ -45,7 +46,7 @@ CONSTRAINTS = """\
 FIXER_INSTRUCTION = (
     "You are repairing a lackpy program that was rejected. The intent, the start of the rejected "
     "program and its first errors follow. Keep what was right, fix the errors, and reply with the "
-    "whole corrected program only, no explanation."
+    "whole corrected program only: no explanation, no markdown fences."
 )
 
 INTENT_LABEL = "Intent:"
@@ -327,7 +328,6 @@ def fixer_prompt(
     config: Mapping[str, Any] | None,
 ) -> Prompt:
     """The prompt of a fresh "fixer" conversation about a rejected ``program``: the
-    instruction to repair it ends the system prompt."""
+    instruction to repair it opens the user turn, after the examples."""
     system, examples = prompt_parts(intent, namespace_desc, config)
-    system = system.rstrip("\n") + "\n\n" + FIXER_INSTRUCTION + "\n"
-    return Prompt(system, feedback_message(intent, errors, program), examples)
+    return Prompt(system, f"{FIXER_INSTRUCTION}\n\n{feedback_message(intent, errors, program)}", examples)

@@ -127,7 +127,7 @@ async def test_a_given_system_prompt_and_a_retry_message(server):
 async def test_fix_is_a_fresh_fixer_conversation(server):
     assert await provider(server).fix(INTENT, "defs = grep('main')", ["grep is unknown"], TOOLS) == PROGRAM
     body = server.requests[0].json
-    assert FIXER_INSTRUCTION in body["system"] and TOOLS in body["system"]
+    assert FIXER_INSTRUCTION in body["messages"][-1]["content"] and TOOLS in body["system"]
     assert len(body["messages"]) == 1
     assert "defs = grep('main')" in body["messages"][0]["content"]
     assert "grep is unknown" in body["messages"][0]["content"]

@@ -108,7 +108,7 @@ async def test_fix_is_a_fresh_fixer_conversation(server):
     answer = await provider(server).fix(INTENT, "files = glob('*')", ["glob is not a known name"], TOOLS)
     assert answer == PROGRAM
     system, user = server.requests[0].json["messages"]
-    assert FIXER_INSTRUCTION in system["content"] and TOOLS in system["content"]
+    assert FIXER_INSTRUCTION in user["content"] and TOOLS in system["content"]
     assert "files = glob('*')" in user["content"] and "glob is not a known name" in user["content"]
 
 

@@ -109,7 +109,7 @@ async def test_fix_is_a_fresh_fixer_conversation(server):
     answer = await provider(server).fix(INTENT, "files = glob('*')", ["glob is not a known name"], TOOLS)
     assert answer == PROGRAM
     system, user = server.requests[0].json["messages"]
-    assert FIXER_INSTRUCTION in system["content"]
+    assert user["content"].startswith(FIXER_INSTRUCTION) and TOOLS in system["content"]
     assert "files = glob('*')" in user["content"] and "Errors: glob is not a known name" in user["content"]
 
 
