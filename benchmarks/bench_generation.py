@@ -285,7 +285,7 @@ class Bench:
         if raw:
             reply = await provider.complete(f"{system}\n\n{program_slot(case.intent)}", sampling)
         else:
-            reply = await provider.chat(system, program_slot(case.intent), sampling)
+            reply = await provider.chat(system, [("user", program_slot(case.intent))], sampling)
         outcome = Outcome(program=sanitize_output(reply), calls=1, seconds=time.perf_counter() - started)
         return self.run_program(outcome, case)
 

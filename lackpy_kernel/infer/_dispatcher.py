@@ -45,11 +45,14 @@ from .prompt import (
     DEFAULT_STOP,
     FEEDBACK_ERRORS,
     FIXER_INSTRUCTION,
+    N_EXAMPLES,
     Example,
     Interpreter,
-    build_system_prompt,
+    build_instructions,
     default_max_tokens,
     program_slot,
+    select_examples,
+    with_examples,
 )
 from .sanitize import sanitize_output
 
@@ -126,10 +129,10 @@ class InferenceDispatcher:
         examples = [*(example_pool or []), *general_examples(tools)]
         watch = None if kibitzer_session is None else watching(kibitzer_session)
         config: dict[str, Any] = {
-            "system_prompt": build_system_prompt(
-                namespace_desc, params_desc, intent, examples, interpreter=interpreter,
-                variables_desc=variables_desc,
+            "system_prompt": build_instructions(
+                namespace_desc, params_desc, interpreter, variables_desc=variables_desc,
             ) + _hinted(watch),
+            "examples": list(reversed(select_examples(intent, examples, N_EXAMPLES))),
             "params_desc": params_desc,
             "variables_desc": variables_desc,
             "allowed_names": sorted(allowed),
@@ -228,7 +231,8 @@ class _Attempt:
         self.extra_rules = extra_rules
         self.config = config
         self.events = events
-        self.prompt_text = "\n".join((config["system_prompt"], FIXER_INSTRUCTION, program_slot(intent)))
+        self.prompt_text = "\n".join((with_examples(config["system_prompt"], config["examples"]),
+                                      FIXER_INSTRUCTION, program_slot(intent)))
         self.log: list[dict[str, Any]] = []
 
     async def with_provider(self, provider: InferenceProvider) -> GenerationResult | str:

@@ -56,7 +56,8 @@ class FixingProvider(InferenceProvider, Protocol):
 
 # What ``config`` holds on each call (a provider ignores what it does not need).
 CONFIG_KEYS = {
-    "system_prompt": "the system prompt for a model (str)",
+    "system_prompt": "the system prompt for a model, without its examples (str)",
+    "examples": "the prompt's few-shot examples, the closest to the intent last (list of Example)",
     "params_desc": "the parameters' description (str or None)",
     "variables_desc": "the session's variables' description (str or None)",
     "allowed_names": "every name a program may use besides builtins (sorted list)",

@@ -1,13 +1,17 @@
 """The prompts of the model tiers, all in the few-shot examples' own layout.
 
-Every example in the system prompt reads ``Intent: ...`` / ``Program:`` /
-the code, and so does what the model is asked: the user turn ends with
-``Program:`` and a newline. A chat model answers with a program; a model
-without a chat template, sent the whole text as a raw completion
-(:attr:`Prompt.completion`), continues it with one. The next example would
-begin with ``Intent:``, which is therefore the default stop sequence
-(:data:`DEFAULT_STOP`); :func:`default_max_tokens` sizes the token limit
-from the examples.
+Every example reads ``Intent: ...`` / ``Program:`` / the code, and so does what
+the model is asked: the last user turn ends with ``Program:`` and a newline. A
+model without a chat template, sent the whole text as a raw completion
+(:attr:`Prompt.completion`), gets the examples after the system prompt and
+continues with a program; the next example would begin with ``Intent:``. A chat
+model gets each example as a turn of its own (:meth:`Prompt.turns`): the intent
+from the user, the program from the assistant in a ```` ```python ```` block, so
+that its answer is one block too, which ends where a line starts with ```` ``` ````
+(a small base model, shown examples in one user turn, ends its turn at once; shown
+bare programs as turns, it cannot end one and runs on). Both ends are the default
+stop sequences (:data:`DEFAULT_STOP`); :func:`default_max_tokens` sizes the
+token limit from the examples.
 
 A retry is told only the first errors of the rejected reply (one line, not a
 bullet list a small model would imitate; shown its own program, a small model
@@ -47,8 +51,11 @@ FIXER_INSTRUCTION = (
 
 INTENT_LABEL = "Intent:"
 PROGRAM_LABEL = "Program:"
-# Where the model's program ends: the next example of the layout would start here.
-DEFAULT_STOP: tuple[str, ...] = ("\n" + INTENT_LABEL,)
+FENCE_OPEN, FENCE_CLOSE = "```python\n", "\n```"  # around a chat example's program
+# Where the model's program ends: the next example of the layout would start here (a raw
+# completion), or its code block closes (a chat turn).
+DEFAULT_STOP: tuple[str, ...] = ("\n" + INTENT_LABEL, FENCE_CLOSE)
+N_EXAMPLES = 6  # examples in a prompt
 EXCERPT_LINES, EXCERPT_CHARS = 8, 400  # the most of a rejected program shown back
 FEEDBACK_ERRORS, ERROR_CHARS = 2, 200  # the first errors shown back, each at most this long
 
@@ -86,15 +93,27 @@ class Example:
 
 @dataclass(frozen=True)
 class Prompt:
-    """What one model call sends: a system prompt and a user turn, or both as one completion."""
+    """What one model call sends: a system prompt, the examples (the closest last) and the
+    user turn, as chat turns or as one completion text."""
 
     system: str
     user: str
+    examples: tuple[Example, ...] = ()
 
     @property
     def completion(self) -> str:
         """The whole prompt as one text for a model without a chat template."""
-        return self.system.rstrip("\n") + "\n\n" + self.user
+        return with_examples(self.system, self.examples).rstrip("\n") + "\n\n" + self.user
+
+    def turns(self) -> list[tuple[str, str]]:
+        """The conversation after the system prompt, as (role, text): each example as a user
+        turn (its program slot) and an assistant turn (its program in a code block), then the
+        user turn."""
+        turns = []
+        for example in self.examples:
+            turns += [("user", program_slot(example.intent)),
+                      ("assistant", FENCE_OPEN + example.code.strip("\n") + FENCE_CLOSE)]
+        return [*turns, ("user", self.user)]
 
 
 def program_slot(intent: str) -> str:
@@ -112,19 +131,41 @@ def build_system_prompt(
     params_desc: str | None = None,
     intent: str | None = None,
     example_pool: Iterable[Example | Mapping[str, Any]] | None = None,
-    n_examples: int = 6,
+    n_examples: int = N_EXAMPLES,
     interpreter: Interpreter | None = None,
     *,
     variables_desc: str | None = None,
 ) -> str:
-    """The system prompt: framing, tools, builtins, variables, constraints and examples.
+    """The system prompt of one text: :func:`build_instructions`, then up to ``n_examples``
+    examples from ``example_pool``, chosen by the words they share with ``intent``
+    (:func:`select_examples`) and written in the layout of :func:`program_slot`, the closest
+    last."""
+    examples = select_examples(intent, example_pool or [], n_examples) if intent else []
+    instructions = build_instructions(namespace_desc, params_desc, interpreter,
+                                      variables_desc=variables_desc)
+    return with_examples(instructions, reversed(examples))
+
+
+def with_examples(system: str, examples: Iterable[Example]) -> str:
+    """``system`` followed by an ``Examples:`` section of ``examples`` in their order (none: as it is)."""
+    shown = [format_example(example) for example in examples]
+    if not shown:
+        return system
+    return system.rstrip("\n") + "\n\nExamples:\n\n" + "\n\n".join(shown) + "\n"
+
+
+def build_instructions(
+    namespace_desc: str,
+    params_desc: str | None = None,
+    interpreter: Interpreter | None = None,
+    *,
+    variables_desc: str | None = None,
+) -> str:
+    """The system prompt without examples: framing, tools, builtins, variables, constraints.
 
     ``interpreter.system_prompt_hint()``, when present, replaces the generic
     framing. ``variables_desc`` describes the session's variables (see
-    :func:`lackpy_kernel.run.describe_variables`). Up to
-    ``n_examples`` examples from ``example_pool`` are chosen by the words they share with
-    ``intent`` (:func:`select_examples`) and written in the layout of :func:`program_slot`,
-    the closest last.
+    :func:`lackpy_kernel.run.describe_variables`).
     """
     hint = getattr(interpreter, "system_prompt_hint", None)
     sections = [hint() if callable(hint) else FRAMING]
@@ -135,9 +176,6 @@ def build_system_prompt(
     if variables_desc:
         sections.append("The notebook's variables (use them by name):\n" + variables_desc.strip())
     sections.append("Rules:\n" + CONSTRAINTS)
-    examples = select_examples(intent, example_pool or [], n_examples) if intent else []
-    if examples:  # the closest example last, next to where the model writes
-        sections.append("Examples:\n\n" + "\n\n".join(format_example(e) for e in reversed(examples)))
     return "\n\n".join(sections) + "\n"
 
 
@@ -234,16 +272,31 @@ def feedback_message(intent: str, errors: Sequence[str], program: str | None = N
     return "\n".join(parts)
 
 
-def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any] | None) -> str:
-    """``config["system_prompt"]`` when given, else :func:`build_system_prompt` from the config's context."""
+def prompt_parts(intent: str, namespace_desc: str, config: Mapping[str, Any] | None
+                 ) -> tuple[str, tuple[Example, ...]]:
+    """The system prompt and the examples, the closest last.
+
+    The system prompt is ``config["system_prompt"]`` when given, else
+    :func:`build_instructions` from the config's context; the examples are
+    ``config["examples"]`` when given, else (without a given system prompt) up to
+    :data:`N_EXAMPLES` of ``config["example_pool"]`` that fit ``intent``.
+    """
     config = config or {}
     given = config.get("system_prompt")
+    if "examples" in config:
+        examples = tuple(Example.coerce(example) for example in config["examples"])
+    else:
+        chosen = [] if given else select_examples(intent, config.get("example_pool") or [], N_EXAMPLES)
+        examples = tuple(reversed(chosen))
     if given:
-        return str(given)
-    return build_system_prompt(
-        namespace_desc, config.get("params_desc"), intent, config.get("example_pool"),
-        variables_desc=config.get("variables_desc"),
-    )
+        return str(given), examples
+    return build_instructions(namespace_desc, config.get("params_desc"),
+                              variables_desc=config.get("variables_desc")), examples
+
+
+def system_prompt_for(intent: str, namespace_desc: str, config: Mapping[str, Any] | None) -> str:
+    """The system prompt of one text (:func:`prompt_parts`, the examples after the rest)."""
+    return with_examples(*prompt_parts(intent, namespace_desc, config))
 
 
 def user_message_for(
@@ -266,15 +319,15 @@ def generate_prompt(
     error_feedback: Sequence[str] | None = None,
 ) -> Prompt:
     """The prompt of a first try, or of a retry when ``error_feedback`` is given."""
-    return Prompt(system_prompt_for(intent, namespace_desc, config),
-                  user_message_for(intent, config, error_feedback))
+    system, examples = prompt_parts(intent, namespace_desc, config)
+    return Prompt(system, user_message_for(intent, config, error_feedback), examples)
 
 
-def fixer_prompts(
+def fixer_prompt(
     intent: str, program: str | None, errors: Sequence[str], namespace_desc: str,
     config: Mapping[str, Any] | None,
-) -> tuple[str, str]:
-    """(system, user) for a fresh "fixer" conversation about a rejected ``program``."""
-    system = system_prompt_for(intent, namespace_desc, config).rstrip("\n")
-    system += "\n\n" + FIXER_INSTRUCTION + "\n"
-    return system, feedback_message(intent, errors, program)
+) -> Prompt:
+    """The prompt of a fresh "fixer" conversation about a rejected ``program``: the
+    instruction to repair it opens the user turn, after the examples."""
+    system, examples = prompt_parts(intent, namespace_desc, config)
+    return Prompt(system, f"{FIXER_INSTRUCTION}\n\n{feedback_message(intent, errors, program)}", examples)

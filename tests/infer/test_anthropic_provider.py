@@ -101,7 +101,7 @@ async def test_defaults_on_the_wire(server):
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
     assert body["model"] == AnthropicProvider.default_model and body["max_tokens"] == FALLBACK_MAX_TOKENS
-    assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:"]
+    assert "temperature" not in body and body["stop_sequences"] == ["\nIntent:", "\n```"]
 
 
 async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings_say_otherwise(server):
@@ -127,7 +127,7 @@ async def test_a_given_system_prompt_and_a_retry_message(server):
 async def test_fix_is_a_fresh_fixer_conversation(server):
     assert await provider(server).fix(INTENT, "defs = grep('main')", ["grep is unknown"], TOOLS) == PROGRAM
     body = server.requests[0].json
-    assert FIXER_INSTRUCTION in body["system"] and TOOLS in body["system"]
+    assert FIXER_INSTRUCTION in body["messages"][-1]["content"] and TOOLS in body["system"]
     assert len(body["messages"]) == 1
     assert "defs = grep('main')" in body["messages"][0]["content"]
     assert "grep is unknown" in body["messages"][0]["content"]

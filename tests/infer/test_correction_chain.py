@@ -66,7 +66,21 @@ async def test_a_reply_that_runs_on_past_the_program_keeps_only_the_program(serv
     assert result.program == GOOD and result.correction_strategy == "cleanup"
     assert len(server.requests) == 1
     assert "dropped the text after the program (from line 4" in result.attempts_log[-1]["did"]
-    assert server.requests[0].json["stop"] == ["\nIntent:"]  # a server that honours it never runs on
+    assert server.requests[0].json["stop"] == ["\nIntent:", "\n```"]  # a server that honours it never runs on
+
+
+async def test_a_chat_reply_stopped_at_its_code_blocks_end_is_the_program_in_one_call(server):
+    server.script(lb.ollama_answer("```python\n" + GOOD))  # the server stopped at "\n```"
+    result = await generate(chat_ollama(server))
+    assert result.program == GOOD and len(server.requests) == 1 and result.attempts_log is None
+    body = server.requests[0].json
+    assert body["options"]["stop"] == ["\nIntent:", "\n```"]
+    system, *examples, user = body["messages"]
+    assert "Intent:" not in system["content"] and user["content"] == f"Intent: {INTENT}\nProgram:\n"
+    assert examples and [turn["role"] for turn in examples] == ["user", "assistant"] * (len(examples) // 2)
+    for turn in examples[1::2]:  # each example's program is one code block, as the reply should be
+        code = turn["content"].removeprefix("```python\n").removesuffix("\n```")
+        assert turn["content"] == f"```python\n{code}\n```" and validate(code, ALLOWED | {"len"}).valid
 
 
 async def test_a_label_before_the_program_is_stripped(server):
@@ -126,7 +140,7 @@ async def test_an_invented_error_list_on_retry_does_not_replace_the_first_progra
     server.script(lb.ollama_answer(first), lb.ollama_answer(invented), lb.ollama_answer(GOOD))
     result = await generate(chat_ollama(server))
     assert result.program == GOOD and result.correction_strategy == "fixer"
-    fixer_request = server.requests[2].json["messages"][1]["content"]
+    fixer_request = server.requests[2].json["messages"][-1]["content"]
     assert "while lines:" in fixer_request and "- line 3: use a for loop" not in fixer_request
     assert "repair attempt 1, the best so far" in result.attempts_log[-1]["did"]
 
@@ -137,7 +151,7 @@ async def test_the_fixer_is_shown_a_bounded_excerpt_and_the_first_errors_the_ret
                   lb.ollama_answer(GOOD))
     result = await generate(chat_ollama(server))
     assert result.correction_strategy == "fixer"
-    retry, fixer = (request.json["messages"][1]["content"] for request in server.requests[1:])
+    retry, fixer = (request.json["messages"][-1]["content"] for request in server.requests[1:])
     assert "x0 = open" not in retry and "Errors: line 1, col 6:" in retry and "(and 58 more)" in retry
     assert "x0 = open('f0')" in fixer and f"x{EXCERPT_LINES} = open" not in fixer and "(cut)" in fixer
     assert fixer.count("open") <= EXCERPT_LINES + 2 and "(and 58 more)" in fixer

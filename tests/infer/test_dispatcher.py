@@ -5,6 +5,7 @@ import asyncio
 import pytest
 
 from lackpy_kernel.infer import InferenceDispatcher, RulesProvider
+from lackpy_kernel.infer.prompt import Example
 from lackpy_kernel.lang import max_calls
 
 NAMESPACE = "read_file(path: str) -> str: read"
@@ -152,7 +153,8 @@ async def test_system_prompt_and_context_reach_the_provider():
     config = model.calls[0]["config"]
     assert "read_file(path: str)" in config["system_prompt"]
     assert "n: int" in config["system_prompt"]
-    assert "Intent: read the file x" in config["system_prompt"]
+    assert "Intent:" not in config["system_prompt"]  # the examples go separately: turns in chat
+    assert config["examples"] == [Example("read the file x", "read_file('x')", [])]
     assert config["allowed_names"] == ["read_file"]
 
 

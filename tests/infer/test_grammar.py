@@ -95,7 +95,7 @@ async def test_constrain_grammar_sends_the_kits_grammar_with_each_request(model_
     result = await InferenceDispatcher([provider]).generate("read a", "read_file(path)", {"read_file"})
     assert result.program == "read_file('a')"
     sent = model_server.requests[0].json["grammar"]
-    assert sent == lackpy_gbnf(["read_file"], stops=["\nIntent:"])
+    assert sent == lackpy_gbnf(["read_file"], stops=["\nIntent:", "\n```"])
     assert provider.grammar_status == "taken"
 
 

@@ -61,7 +61,7 @@ async def test_unset_options_are_not_sent_and_stop_and_num_predict_always_are(se
     await provider(server).generate(INTENT, TOOLS)
     body = server.requests[0].json
     assert body["model"] == OllamaProvider.default_model and "keep_alive" not in body
-    assert body["options"] == {"stop": ["\nIntent:"], "num_predict": FALLBACK_MAX_TOKENS}
+    assert body["options"] == {"stop": ["\nIntent:", "\n```"], "num_predict": FALLBACK_MAX_TOKENS}
 
 
 async def test_the_dispatchers_stop_and_token_limit_are_sent_unless_the_settings_say_otherwise(server):
@@ -84,7 +84,7 @@ async def test_raw_sends_one_prompt_to_api_generate(server, stream):
     body = request.json
     assert body["raw"] is True and "messages" not in body
     assert body["prompt"].startswith(FRAMING) and body["prompt"].endswith(f"Intent: {INTENT}\nProgram:\n")
-    assert body["options"] == {"num_predict": 64, "stop": ["\nIntent:"]}
+    assert body["options"] == {"num_predict": 64, "stop": ["\nIntent:", "\n```"]}
     assert (seen[-1] == PROGRAM and len(seen) > 1) if stream else seen == []
 
 
@@ -108,7 +108,7 @@ async def test_fix_is_a_fresh_fixer_conversation(server):
     answer = await provider(server).fix(INTENT, "files = glob('*')", ["glob is not a known name"], TOOLS)
     assert answer == PROGRAM
     system, user = server.requests[0].json["messages"]
-    assert FIXER_INSTRUCTION in system["content"] and TOOLS in system["content"]
+    assert FIXER_INSTRUCTION in user["content"] and TOOLS in system["content"]
     assert "files = glob('*')" in user["content"] and "glob is not a known name" in user["content"]
 
 

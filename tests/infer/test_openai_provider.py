@@ -17,7 +17,7 @@ from lackpy_kernel.infer.models import (
     OpenAIProvider,
     RetryPolicy,
 )
-from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING
+from lackpy_kernel.infer.prompt import FIXER_INSTRUCTION, FRAMING, Example
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -52,20 +52,37 @@ def provider(server, **kwargs) -> OpenAIProvider:
 # --- chat, raw completion and streaming ------------------------------------------------------------
 
 @pytest.mark.parametrize("stream", [True, False])
-async def test_chat_sends_the_prompt_in_the_examples_layout(server, stream, monkeypatch):
+async def test_chat_sends_each_example_as_turns_and_the_program_slot_last(server, stream, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     openai = provider(server, model="local-model", temperature=0.0, stream=stream)
-    assert await openai.generate(INTENT, TOOLS, {"params_desc": "root: str", "max_tokens": 300}) == PROGRAM
+    pool = [Example("find the definition of load", "defs = find_definitions('load')\ndefs"),
+            Example("count the python tests", "tests = find_files('tests/**/*.py')\nlen(tests)")]
+    config = {"params_desc": "root: str", "max_tokens": 300, "example_pool": pool}
+    assert await openai.generate(INTENT, TOOLS, config) == PROGRAM
     [request] = server.requests
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
     assert lb.api_key_of(request) == KEY
     body = request.json
     assert body["model"] == "local-model" and bool(body.get("stream")) is stream
-    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.0, 300, ["\nIntent:"])
-    system, user = body["messages"]
+    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.0, 300, ["\nIntent:", "\n```"])
+    system, *examples, user = body["messages"]
     assert system["role"] == "system" and system["content"].startswith(FRAMING)
     assert TOOLS in system["content"] and "root: str" in system["content"]
+    assert "Intent:" not in system["content"]  # the example that fits goes as a user and a model turn
+    assert examples == [
+        {"role": "user", "content": "Intent: count the python tests\nProgram:\n"},
+        {"role": "assistant", "content": "```python\ntests = find_files('tests/**/*.py')\nlen(tests)\n```"}]
     assert user == {"role": "user", "content": f"Intent: {INTENT}\nProgram:\n"}
+
+
+async def test_raw_completion_has_the_examples_in_its_text_before_the_program_slot(server):
+    openai = provider(server, generation=GenerationSettings(raw=True))
+    pool = [Example("count the python tests", "tests = find_files('tests/**/*.py')\nlen(tests)")]
+    await openai.generate(INTENT, TOOLS, {"example_pool": pool})
+    prompt = server.requests[0].json["prompt"]
+    assert prompt.endswith("\n\nExamples:\n\nIntent: count the python tests\nProgram:\n"
+                           f"tests = find_files('tests/**/*.py')\nlen(tests)\n\nIntent: {INTENT}\nProgram:\n")
+    assert "```" not in prompt
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -78,7 +95,7 @@ async def test_raw_sends_one_completion_text_that_ends_at_the_program_slot(serve
     prompt = request.json["prompt"]
     assert prompt.startswith(FRAMING) and TOOLS in prompt
     assert prompt.endswith(f"\n\nIntent: {INTENT}\nProgram:\n")
-    assert (request.json["max_tokens"], request.json["stop"]) == (64, ["\nIntent:"])
+    assert (request.json["max_tokens"], request.json["stop"]) == (64, ["\nIntent:", "\n```"])
 
 
 async def test_the_answer_streams_to_on_text_piece_by_piece(server):
@@ -92,7 +109,7 @@ async def test_fix_is_a_fresh_fixer_conversation(server):
     answer = await provider(server).fix(INTENT, "files = glob('*')", ["glob is not a known name"], TOOLS)
     assert answer == PROGRAM
     system, user = server.requests[0].json["messages"]
-    assert FIXER_INSTRUCTION in system["content"]
+    assert user["content"].startswith(FIXER_INSTRUCTION) and TOOLS in system["content"]
     assert "files = glob('*')" in user["content"] and "Errors: glob is not a known name" in user["content"]
 
 

@@ -18,7 +18,7 @@ from lackpy_kernel.infer import (
 from lackpy_kernel.infer.prompt import (
     FIXER_INSTRUCTION,
     FRAMING,
-    fixer_prompts,
+    fixer_prompt,
     system_prompt_for,
     user_message_for,
 )
@@ -221,6 +221,10 @@ def test_prompt_helpers():
     retry = user_message_for("read a file", {"previous_program": "x = open('f')"}, ["open is not allowed"])
     assert retry.startswith("Intent: read a file\nThe previous program was rejected.")
     assert "Errors: open is not allowed" in retry and retry.endswith("Program:\n")
-    fixer_system, fixer_user = fixer_prompts("read a file", "bad()", ["bad is unknown"], "read_file", None)
-    assert fixer_system.rstrip().endswith(FIXER_INSTRUCTION) and "read_file" in fixer_system
-    assert "bad()" in fixer_user and "Errors: bad is unknown" in fixer_user
+    pool = [{"intent": "read the file a.txt", "code": "read_file('a.txt')"}]
+    fixer = fixer_prompt("read a file", "bad()", ["bad is unknown"], "read_file", {"example_pool": pool})
+    assert fixer.user.startswith(FIXER_INSTRUCTION) and "read_file" in fixer.system
+    # one text: the instruction comes after the examples, next to the program to repair
+    text = fixer.completion
+    assert 0 < text.index("Intent: read the file a.txt") < text.index(FIXER_INSTRUCTION)
+    assert "bad()" in fixer.user and "Errors: bad is unknown" in fixer.user

@@ -9,13 +9,13 @@ message when ``stream = false``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.telemetry import count_usage
 
-from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
+from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn
 from ._chat import (
     AssistantMessage,
     ChatRequest,
@@ -109,13 +109,14 @@ class AnthropicProvider(ModelProvider):
         """This model as a tool-calling chat."""
         return AnthropicToolChat(self)
 
-    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
-        """One system + user exchange under the retry policy: the answer text, the key redacted."""
+    async def chat(self, system: str, turns: Sequence[Turn], sampling: Sampling) -> str:
+        """One exchange (the system prompt, then ``turns``) under the retry policy: the answer
+        text, the key redacted."""
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": sampling.max_tokens,
             "system": system,
-            "messages": [{"role": "user", "content": user}],
+            "messages": [{"role": role, "content": text} for role, text in turns],
         }
         if sampling.stop:
             request["stop_sequences"] = list(sampling.stop)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar
@@ -58,7 +58,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
 from lackpy_kernel.infer.grammar import lackpy_gbnf
-from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompts, generate_prompt, program_slot
+from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompt, generate_prompt, program_slot
 from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
 from ._chat import ChatRequest, ModelTurn, OnText, ToolChatModel
@@ -67,6 +67,7 @@ from ._settings import check_settings, optional_int, optional_number, optional_s
 
 FALLBACK_MAX_TOKENS = 512  # when neither the settings nor the dispatcher give a limit
 TextCallback = Callable[[str], None]
+Turn = tuple[str, str]  # (role, text) of a chat turn: "user" or "assistant"
 T = TypeVar("T")
 # What one attempt sends: given a fresh client and the secrets to redact, the answer.
 Send = Callable[[Any, tuple[str, ...]], Awaitable[T]]
@@ -263,16 +264,16 @@ class ModelProvider:
         config: dict[str, Any] | None = None,
     ) -> str | None:
         """A fresh conversation asking the model to repair ``program`` (None: no program yet)."""
-        system, user = fixer_prompts(intent, program, errors, namespace_desc, config)
-        return await self.ask(Prompt(system, user), config)
+        return await self.ask(fixer_prompt(intent, program, errors, namespace_desc, config), config)
 
     async def ask(self, prompt: Prompt, config: Mapping[str, Any] | None = None) -> str | None:
-        """Send ``prompt`` as chat or, with ``raw``, as one completion; the answer, or None when empty."""
+        """Send ``prompt`` as chat turns or, with ``raw``, as one completion; the answer, or None
+        when empty."""
         sampling = self.sampling(config)
         if self.generation.raw:
             text = await self.complete(prompt.completion, sampling)
         else:
-            text = await self.chat(prompt.system, prompt.user, sampling)
+            text = await self.chat(prompt.system, prompt.turns(), sampling)
         return text if text.strip() else None
 
     def sampling(self, config: Mapping[str, Any] | None = None) -> Sampling:
@@ -297,8 +298,9 @@ class ModelProvider:
         await self.ask(Prompt("", program_slot("probe")), {"max_tokens": 1, "tool_names": []})
         return self.grammar_status
 
-    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
-        """One system + user exchange with the model: its answer text."""
+    async def chat(self, system: str, turns: Sequence[Turn], sampling: Sampling) -> str:
+        """One exchange with the model: the system prompt, then ``turns`` ((role, text), the
+        roles ``user`` and ``assistant`` in turn, the last ``user``); its answer text."""
         raise NotImplementedError
 
     async def complete(self, prompt: str, sampling: Sampling) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lackpy_kernel.telemetry import count_usage
 
-from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
+from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn
 from ._chat import (
     AssistantMessage,
     ChatRequest,
@@ -104,9 +104,11 @@ class OllamaProvider(ModelProvider):
         """This model as a tool-calling chat."""
         return OllamaToolChat(self)
 
-    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
-        """One system + user exchange (``/api/chat``) under the retry policy: the answer text."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    async def chat(self, system: str, turns: Sequence[Turn], sampling: Sampling) -> str:
+        """One exchange (``/api/chat``: the system message, then ``turns``) under the retry
+        policy: the answer text."""
+        messages = [{"role": "system", "content": system},
+                    *({"role": role, "content": text} for role, text in turns)]
         return await self._request("chat", {"messages": messages}, sampling)
 
     async def complete(self, prompt: str, sampling: Sampling) -> str:

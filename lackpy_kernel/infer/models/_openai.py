@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.telemetry import count_usage
 
-from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat
+from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn
 from ._chat import (
     AssistantMessage,
     ChatRequest,
@@ -126,9 +126,11 @@ class OpenAIProvider(ModelProvider):
         """This model as a tool-calling chat."""
         return OpenAIToolChat(self)
 
-    async def chat(self, system: str, user: str, sampling: Sampling) -> str:
-        """One system + user exchange (``/chat/completions``) under the retry policy: the answer text."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    async def chat(self, system: str, turns: Sequence[Turn], sampling: Sampling) -> str:
+        """One exchange (``/chat/completions``: the system message, then ``turns``) under the
+        retry policy: the answer text."""
+        messages = [{"role": "system", "content": system},
+                    *({"role": role, "content": text} for role, text in turns)]
         return await self._request("chat", {"messages": messages}, sampling)
 
     async def complete(self, prompt: str, sampling: Sampling) -> str:
