@@ -21,15 +21,18 @@ calls from its trace when the run comes back (the first ``MAX_REPORTED``: Kibitz
 log costs about a millisecond a call). The seed's ``make_traced(..., kibitzer_session=...)``
 asks and tells Kibitzer of every call as it is made.
 
-A Kibitzer that raises or is slow never breaks a cell: its failure is said once (a
-``notice``) and the work goes on without its answer; one that takes longer than
-``timeout`` seconds is set aside for the rest of the session. Kibitzer's Context7 look-ups
+Kibitzer's state is saved on the watch's thread after the answers a cell waits for, as a job
+the cell does not wait for (the next question comes after it; :meth:`Watch.close`, and the
+interpreter's exit, wait for it). A Kibitzer that raises or is slow never breaks a cell: its
+failure is said once (a ``notice``) and the work goes on without its answer; one that takes
+longer than ``timeout`` seconds is set aside for the rest of the session. Kibitzer's Context7 look-ups
 are turned off: they would send a program's errors to context7.com.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import copy
 import functools
 import itertools
@@ -69,7 +72,9 @@ VOCABULARY: dict[str, tuple[str, str | None]] = {
 }
 
 
-Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any]"]  # a question for the thread
+# a question for the thread (no Future: a job the asker does not wait for), and whether what
+# it does may change the state Kibitzer saves
+Job = tuple[Callable[..., Any], tuple[Any, ...], "Future[Any] | None", bool]
 
 
 def _stderr(message: str) -> None:
@@ -90,8 +95,11 @@ class Watch:
         self._notice = notice
         self._names: Mapping[str, str] = {}  # alias -> the tool's name
         self._said: set[str] = set()
-        # shared with for_kit's copies; "unsaved": a question was asked since the last save
-        self._shared: dict[str, Any] = {"off": False, "thread": None, "unsaved": False}
+        # shared with for_kit's copies; "asked": questions put to the thread that may change
+        # Kibitzer's state, "ran": those it ran, "saved": "ran" at the last save; "owner": the
+        # watch closed at exit
+        self._shared: dict[str, Any] = {"off": False, "thread": None, "asked": 0, "ran": 0,
+                                        "saved": 0, "owner": self}
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
 
@@ -153,21 +161,18 @@ class Watch:
 
     def after_run(self, entries: Iterable[Any]) -> None:
         """``after_call`` for the calls of a run's trace (``TraceEntry``s; the first
-        ``MAX_REPORTED``), then save Kibitzer's state (a run without calls, after a program
-        Kibitzer judged and saved, asks nothing: no trip to the thread)."""
+        ``MAX_REPORTED``: one trip to the watch's thread, none for a run without calls), then
+        Kibitzer's state saved after it if a question since the last save may have changed
+        it (not waited for)."""
         heard = [(*self._vocabulary(entry.tool, entry.args), entry.success,
                   None if entry.success else {"error": str(entry.error or "failed")[:HINT_CHARS]})
                  for entry in itertools.islice(entries, MAX_REPORTED)]
 
-        def tell() -> list[Any]:  # one trip to the watch's thread for the run
-            answers = [self.session.after_call(*call) for call in heard]
-            self._save()
-            return answers
-
-        if not heard and not self._shared["unsaved"]:
-            return
-        for answer in self._ask("after_call", tell, default=[]):
-            self._keep(answer)
+        if heard:
+            for answer in self._ask("after_call", lambda: [self.session.after_call(*call)
+                                                           for call in heard], default=[]):
+                self._keep(answer)
+        self._save_later()
 
     def _vocabulary(self, tool: str, args: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         real = self._names.get(tool, tool)
@@ -198,12 +203,11 @@ class Watch:
             self.session.register_tools(tools)
             policy = self.session.get_mode_policy() or {}
             ceiling = (policy.get("max_grade_w"), policy.get("max_grade_d"))
-            answer = self.session.validate_program({
+            return self.session.validate_program({
                 "calls": calls, "grade_ceiling": ceiling if None not in ceiling else None})
-            self._save()
-            return answer
 
-        answer = self._ask("validate_program", judge)
+        # register_tools keeps the grades in memory, validate_program only checks: no save
+        answer = self._ask("validate_program", judge, keeps=True)
         if answer is not None and getattr(answer, "denied", False):
             return (f"Kibitzer ({self.mode} mode) refused the program: "
                     f"{getattr(answer, 'reason', '') or 'no reason given'}")
@@ -245,9 +249,11 @@ class Watch:
 
     # -- guarding -----------------------------------------------------------------
 
-    def _ask(self, what: str, call: Callable[..., Any], *args: Any, default: Any = None) -> Any:
-        """``call(*args)`` on the watch's thread within ``timeout``; ``default`` when it
-        raises (said once) or is late (said, and Kibitzer is set aside)."""
+    def _ask(self, what: str, call: Callable[..., Any], *args: Any, default: Any = None,
+             keeps: bool = False) -> Any:
+        """``call(*args)`` on the watch's thread within ``timeout`` (``keeps``: it changes
+        nothing Kibitzer saves); ``default`` when it raises (said once) or is late (said, and
+        Kibitzer is set aside)."""
         if self._shared["off"]:
             return default
         if isinstance(load := self._shared.pop("load", None), str):
@@ -256,9 +262,9 @@ class Watch:
         from concurrent.futures import TimeoutError as FutureTimeout
 
         self._start()
-        self._shared["unsaved"] = True  # until a question that saves has run
         future: Future[Any] = Future()
-        self._jobs.put((call, args, future))
+        self._shared["asked"] += not keeps
+        self._jobs.put((call, args, future, not keeps))
         try:
             return future.result(timeout=self.timeout)
         except FutureTimeout:
@@ -270,18 +276,32 @@ class Watch:
                             "lackpy goes on without its answer")
         return default
 
+    def _save_later(self) -> None:
+        """Queue a save of Kibitzer's state on the watch's thread, after the questions asked
+        so far (none when it was saved since, or Kibitzer is set aside); not waited for."""
+        if self._shared["asked"] > self._shared["saved"] and not self._shared["off"]:
+            self._start()
+            self._jobs.put((self._save, (), None, False))
+
     def _save(self) -> None:
         """Save Kibitzer's state (on the watch's thread)."""
+        ran = self._shared["ran"]
         self.session.save()
-        self._shared["unsaved"] = False
+        self._shared["saved"] = ran
 
     def close(self) -> None:
-        """Stop the watch's thread once it has answered what it was asked (a later question
-        starts another)."""
+        """Save Kibitzer's state if a question was asked since, and stop the watch's thread
+        once it has done what it was given, waiting for it up to ``timeout`` (a later
+        question starts another)."""
+        self._save_later()
         with self._lock:
-            if self._shared["thread"] is not None:
+            thread = self._shared["thread"]
+            if thread is not None:
                 self._shared["thread"] = None
                 self._jobs.put(None)
+                atexit.unregister(self._shared["owner"].close)
+        if thread not in (None, threading.current_thread()) and not self._shared["off"]:
+            thread.join(timeout=self.timeout)
 
     def _start(self) -> None:
         with self._lock:
@@ -289,14 +309,23 @@ class Watch:
                 thread = threading.Thread(target=self._serve, name="lackpy-kibitzer", daemon=True)
                 thread.start()
                 self._shared["thread"] = thread
+                atexit.register(self._shared["owner"].close)  # its last save reaches disk
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
-            call, args, future = job
+            call, args, future, counts = job
+            self._shared["ran"] += counts
             try:
-                future.set_result(call(*args))
+                result = call(*args)
             except BaseException as exc:  # handed to the caller, which says so once
-                future.set_exception(exc)
+                if future is None:
+                    self._say("save", f"Kibitzer failed (save: {type(exc).__name__}: {exc}); "
+                                      "lackpy goes on without saving its state")
+                else:
+                    future.set_exception(exc)
+            else:
+                if future is not None:
+                    future.set_result(result)
 
     def _say(self, key: str, message: str) -> None:
         if key not in self._said:

@@ -8,6 +8,7 @@ hangs never breaks a cell."""
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 
 import pytest
@@ -195,11 +196,53 @@ async def test_kibitzer_hears_a_program_before_it_runs_and_its_calls_after_on_it
         for method in ("register_tools", "get_mode_policy", "validate_program", "after_call",
                        "save"):
             monkeypatch.setattr(session, method, listening(method, getattr(session, method)))
-        assert (await service.run_program("1 + 1", KIT)).output == 2
+        for _ in range(2):
+            assert (await service.run_program("1 + 1", KIT)).output == 2
         assert (await service.run_program("read_file('notes.txt')", KIT)).success
-    judged = ["register_tools", "get_mode_policy", "validate_program", "save"]
-    assert [method for method, _ in heard] == judged + judged + ["after_call", "save"]
+    judged = ["register_tools", "get_mode_policy", "validate_program"]
+    # the first run saves the mode the load set; a judgement alone changes nothing to save
+    assert [method for method, _ in heard] == (judged + ["save"] + judged + judged
+                                               + ["after_call", "save"])
     assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
+
+
+def saved_state(workspace):
+    return json.loads((workspace / ".kibitzer" / "state.json").read_text())
+
+
+async def test_kibitzers_state_reaches_disk_and_a_later_service_sees_it(explore):
+    with LackpyService(explore) as service:
+        assert (await service.run_program(FIVE_READS, KIT)).success
+    assert saved_state(explore)["tools_used_in_mode"] == {"Read": 5}
+    with LackpyService(explore) as service:
+        assert (await service.run_program("read_file('notes.txt')", KIT)).success
+        assert service.kibitzer.session.state["tools_used_in_mode"] == {"Read": 6}
+    assert saved_state(explore)["tools_used_in_mode"] == {"Read": 6}
+
+
+async def test_a_refused_program_alone_still_saves_the_mode_when_the_service_closes(explore):
+    with LackpyService(explore) as service:
+        result = await service.run_program('write_file("o.txt", "x")', KIT)
+        assert result.error.startswith("Kibitzer (explore mode) refused the program: ")
+    assert saved_state(explore)["mode"] == "explore"
+
+
+async def test_a_cell_does_not_wait_for_the_save_and_close_waits_for_it(explore, monkeypatch):
+    with LackpyService(explore) as service:
+        session, go = service.kibitzer.session, threading.Event()
+        real_save = session.save
+
+        def held_save():
+            go.wait()
+            real_save()
+
+        monkeypatch.setattr(session, "save", held_save)
+        result = await service.run_program("read_file('notes.txt')", KIT)  # its save waits
+        assert result.success and not (explore / ".kibitzer" / "state.json").exists()
+        service.kibitzer.timeout = 600  # close() waits for the thread up to this
+        threading.Timer(0.05, go.set).start()  # while close() waits
+        service.kibitzer.close()
+        assert saved_state(explore)["tools_used_in_mode"] == {"Read": 1}
 
 
 async def test_a_kibitzer_that_raises_never_breaks_a_cell(tmp_path, monkeypatch):
