@@ -27,7 +27,6 @@ import getpass
 import logging
 import os
 import queue
-import shlex
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -47,15 +46,10 @@ from lackpy_kernel.errors import (
     UsageError,
 )
 from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
-from lackpy_kernel.notebook.bundles import (
-    uses_comment,
-)
 from lackpy_kernel.notebook.core import MagicOptions, parse_magic_options
-from lackpy_kernel.notebook.declare import (
-    Magic,
-)
+from lackpy_kernel.notebook.declare import Magic
 from lackpy_kernel.notebook.magics import NotebookMagics
-from lackpy_kernel.run.plain import find_non_plain
+from lackpy_kernel.notebook.port import plain_values
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 
@@ -227,19 +221,7 @@ class IPythonPort:
             raise no_input(prompt) from None
 
     def program_cell(self, cell: ProgramCell) -> str:
-        """A ``%%lackpy`` cell with its options as typed, the notebook variables the
-        program reads (it reads them from the notebook when it runs), then the program."""
-        words = ["%%lackpy"]
-        if cell.kit is not None:
-            words += ["--kit", shlex.quote(cell.kit)]
-        for text in cell.param_texts:
-            words += ["--param", text]
-        if cell.sandbox is False:
-            words.append("--no-sandbox")
-        lines = [" ".join(words)]
-        if cell.uses:
-            lines.append(uses_comment(cell.uses))
-        return "\n".join([*lines, cell.program.rstrip("\n")])
+        return cell.python_cell()
 
     async def variable(self, name: str) -> Any:
         if name not in self.shell.user_ns:
@@ -254,13 +236,7 @@ class IPythonPort:
 
     def notebook_values(self, names: set[str] | frozenset[str] | None = None
                         ) -> Mapping[str, Any]:
-        """Public names holding plain data (all, or ``names``)."""
-        namespace = self.shell.user_ns
-        hidden = set(self.shell.user_ns_hidden)
-        wanted = namespace.keys() if names is None else names & namespace.keys()
-        return {name: namespace[name] for name in wanted
-                if not name.startswith("_") and name not in hidden
-                and find_non_plain(namespace[name]) is None}
+        return plain_values(self.shell.user_ns, set(self.shell.user_ns_hidden), names)
 
 
 def _raised(error: NotebookError) -> LackpyError:

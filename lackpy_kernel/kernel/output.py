@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ import zmq
 
 from lackpy_kernel.errors import UsageError
 from lackpy_kernel.notebook import Bundle, NotebookError, ProgramCell, StreamName, no_input
-from lackpy_kernel.notebook.bundles import output_bundle, uses_comment
+from lackpy_kernel.notebook.bundles import output_bundle
 
 if TYPE_CHECKING:
     from ipykernel.kernelbase import Kernel
@@ -145,17 +144,7 @@ class KernelPort:
         return self.output.ask(prompt, password=password)
 
     def program_cell(self, cell: ProgramCell) -> str:
-        """The cell's variables in a comment, then ``%kit`` (when one was chosen) and
-        ``%params`` lines, so the cell runs as written, then the program."""
-        lines = [uses_comment(cell.uses)] if cell.uses else []
-        if cell.kit:
-            lines.append(f"%kit {cell.kit}")
-        if cell.params:
-            words = [f"{name}={value!r}" for name, value in cell.params.items()]
-            quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word
-                      for word in words]
-            lines.append(f"%params {' '.join(quoted)}")
-        return "\n".join([*lines, cell.program])
+        return cell.lackpy_cell()
 
     async def variable(self, name: str) -> Any:
         if name not in self.session.variable_types and name not in self.session.params:

@@ -13,13 +13,15 @@ its own error (the kernel's error reply; the exception itself in IPython).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import shlex
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from lackpy_kernel.errors import LackpyError, UsageError
-from lackpy_kernel.notebook.bundles import ErrorReport, program_error
+from lackpy_kernel.notebook.bundles import ErrorReport, program_error, uses_comment
 from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.run.plain import find_non_plain
 
 __all__ = ["Bundle", "NotebookError", "NotebookPort", "ProgramCell", "StreamName", "no_input",
            "program_failure"]
@@ -76,6 +78,36 @@ class ProgramCell:
     param_texts: list[str] = field(default_factory=list)
     sandbox: bool | None = None
 
+    def lackpy_cell(self) -> str:
+        """The cell of a lackpy notebook: the variables it uses in a comment, then ``%kit``
+        (when one was chosen) and ``%params`` lines, so that it runs as written, then the
+        program."""
+        lines = [uses_comment(self.uses)] if self.uses else []
+        if self.kit:
+            lines.append(f"%kit {self.kit}")
+        if self.params:
+            words = [f"{name}={value!r}" for name, value in self.params.items()]
+            quoted = [shlex.quote(word) if any(c.isspace() for c in word) else word
+                      for word in words]
+            lines.append(f"%params {' '.join(quoted)}")
+        return "\n".join([*lines, self.program])
+
+    def python_cell(self) -> str:
+        """The ``%%lackpy`` cell of a Python notebook: the magic with its options as typed,
+        the notebook variables the program reads (it reads them when it runs), then the
+        program."""
+        words = ["%%lackpy"]
+        if self.kit is not None:
+            words += ["--kit", shlex.quote(self.kit)]
+        for text in self.param_texts:
+            words += ["--param", text]
+        if self.sandbox is False:
+            words.append("--no-sandbox")
+        lines = [" ".join(words)]
+        if self.uses:
+            lines.append(uses_comment(self.uses))
+        return "\n".join([*lines, self.program.rstrip("\n")])
+
 
 class NotebookPort(Protocol):
     """What a magic may do to the notebook running it: the cell's output, the next cell,
@@ -125,6 +157,16 @@ class NotebookPort(Protocol):
         """The host's own notebook values a program may read as parameters (all, or those
         in ``names``): a Python notebook's plain-data variables; None in the kernel, whose
         variables are the session's."""
+
+
+def plain_values(namespace: Mapping[str, Any], hidden: Collection[str],
+                 names: set[str] | frozenset[str] | None = None) -> dict[str, Any]:
+    """The values of a Python notebook's ``namespace`` a program may read: those of public
+    names (not ``_``-prefixed, not in ``hidden``) holding plain data; all, or ``names``."""
+    wanted = namespace.keys() if names is None else names & namespace.keys()
+    return {name: namespace[name] for name in wanted
+            if not name.startswith("_") and name not in hidden
+            and find_non_plain(namespace[name]) is None}
 
 
 def no_input(prompt: str) -> UsageError:
