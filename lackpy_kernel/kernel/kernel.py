@@ -426,6 +426,7 @@ async def _stopped_as_cancelled(work: Awaitable[Any]) -> Any:
     except KeyboardInterrupt:
         raise asyncio.CancelledError from None
 
+
 class _HeldStop:
     """Stands in for the main IOLoop during shutdown: the callbacks ipykernel schedules on it
     (stopping it) are held in ``held`` until the control message is fully processed."""

@@ -15,7 +15,7 @@ from typing import Any
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.telemetry import count_usage
 
-from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn
+from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn, turn_messages
 from ._chat import (
     AssistantMessage,
     ChatRequest,
@@ -116,7 +116,7 @@ class AnthropicProvider(ModelProvider):
             "model": self.model,
             "max_tokens": sampling.max_tokens,
             "system": system,
-            "messages": [{"role": role, "content": text} for role, text in turns],
+            "messages": turn_messages(turns),
         }
         if sampling.stop:
             request["stop_sequences"] = list(sampling.stop)

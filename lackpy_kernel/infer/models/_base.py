@@ -416,3 +416,8 @@ def _installed(package: str) -> bool:
         return importlib.util.find_spec(package) is not None
     except (ImportError, ValueError):  # ValueError: blocked with sys.modules[package] = None
         return False
+
+
+def turn_messages(turns: Sequence[Turn]) -> list[dict[str, str]]:
+    """``turns`` as chat messages (``role``, ``content``), as every chat API takes them."""
+    return [{"role": role, "content": text} for role, text in turns]

@@ -19,7 +19,7 @@ from typing import Any
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.telemetry import count_usage
 
-from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn
+from ._base import COMMON_KEYS, GenerationSettings, ModelProvider, Sampling, ToolChat, Turn, turn_messages
 from ._chat import (
     AssistantMessage,
     ChatRequest,
@@ -129,8 +129,7 @@ class OpenAIProvider(ModelProvider):
     async def chat(self, system: str, turns: Sequence[Turn], sampling: Sampling) -> str:
         """One exchange (``/chat/completions``: the system message, then ``turns``) under the
         retry policy: the answer text."""
-        messages = [{"role": "system", "content": system},
-                    *({"role": role, "content": text} for role, text in turns)]
+        messages = [{"role": "system", "content": system}, *turn_messages(turns)]
         return await self._request("chat", {"messages": messages}, sampling)
 
     async def complete(self, prompt: str, sampling: Sampling) -> str:

@@ -25,7 +25,6 @@ def widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
-
 class Child:
     """A forked child that runs one program: its pid, its two pipes, and what it sent."""
 
