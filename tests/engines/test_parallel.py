@@ -144,12 +144,19 @@ def make_pool(service: LackpyService, **options) -> SandboxPool:
 async def test_extra_workers_stop_once_idle_and_the_first_stays(pool_parts):
     meeting, service = pool_parts
     pool = make_pool(service, size=4, idle_seconds=0.01)
+    meeting.barrier = threading.Barrier(3, timeout=WAIT)  # this test is the third party
     try:
-        results = await asyncio.gather(*(pool.run_async("meet(n)", ["meet"], {"n": n})
-                                         for n in (1, 2)))
+        running = asyncio.gather(*(pool.run_async("meet(n)", ["meet"], {"n": n})
+                                   for n in (1, 2)))
+        while meeting.inside < 2 and not running.done():
+            await asyncio.sleep(0.01)
+        # both programs wait inside their call: neither worker can be idle yet (read after
+        # the run, a loaded machine had already stopped the extra one)
+        first, busy = pool.worker_pid, pool.worker_pids
+        await asyncio.to_thread(meeting.barrier.wait)
+        results = await running
         assert [result.output for result in results] == [1, 2]
-        first = pool.worker_pid
-        extra = [pid for pid in pool.worker_pids if pid != first]
+        extra = [pid for pid in busy if pid != first]
         assert len(extra) == 1
         assert gone_within(extra[0], WAIT)
         assert pool.size == 1 and not gone(first)
