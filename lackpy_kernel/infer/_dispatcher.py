@@ -40,6 +40,7 @@ from ._tryout import (
     output_key,
     path_repair,
     runtime_feedback,
+    shape_repair,
 )
 from .prompt import (
     DEFAULT_STOP,
@@ -57,7 +58,7 @@ from .prompt import (
 from .sanitize import sanitize_output
 
 EventCallback = Callable[[GenerationEvent], None]
-MAX_PATH_REPAIRS = 4  # missing files one program may have repaired without a model call
+MAX_REPAIRS = 4  # repairs without a model call one program may have (missing files, a shape)
 
 
 class InferenceDispatcher:
@@ -81,8 +82,10 @@ class InferenceDispatcher:
     programs: the valid ones are dry-run, those that fail dropped, the rest grouped by
     their output, and a program of the largest group returned (ties: the shortest). One
     intent never costs a provider more than ``samples + correction_rounds`` model calls.
-    A missing file that can only mean one workspace file is repaired without a model call
-    (:func:`._tryout.path_repair`; strategy ``repair``). At temperature 0, a feedback round
+    A missing file that can only mean one workspace file, and an answer of the wrong shape
+    whose value says how to make it right (the size of a list where a number is asked), are
+    repaired without a model call (:func:`._tryout.path_repair`, :func:`._tryout.shape_repair`;
+    strategy ``repair``). At temperature 0, a feedback round
     whose reply is the program that failed, failing the same way, ends the rounds: asking
     the same again would get the same answer.
     """
@@ -403,11 +406,13 @@ class _Attempt:
 
     async def _repaired(self, provider: InferenceProvider, candidate: _Candidate, errors: list[str],
                         checks: Collection[str]) -> tuple[_Candidate, list[str]]:
-        """``candidate`` with a missing file's name replaced by the one workspace file it can
-        mean (:func:`._tryout.path_repair`, no model call) and dry-run again, with its
-        feedback; as it was when there is nothing to repair."""
-        for _ in range(MAX_PATH_REPAIRS):
-            repair = path_repair(candidate.program, candidate.tryout) if candidate.tryout else None
+        """``candidate`` repaired without a model call and dry-run again, with its feedback: a
+        missing file's name replaced by the one workspace file it can mean
+        (:func:`._tryout.path_repair`), an answer of the wrong shape made the shape asked
+        for where its value says how (:func:`._tryout.shape_repair`); as it was when there
+        is nothing to repair."""
+        for _ in range(MAX_REPAIRS):
+            repair = self._repair(candidate)
             if repair is None:
                 break
             program, did = repair
@@ -416,6 +421,15 @@ class _Attempt:
             candidate = _Candidate(candidate.raw, program, "repair", candidate.steps)
             errors = await self._dry_run(provider, candidate, checks)
         return candidate, errors
+
+    def _repair(self, candidate: _Candidate) -> tuple[str, str] | None:
+        """A valid repair of ``candidate`` after its dry run, and what it did; None when there is none."""
+        tryout = candidate.tryout
+        if tryout is None:
+            return None
+        repair = (path_repair(candidate.program, tryout)
+                  or shape_repair(self.intent, candidate.program, tryout))
+        return None if repair is None or self._check(repair[0]) else repair
 
     def _dry_runs(self, provider: InferenceProvider) -> bool:
         """Whether this provider's programs are dry-run: a model's, when a runner is given and

@@ -6,9 +6,10 @@ staged and dropped) and gets a :class:`Tryout` back. :func:`runtime_feedback` tu
 failed tryout, or an answer of the wrong shape, into the errors of one more correction
 round: the error and the context that would fix it (for a missing file, the workspace paths
 nearest the name asked for; for an unknown key, the keys the value has; what the tools
-returned), bounded. :func:`path_repair` fixes, without a model call, a missing file that
+returned), bounded. Without a model call, :func:`path_repair` fixes a missing file that
 can only mean one workspace file (the same path in another case, or the only file of
-that name).
+that name), and :func:`shape_repair` an answer of the wrong shape where the value returned
+says how (the size of a list where a number is asked, its first item where one is).
 """
 
 from __future__ import annotations
@@ -69,11 +70,20 @@ def _is_collection(value: Any) -> bool:
 _NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
+def _parts_of(asked: re.Match[str]) -> bool:
+    """Whether the intent asks for parts of the one item ("the words of the first line")."""
+    return re.search(r"\b\w{2,}s of $", asked.string[:asked.start()], re.IGNORECASE) is not None
+
+
+def _asked_count(asked: re.Match[str]) -> int:
+    """The number of items an intent asks for ("first 3", "top five")."""
+    word = asked.group("n").lower()
+    return int(word) if word.isdigit() else _NUMBER_WORDS.index(word) + 2
+
+
 def _at_most(value: Any, asked: re.Match[str]) -> bool:
     """Whether ``value`` is a collection of no more items than the intent's number."""
-    word = asked.group("n").lower()
-    most = int(word) if word.isdigit() else _NUMBER_WORDS.index(word) + 2
-    return _is_collection(value) and len(value) <= most
+    return _is_collection(value) and len(value) <= _asked_count(asked)
 
 
 # The answer checks, in the order they are made (see runtime_feedback); each is fed back once.
@@ -88,7 +98,7 @@ SHAPES: dict[str, _Shape] = {
                    "a list of them"),
     "one": _Shape(re.compile(r"\bthe (first|last|second|third|header|top|final|longest|shortest) "
                              r"(line|word|row|entry|item|name|file)\b(?!s)", re.IGNORECASE),
-                  lambda value, _: not _is_collection(value), "one item",
+                  lambda value, asked: not _is_collection(value) or _parts_of(asked), "one item",
                   "the one item, by its index (items[0], items[-1]) or max(...)/min(...)"),
     "few": _Shape(re.compile(rf"\b(first|last|top) (?P<n>\d+|{'|'.join(_NUMBER_WORDS)}) \w+s\b",
                              re.IGNORECASE),
@@ -290,6 +300,94 @@ def path_repair(program: str, tryout: Tryout) -> tuple[str, str] | None:
     if path is None or repaired is None:
         return None
     return repaired, f"read {path!r} for the missing {name!r}, the only workspace file it can mean"
+
+
+def shape_repair(intent: str, program: str, tryout: Tryout) -> tuple[str, str] | None:
+    """``program`` with its last expression made the shape the intent asks for, where the
+    value it returned says how, and a note saying so; None when the answer's shape is right
+    or no repair is sure (:data:`SHAPE_REPAIRS`).
+
+    A number is the size of the collection returned (a text's length when the intent asks
+    for characters or a length); one item is picked by the intent's word (``first``:
+    ``[0]``, ``last``: ``[-1]``, ``longest``: ``max(..., key=len)``); the first or last N
+    items are a slice. A text that should be a number of lines or words, a non-empty list
+    for a yes/no question and the like go back to the model instead.
+    """
+    if tryout.skipped is not None or not tryout.success:
+        return None
+    for name, shape in SHAPES.items():
+        asked = shape.asks.search(intent)
+        if asked is None or shape.fits(tryout.output, asked):
+            continue
+        wrap = _shape_wrap(name, asked, tryout.output, intent)
+        repaired = None if wrap is None else _wrap_result(program, *wrap)
+        if repaired is None:
+            return None
+        wanted, kind = shape.wanted.format_map(asked.groupdict()), type(tryout.output).__name__
+        return repaired, (f"made the answer {wanted} without a model call: "
+                          f"{wrap[0]}...{wrap[1]} of the {kind} the program returned")
+    return None
+
+
+# Where one item of a list is, by the intent's word for it (see shape_repair).
+SHAPE_REPAIRS: dict[str, tuple[str, str]] = {
+    "first": ("", "[0]"), "header": ("", "[0]"), "top": ("", "[0]"), "second": ("", "[1]"),
+    "third": ("", "[2]"), "last": ("", "[-1]"), "final": ("", "[-1]"),
+    "longest": ("max(", ", key=len)"), "shortest": ("min(", ", key=len)"),
+}
+_ASKS_LENGTH = re.compile(r"\b(characters?|letters?|length)\b", re.IGNORECASE)
+_SIZED = (list, tuple, set, frozenset, dict)
+
+
+def _shape_wrap(name: str, asked: re.Match[str], output: Any, intent: str) -> tuple[str, str] | None:
+    """The text around the last expression that gives the ``name`` shape, or None."""
+    if name == "number" and (isinstance(output, _SIZED)
+                             or isinstance(output, str) and _ASKS_LENGTH.search(intent)):
+        return "len(", ")"
+    if not isinstance(output, list | tuple) or not output:
+        return None
+    word = asked.group(1).lower()
+    if name == "one" and word in SHAPE_REPAIRS:
+        before, after = SHAPE_REPAIRS[word]
+        index = re.fullmatch(r"\[(-?\d)\]", after)
+        if index is not None and int(index.group(1)) >= len(output):
+            return None
+        if before and not all(isinstance(item, str | list | tuple | dict) for item in output):
+            return None
+        return before, after
+    if name == "few":
+        n = _asked_count(asked)
+        return ("", f"[-{n}:]") if word == "last" else ("", f"[:{n}]")
+    return None
+
+
+# Expressions that take a subscript as they are written; any other is put in parentheses first.
+_ATOMS = (ast.Name, ast.Call, ast.Subscript, ast.Attribute, ast.List, ast.ListComp, ast.Dict,
+          ast.DictComp, ast.Set, ast.SetComp, ast.Tuple, ast.Constant, ast.JoinedStr)
+
+
+def _wrap_result(program: str, before: str, after: str) -> str | None:
+    """``program`` with its last statement, an expression, written ``before + it + after``;
+    None when the last statement is not an expression."""
+    try:
+        body = ast.parse(program).body
+    except (SyntaxError, ValueError):
+        return None
+    if not body or not isinstance(body[-1], ast.Expr):
+        return None
+    node = body[-1].value
+    lines = io.StringIO(program).readlines()
+    start = _offset(lines, node.lineno, node.col_offset)
+    end = _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
+    text = program[start:end]
+    if after.startswith("[") and not before and not isinstance(node, _ATOMS):
+        text = f"({text})"
+    return program[:start] + before + text + after + program[end:]
+
+
+def _offset(lines: Sequence[str], lineno: int, col: int) -> int:
+    """The text offset of ``col`` (UTF-8 bytes, as ``ast`` counts) on line ``lineno``."""
+    return sum(map(len, lines[:lineno - 1])) + len(lines[lineno - 1].encode()[:col].decode(errors="ignore"))
 
 
 def meant_path(name: str, paths: Iterable[str]) -> str | None:

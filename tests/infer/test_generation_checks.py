@@ -11,7 +11,7 @@ import pytest
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
-from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair
+from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair, shape_repair
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -79,26 +79,67 @@ async def test_a_file_name_in_the_wrong_case_is_repaired_without_a_model_call(
         "read 'notes.txt' for the missing 'NOTES.txt', the only workspace file it can mean"]
 
 
-async def test_a_list_where_the_intent_asks_how_many_is_fed_back_once(tmp_path, model_server):
-    listing = "read_file('notes.txt').splitlines()"
-    model_server.script(lb.openai_answer(listing), lb.openai_answer(listing + "\n"),
+async def test_a_text_where_the_intent_asks_how_many_lines_is_fed_back_once(tmp_path, model_server):
+    text = "read_file('notes.txt')"  # its length would be characters, not lines: not repaired
+    model_server.script(lb.openai_answer(text), lb.openai_answer(text + "\n"),
                         lb.openai_answer("len(read_file('notes.txt').splitlines())"))
     workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3)
     result = await delegate(workspace, "how many lines are in notes.txt")
-    assert "the intent asks for a number, but the program returned list" in prompts(model_server)[1]
-    # told once: the second list is not sent back again, and the round left over is not spent
+    assert "the intent asks for a number, but the program returned str 'alpha" in prompts(model_server)[1]
+    # told once: the second text is not sent back again, and the round left over is not spent
     assert len(model_server.requests) == 2
-    assert result["output"] == ["alpha", "beta", "gamma"]
+    assert result["output"] == NOTES
+
+
+@pytest.mark.parametrize(("intent", "program", "repaired", "output"), [
+    ("how many lines are in notes.txt", "lines = read_file('notes.txt').splitlines()\nlines",
+     "lines = read_file('notes.txt').splitlines()\nlen(lines)", 3),
+    ("how many characters are in notes.txt", "read_file('notes.txt')",
+     "len(read_file('notes.txt'))", len(NOTES)),
+    ("return the last line of notes.txt", "read_file('notes.txt').splitlines()  # all",
+     "read_file('notes.txt').splitlines()[-1]  # all", "gamma"),
+    ("return the longest line of notes.txt", "read_file('notes.txt').splitlines()",
+     "max(read_file('notes.txt').splitlines(), key=len)", "alpha"),
+    ("return the first 2 lines of notes.txt", "lines = read_file('notes.txt').splitlines()\nlines",
+     "lines = read_file('notes.txt').splitlines()\nlines[:2]", ["alpha", "beta"]),
+    ("return the last two lines of notes.txt", "read_file('notes.txt').split() + []",
+     "(read_file('notes.txt').split() + [])[-2:]", ["beta", "gamma"]),
+])
+async def test_an_answer_whose_value_says_how_to_make_it_the_shape_asked_is_repaired_without_a_model_call(
+        tmp_path, model_server, intent, program, repaired, output):
+    model_server.script(lb.openai_answer(program))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    with LackpyService(workspace) as service:
+        generated = await service.generate(intent, kit="debug")
+    assert len(model_server.requests) == 1
+    assert generated.program == repaired and generated.dry_run.output == output
+    assert generated.correction_strategy == "repair"
+    [did] = [entry["did"] for entry in generated.attempts_log if entry["step"] == "repair"]
+    assert did.startswith("made the answer ") and "without a model call" in did
+
+
+@pytest.mark.parametrize(("intent", "program", "tryout"), [
+    ("how many lines are in notes.txt", "read_file('notes.txt')", Tryout(True, output=NOTES)),
+    ("return the third line of notes.txt", "lines", Tryout(True, output=["alpha"])),
+    ("return the longest line of notes.txt", "sizes", Tryout(True, output=[1, 2])),
+    ("does notes.txt contain beta", "len(text)", Tryout(True, output=3)),
+    ("which lines mention beta", "len(lines)", Tryout(True, output=3)),
+    ("how many files are there", "files = find_files('*')", Tryout(True, output=["a"])),
+    ("how many files are there", "find_files('*')", Tryout(False, error="boom")),
+    ("how many files are there", "len(find_files('*'))", Tryout(True, output=1)),
+])
+def test_no_shape_repair_where_the_value_does_not_say_how(intent, program, tryout):
+    assert shape_repair(intent, program, tryout) is None
 
 
 async def test_a_file_the_intent_names_and_the_program_never_reads_is_fed_back_then_the_shape(
         tmp_path, model_server):
     model_server.script(lb.openai_answer("len(find_files('**/*.txt'))"),  # 2: notes.txt unread
-                        lb.openai_answer("read_file('notes.txt')"),  # text, not a number
-                        lb.openai_answer("len(read_file('notes.txt'))"))
+                        lb.openai_answer("read_file('notes.txt')"),  # text, not a number of lines
+                        lb.openai_answer("len(read_file('notes.txt').splitlines())"))
     workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
-    result = await delegate(workspace, "how many characters are in notes.txt")
-    assert result["output"] == len(NOTES) and len(model_server.requests) == 3
+    result = await delegate(workspace, "how many lines are in notes.txt")
+    assert result["output"] == 3 and len(model_server.requests) == 3
     second, third = prompts(model_server)[1:]
     assert ("the intent names 'notes.txt', but the program never reads it; "
             "read_file('notes.txt') gives its text") in second
@@ -351,6 +392,7 @@ def test_an_answer_of_the_wrong_shape_is_named(intent, output, wanted):
     ("return the first 3 lines of notes.txt", ["a", "b", "c"]),  # plural: a list is right
     ("the last ten lines of a short file", ["a", "b"]),  # fewer: the file may have fewer
     ("return the last line of notes.txt", "gamma"),
+    ("return the words of the first line of todo.txt", ["buy", "milk"]),  # parts of the one line
     ("show the lines of notes.txt", 3),  # asks for no particular shape
 ])
 def test_an_answer_of_the_right_shape_passes(intent, output):
@@ -369,27 +411,26 @@ async def test_a_yes_no_question_answered_with_a_number_is_fed_back_once(tmp_pat
     assert result["output"] == 3
 
 
-async def test_a_list_where_the_intent_asks_for_the_last_line_goes_back_with_the_list(
+async def test_an_empty_list_where_the_intent_asks_for_the_last_line_goes_back_to_the_model(
         tmp_path, model_server):
-    model_server.script(lb.openai_answer("read_file('notes.txt').splitlines()"),
+    nothing = "[line for line in read_file('notes.txt').splitlines() if 'x' in line]"
+    model_server.script(lb.openai_answer(nothing),
                         lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlines[-1]"))
     workspace = workspace_with(tmp_path, model_server.url)
     result = await delegate(workspace, "return the last line of notes.txt")
     assert result["output"] == "gamma" and result["correction_strategy"] == "feedback"
-    assert ("the intent asks for one item, but the program returned list ['alpha', 'beta', 'gamma']"
-            in prompts(model_server)[1])
+    assert "the intent asks for one item, but the program returned list []" in prompts(model_server)[1]
 
 
-async def test_more_items_than_the_intent_asks_for_go_back_once_with_the_slice_to_take(
+async def test_a_text_where_the_intent_asks_for_the_first_lines_goes_back_once_with_the_slice_to_take(
         tmp_path, model_server):
-    every = "read_file('notes.txt').splitlines()"
+    every = "read_file('notes.txt')"
     model_server.script(lb.openai_answer(every), lb.openai_answer(every + "\n"))
     workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
     result = await delegate(workspace, "return the first 2 lines of notes.txt")
-    assert ("the intent asks for at most 2 items, but the program returned list "
-            "['alpha', 'beta', 'gamma']; return a list of them, a slice such as items[:2]"
-            in prompts(model_server)[1])
-    assert len(model_server.requests) == 2 and result["output"] == ["alpha", "beta", "gamma"]
+    assert ("the intent asks for at most 2 items, but the program returned str 'alpha\\nbeta\\ngamma\\n'; "
+            "return a list of them, a slice such as items[:2]" in prompts(model_server)[1])
+    assert len(model_server.requests) == 2 and result["output"] == NOTES
 
 
 async def test_when_no_round_passes_the_last_program_that_ran_is_kept_over_one_that_failed(
