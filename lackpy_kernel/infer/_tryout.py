@@ -104,7 +104,11 @@ SHAPES: dict[str, _Shape] = {
                              re.IGNORECASE),
                   _at_most, "at most {n} items", "a list of them, a slice such as items[:{n}]"),
 }
-ANSWER_CHECKS = frozenset({*SHAPES, "file"})  # see runtime_feedback
+ANSWER_CHECKS = frozenset({*SHAPES, "file", "words"})  # see runtime_feedback
+# The methods whose first argument is a text a program looks for ("words", see runtime_feedback)
+NEEDLE_METHODS = frozenset({"count", "startswith", "endswith", "find", "rfind", "index", "rindex"})
+_LETTERS = re.compile(r"[a-z]{2,}")
+_LOOKS_FOR = "the program looks for"
 
 
 @dataclass(frozen=True)
@@ -231,7 +235,9 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
     "is", ...); ``"many"``, a number or a bool for "which", "list" or "find all";
     ``"one"``, a list for "the first/last/longest/... line" (or word, row, name, file);
     ``"few"``, anything but a list of at most N items for "the first/last/top N ...s";
-    ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names.
+    ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names;
+    ``"words"``, a ``program`` that looks for a word the intent does not use
+    (:func:`unasked_needles`).
     """
     if tryout.skipped is not None:
         return []
@@ -250,6 +256,37 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
         path = meant_path(unread[0], tryout.paths) or unread[0]
         return [f"{_NAMES_FILE} {unread[0]!r}, but the program never reads it; "
                 f"read_file({path!r}) gives its text"]
+    unasked = unasked_needles(intent, program) if "words" in checks else []
+    if unasked:
+        return [f"{_LOOKS_FOR} {unasked[0]!r}, which the intent does not mention; "
+                "look for what the intent asks about"]
+    return []
+
+
+def unasked_needles(intent: str, program: str) -> list[str]:
+    """The texts ``program`` looks for (``'x' in text``, ``text.count('x')`` and the other
+    :data:`NEEDLE_METHODS`) that hold a word of two or more letters the intent does not use
+    outside the names of files: a small model copies them from its examples ('TODO',
+    'error') or from a file's name ('note' for notes.txt)."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return []
+    said = FILE_NAME.sub(" ", intent.lower())
+    found = [needle for node in ast.walk(tree) for needle in _needles(node)
+             if any(word not in said for word in _LETTERS.findall(needle.lower()))]
+    return list(dict.fromkeys(found))
+
+
+def _needles(node: ast.AST) -> list[str]:
+    """The constant texts ``node`` looks for, if it is a search."""
+    if (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn)
+            and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
+        return [node.left.value]
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in NEEDLE_METHODS and node.args
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return [node.args[0].value]
     return []
 
 
@@ -268,6 +305,8 @@ def answer_check(errors: Sequence[str]) -> str | None:
     first = errors[0] if errors else ""
     if first.startswith(_NAMES_FILE):
         return "file"
+    if first.startswith(_LOOKS_FOR):
+        return "words"
     return next((name for name, shape in SHAPES.items()
                  if first.startswith(f"the intent asks for {shape.wanted.split('{')[0]}")), None)
 

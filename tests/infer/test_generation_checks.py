@@ -11,7 +11,14 @@ import pytest
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
-from lackpy_kernel.infer._tryout import ToolCallSeen, meant_path, nearest_paths, path_repair, shape_repair
+from lackpy_kernel.infer._tryout import (
+    ToolCallSeen,
+    meant_path,
+    nearest_paths,
+    path_repair,
+    shape_repair,
+    unasked_needles,
+)
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -443,3 +450,39 @@ async def test_when_no_round_passes_the_last_program_that_ran_is_kept_over_one_t
     assert len(model_server.requests) == 2
     assert generated.program == "len(read_file('notes.txt'))"
     assert generated.attempts_log[-1]["did"] == "kept the last program that ran to its end"
+
+
+@pytest.mark.parametrize(("intent", "program", "unasked"), [
+    ("return the lines of ABOUT.md that start with #",
+     "[line for line in read_file('ABOUT.md').splitlines() if 'about' in line]", ["about"]),
+    ("join the lines of notes.txt with commas", "[x for x in lines if 'note' not in x]", ["note"]),
+    ("count the a's in notes.txt", "read_file('notes.txt').count('TODO')", ["TODO"]),
+    ("which lines begin with an error", "[x for x in lines if x.startswith('ERROR: ')]", []),
+    ("which lines of todo.txt contain the word bug", "[x for x in lines if 'bug' in x]", []),
+    ("which files are tests", "[p for p in paths if 'test' in p]", []),  # part of a word
+    ("which lines start with #", "[x for x in lines if x.startswith('#')]", []),  # no letters
+    ("count the a's in notes.txt", "read_file('notes.txt').count('a')", []),  # one letter
+    ("split notes.txt at commas", "read_file('notes.txt').split('note')", []),  # not a search
+])
+def test_the_words_a_program_looks_for_come_from_the_intent(intent, program, unasked):
+    assert unasked_needles(intent, program) == unasked
+
+
+async def test_a_program_looking_for_a_word_the_intent_never_uses_goes_back_once(tmp_path, model_server):
+    copied = "lines = read_file('notes.txt').splitlines()\n[line for line in lines if 'note' not in line]"
+    model_server.script(lb.openai_answer(copied),
+                        lb.openai_answer("','.join(read_file('notes.txt').splitlines())"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "join the lines of notes.txt with commas")
+    assert result["output"] == "alpha,beta,gamma" and result["correction_strategy"] == "feedback"
+    assert ("the program looks for 'note', which the intent does not mention; "
+            "look for what the intent asks about") in prompts(model_server)[1]
+
+
+async def test_the_words_check_is_fed_back_once_and_a_second_such_program_is_kept(tmp_path, model_server):
+    model_server.script(lb.openai_answer("read_file('notes.txt').count('TODO')"),
+                        lb.openai_answer("read_file('notes.txt').count('FIXME')"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3)
+    result = await delegate(workspace, "count the letter a in notes.txt")
+    assert len(model_server.requests) == 2 and result["output"] == 0
+    assert "looks for 'TODO'" in prompts(model_server)[1]
