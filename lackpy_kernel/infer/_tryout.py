@@ -359,7 +359,9 @@ def shape_repair(intent: str, program: str, tryout: Tryout) -> tuple[str, str] |
         if asked is None or shape.fits(tryout.output, asked):
             continue
         wrap = _shape_wrap(name, asked, tryout.output, intent)
-        repaired = None if wrap is None else _wrap_result(program, *wrap)
+        if wrap is None:
+            return None
+        repaired = _wrap_result(program, *wrap)
         if repaired is None:
             return None
         wanted, kind = shape.wanted.format_map(asked.groupdict()), type(tryout.output).__name__
