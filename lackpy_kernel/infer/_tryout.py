@@ -29,6 +29,7 @@ from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.pathmatch import compile_pattern, match_files
 from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.workspace import Workspace
+from lackpy_kernel.lang import ALLOWED_BUILTINS
 
 from .prompt import FILE_NAME
 
@@ -104,11 +105,13 @@ SHAPES: dict[str, _Shape] = {
                              re.IGNORECASE),
                   _at_most, "at most {n} items", "a list of them, a slice such as items[:{n}]"),
 }
-ANSWER_CHECKS = frozenset({*SHAPES, "file", "words"})  # see runtime_feedback
+ANSWER_CHECKS = frozenset({*SHAPES, "file", "folder", "words"})  # see runtime_feedback
 # The methods whose first argument is a text a program looks for ("words", see runtime_feedback)
 NEEDLE_METHODS = frozenset({"count", "startswith", "endswith", "find", "rfind", "index", "rindex"})
 _LETTERS = re.compile(r"[a-z]{2,}")
 _LOOKS_FOR = "the program looks for"
+_LOOKS_IN = "the program looks in the folder"
+SHOWN_FOLDERS = 12  # workspace folders offered for one that is not there
 
 
 @dataclass(frozen=True)
@@ -236,8 +239,9 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
     ``"one"``, a list for "the first/last/longest/... line" (or word, row, name, file);
     ``"few"``, anything but a list of at most N items for "the first/last/top N ...s";
     ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names;
-    ``"words"``, a ``program`` that looks for a word the intent does not use
-    (:func:`unasked_needles`).
+    ``"folder"``, a pattern that looks in a folder the workspace does not have
+    (:func:`absent_folders`); ``"words"``, a ``program`` that looks for a word or a name
+    the intent does not use (:func:`unasked_needles`).
     """
     if tryout.skipped is not None:
         return []
@@ -256,6 +260,11 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
         path = meant_path(unread[0], tryout.paths) or unread[0]
         return [f"{_NAMES_FILE} {unread[0]!r}, but the program never reads it; "
                 f"read_file({path!r}) gives its text"]
+    absent = absent_folders(program, tryout.paths) if "folder" in checks and tryout.paths else []
+    if absent:
+        folders = sorted({path.split("/", 1)[0] for path in tryout.paths if "/" in path})
+        return [f"{_LOOKS_IN} {absent[0]!r}, which the workspace does not have; its folders: "
+                f"{', '.join(folders[:SHOWN_FOLDERS]) or 'none'}"]
     unasked = unasked_needles(intent, program) if "words" in checks else []
     if unasked:
         return [f"{_LOOKS_FOR} {unasked[0]!r}, which the intent does not mention; "
@@ -264,10 +273,13 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
 
 
 def unasked_needles(intent: str, program: str) -> list[str]:
-    """The texts ``program`` looks for (``'x' in text``, ``text.count('x')`` and the other
-    :data:`NEEDLE_METHODS`) that hold a word of two or more letters the intent does not use
-    outside the names of files: a small model copies them from its examples ('TODO',
-    'error') or from a file's name ('note' for notes.txt)."""
+    """What ``program`` looks for that the intent does not ask about, outside the names of
+    files: a text it searches for (``'x' in text``, ``text.count('x')`` and the other
+    :data:`NEEDLE_METHODS`), or a name it gives a tool first (``find_callers('Config')``), with a
+    word of two or more letters the intent does not use. A small model copies such words
+    from its examples ('TODO', 'error', 'Config') or from a file's name ('note' for
+    notes.txt). (A file type in a pattern is not checked: ``'tests/**/*.py'`` for "the files
+    in tests" is often right.)"""
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError):
@@ -278,8 +290,24 @@ def unasked_needles(intent: str, program: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def absent_folders(program: str, paths: Iterable[str]) -> list[str]:
+    """The folders that the patterns ``program`` gives its tools (``'config/**/*.json'``)
+    look in and no path of ``paths`` (the workspace's files) is under."""
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError):
+        return []
+    folders = {path.rsplit("/", 1)[0] for path in paths if "/" in path}
+    found = []
+    for pattern in _tool_texts(tree):
+        fixed = pattern.split("*", 1)[0].rsplit("/", 1)[0] if "*" in pattern and "/" in pattern else ""
+        if fixed and not any(folder == fixed or folder.startswith(fixed + "/") for folder in folders):
+            found.append(fixed)
+    return list(dict.fromkeys(found))
+
+
 def _needles(node: ast.AST) -> list[str]:
-    """The constant texts ``node`` looks for, if it is a search."""
+    """The constant texts ``node`` looks for, if it is a search, or the names it gives a tool."""
     if (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn)
             and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
         return [node.left.value]
@@ -287,7 +315,28 @@ def _needles(node: ast.AST) -> list[str]:
             and node.func.attr in NEEDLE_METHODS and node.args
             and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
         return [node.args[0].value]
+    if _is_tool_call(node):  # the name a tool looks for is its first argument
+        assert isinstance(node, ast.Call)
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.isidentifier():
+            return [first.value]
     return []
+
+
+def _is_tool_call(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id not in ALLOWED_BUILTINS)
+
+
+def _texts(node: ast.AST) -> list[str]:
+    """The constant text arguments of the call ``node``."""
+    assert isinstance(node, ast.Call)
+    return [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+
+
+def _tool_texts(tree: ast.AST) -> list[str]:
+    """The constant text arguments of the tool calls in ``tree``."""
+    return [text for node in ast.walk(tree) if _is_tool_call(node) for text in _texts(node)]
 
 
 def unread_files(intent: str, program: str, tryout: Tryout) -> list[str]:
@@ -307,6 +356,8 @@ def answer_check(errors: Sequence[str]) -> str | None:
         return "file"
     if first.startswith(_LOOKS_FOR):
         return "words"
+    if first.startswith(_LOOKS_IN):
+        return "folder"
     return next((name for name, shape in SHAPES.items()
                  if first.startswith(f"the intent asks for {shape.wanted.split('{')[0]}")), None)
 

@@ -17,6 +17,7 @@ the token limit).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from lackpy_kernel.lang import ALLOWED_BUILTINS
@@ -66,6 +67,19 @@ escape ::= "\\" [nrt'"\\0]
 comment ::= "#" [^\n]*
 ws ::= " "+
 '''
+
+
+def whole_statements(text: str) -> str:
+    """``text`` as far as its whole lines parse: a reply under the grammar that the token limit
+    cut mid-statement, less the statement it cut ("" when no line parses)."""
+    lines = text.split("\n")
+    for end in range(len(lines), 0, -1):
+        try:
+            ast.parse("\n".join(lines[:end]))
+        except (SyntaxError, ValueError):
+            continue
+        return "\n".join(lines[:end])
+    return ""
 
 
 def lackpy_gbnf(call_names: Iterable[str], *, stops: Iterable[str] = ()) -> str:

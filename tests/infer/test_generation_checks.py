@@ -13,6 +13,7 @@ from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.infer import InferenceDispatcher, Tryout, runtime_feedback
 from lackpy_kernel.infer._tryout import (
     ToolCallSeen,
+    absent_folders,
     meant_path,
     nearest_paths,
     path_repair,
@@ -463,6 +464,10 @@ async def test_when_no_round_passes_the_last_program_that_ran_is_kept_over_one_t
     ("which lines start with #", "[x for x in lines if x.startswith('#')]", []),  # no letters
     ("count the a's in notes.txt", "read_file('notes.txt').count('a')", []),  # one letter
     ("split notes.txt at commas", "read_file('notes.txt').split('note')", []),  # not a search
+    ("which file defines the class User", "find_callers('Config')", ["Config"]),  # a tool's name
+    ("write hello to a.txt", "write_file(name, 'hello')\nwrite_file('a.txt', 'bye')", []),  # not a name
+    ("which functions call read_settings", "find_callers('read_settings')", []),
+    ("how many files are in the tests folder", "len(find_files('tests/**/*.py'))", []),  # a type
 ])
 def test_the_words_a_program_looks_for_come_from_the_intent(intent, program, unasked):
     assert unasked_needles(intent, program) == unasked
@@ -486,3 +491,22 @@ async def test_the_words_check_is_fed_back_once_and_a_second_such_program_is_kep
     result = await delegate(workspace, "count the letter a in notes.txt")
     assert len(model_server.requests) == 2 and result["output"] == 0
     assert "looks for 'TODO'" in prompts(model_server)[1]
+
+
+def test_a_pattern_looking_in_a_folder_the_workspace_lacks_is_named():
+    paths = ["src/app.py", "src/lib/util.py", "notes.txt"]
+    assert absent_folders("find_files('config/**/*.py')", paths) == ["config"]
+    assert absent_folders("find_files('src/lib/*.py') + find_files('src/*.py')", paths) == []
+    assert absent_folders("find_files('**/*.py') + find_files('*.txt')", paths) == []
+    assert absent_folders("find_files('src/old/**/*.py')", paths) == ["src/old"]
+    assert absent_folders("'x/*' in read_file('notes.txt')", paths) == []  # a tool's patterns only
+
+
+async def test_a_pattern_in_a_folder_the_workspace_lacks_goes_back_with_its_folders(tmp_path, model_server):
+    model_server.script(lb.openai_answer("find_files('config/**/*.py')"),
+                        lb.openai_answer("find_files('src/**/*.py')"))
+    workspace = workspace_with(tmp_path, model_server.url)
+    result = await delegate(workspace, "list the python files in src")
+    assert result["output"] == ["src/util.py"] and len(model_server.requests) == 2
+    assert ("the program looks in the folder 'config', which the workspace does not have; "
+            "its folders: src") in prompts(model_server)[1]

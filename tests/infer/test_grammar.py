@@ -10,7 +10,7 @@ import pytest
 
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.infer._examples import general_examples
-from lackpy_kernel.infer.grammar import lackpy_gbnf
+from lackpy_kernel.infer.grammar import lackpy_gbnf, whole_statements
 from lackpy_kernel.infer.models import GenerationSettings, OllamaProvider, OpenAIProvider, RetryPolicy
 from lackpy_kernel.infer.prompt import Example
 from lackpy_kernel.lang import validate
@@ -97,6 +97,23 @@ async def test_constrain_grammar_sends_the_kits_grammar_with_each_request(model_
     sent = model_server.requests[0].json["grammar"]
     assert sent == lackpy_gbnf(["read_file"], stops=["\nIntent:", "\n```"])
     assert provider.grammar_status == "taken"
+
+
+async def test_a_reply_the_token_limit_cut_under_the_grammar_keeps_its_whole_statements(
+        model_env, model_server):
+    cut = "lines = read_file('a').splitlines()\nn = len(lines)\nsorted(read_file('b'"
+    model_server.script(lb.openai_answer(cut), lb.openai_answer(cut))
+    assert await constrained(model_server).generate("read a", "read_file(path)") == (
+        "lines = read_file('a').splitlines()\nn = len(lines)")
+    unconstrained = OpenAIProvider("local", base_url=f"{model_server.url}/v1", policy=policy(),
+                                   generation=GenerationSettings(raw=True))
+    assert await unconstrained.generate("read a", "read_file(path)") == cut  # the chain sees it all
+
+
+def test_whole_statements_of_a_cut_reply():
+    assert whole_statements("x = 1\nfor a in b:\n    y = a\nz = (") == "x = 1\nfor a in b:\n    y = a"
+    assert whole_statements("len(read_file('a'))") == "len(read_file('a'))"
+    assert whole_statements("read_file('a") == ""
 
 
 async def test_a_server_that_refuses_the_grammar_is_asked_again_without_it(model_env, model_server):

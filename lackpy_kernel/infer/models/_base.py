@@ -57,7 +57,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from lackpy_kernel.errors import ProviderError
 from lackpy_kernel.infer._provider import DEFAULT_ROUNDS, DEFAULT_SAMPLES, KIND_MODEL
-from lackpy_kernel.infer.grammar import lackpy_gbnf
+from lackpy_kernel.infer.grammar import lackpy_gbnf, whole_statements
 from lackpy_kernel.infer.prompt import DEFAULT_STOP, Prompt, fixer_prompt, generate_prompt, program_slot
 from lackpy_kernel.telemetry import PRICE_KEYS, Prices, count_tokens, model_call
 
@@ -268,12 +268,14 @@ class ModelProvider:
 
     async def ask(self, prompt: Prompt, config: Mapping[str, Any] | None = None) -> str | None:
         """Send ``prompt`` as chat turns or, with ``raw``, as one completion; the answer, or None
-        when empty."""
+        when empty. Under the grammar, a statement the token limit cut is dropped."""
         sampling = self.sampling(config)
         if self.generation.raw:
             text = await self.complete(prompt.completion, sampling)
         else:
             text = await self.chat(prompt.system, prompt.turns(), sampling)
+        if sampling.grammar is not None:  # a grammatical prefix: only the token limit cuts it
+            text = whole_statements(text)
         return text if text.strip() else None
 
     def sampling(self, config: Mapping[str, Any] | None = None) -> Sampling:
