@@ -419,17 +419,6 @@ async def test_a_yes_no_question_answered_with_a_number_is_fed_back_once(tmp_pat
     assert result["output"] == 3
 
 
-async def test_an_empty_list_where_the_intent_asks_for_the_last_line_goes_back_to_the_model(
-        tmp_path, model_server):
-    nothing = "[line for line in read_file('notes.txt').splitlines() if 'x' in line]"
-    model_server.script(lb.openai_answer(nothing),
-                        lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlines[-1]"))
-    workspace = workspace_with(tmp_path, model_server.url)
-    result = await delegate(workspace, "return the last line of notes.txt")
-    assert result["output"] == "gamma" and result["correction_strategy"] == "feedback"
-    assert "the intent asks for one item, but the program returned list []" in prompts(model_server)[1]
-
-
 async def test_a_text_where_the_intent_asks_for_the_first_lines_goes_back_once_with_the_slice_to_take(
         tmp_path, model_server):
     every = "read_file('notes.txt')"
@@ -473,17 +462,6 @@ def test_the_words_a_program_looks_for_come_from_the_intent(intent, program, una
     assert unasked_needles(intent, program) == unasked
 
 
-async def test_a_program_looking_for_a_word_the_intent_never_uses_goes_back_once(tmp_path, model_server):
-    copied = "lines = read_file('notes.txt').splitlines()\n[line for line in lines if 'note' not in line]"
-    model_server.script(lb.openai_answer(copied),
-                        lb.openai_answer("','.join(read_file('notes.txt').splitlines())"))
-    workspace = workspace_with(tmp_path, model_server.url)
-    result = await delegate(workspace, "join the lines of notes.txt with commas")
-    assert result["output"] == "alpha,beta,gamma" and result["correction_strategy"] == "feedback"
-    assert ("the program looks for 'note', which the intent does not mention; "
-            "look for what the intent asks about") in prompts(model_server)[1]
-
-
 async def test_the_words_check_is_fed_back_once_and_a_second_such_program_is_kept(tmp_path, model_server):
     model_server.script(lb.openai_answer("read_file('notes.txt').count('TODO')"),
                         lb.openai_answer("read_file('notes.txt').count('FIXME')"))
@@ -502,11 +480,23 @@ def test_a_pattern_looking_in_a_folder_the_workspace_lacks_is_named():
     assert absent_folders("'x/*' in read_file('notes.txt')", paths) == []  # a tool's patterns only
 
 
-async def test_a_pattern_in_a_folder_the_workspace_lacks_goes_back_with_its_folders(tmp_path, model_server):
-    model_server.script(lb.openai_answer("find_files('config/**/*.py')"),
-                        lb.openai_answer("find_files('src/**/*.py')"))
+@pytest.mark.parametrize(("intent", "first", "second", "output", "told"), [
+    ("return the last line of notes.txt",  # an empty list: no item to take without the model
+     "[line for line in read_file('notes.txt').splitlines() if 'x' in line]",
+     "lines = read_file('notes.txt').splitlines()\nlines[-1]", "gamma",
+     "the intent asks for one item, but the program returned list []"),
+    ("join the lines of notes.txt with commas",
+     "lines = read_file('notes.txt').splitlines()\n[line for line in lines if 'note' not in line]",
+     "','.join(read_file('notes.txt').splitlines())", "alpha,beta,gamma",
+     "the program looks for 'note', which the intent does not mention; look for what the intent asks about"),
+    ("list the python files in src", "find_files('config/**/*.py')", "find_files('src/**/*.py')",
+     ["src/util.py"],
+     "the program looks in the folder 'config', which the workspace does not have; its folders: src"),
+])
+async def test_an_answer_check_goes_back_to_the_model_with_what_would_fix_it(
+        tmp_path, model_server, intent, first, second, output, told):
+    model_server.script(lb.openai_answer(first), lb.openai_answer(second))
     workspace = workspace_with(tmp_path, model_server.url)
-    result = await delegate(workspace, "list the python files in src")
-    assert result["output"] == ["src/util.py"] and len(model_server.requests) == 2
-    assert ("the program looks in the folder 'config', which the workspace does not have; "
-            "its folders: src") in prompts(model_server)[1]
+    result = await delegate(workspace, intent)
+    assert result["output"] == output and result["correction_strategy"] == "feedback"
+    assert len(model_server.requests) == 2 and told in prompts(model_server)[1]
