@@ -186,11 +186,11 @@ class Watch:
     def program_refusal(self, tree: ast.Module | None, resolved: ResolvedKit) -> str | None:
         """Why Kibitzer refuses the program ``tree`` (validated, with ``resolved``'s tools)
         before it runs, or None: the calls whose path is a literal, against its mode's
-        writable paths, and the tools' grades against the mode's ceiling."""
+        writable paths, and their tools' grades against the mode's ceiling. A program
+        without such calls is not sent (Kibitzer has nothing to judge; the gate still asks
+        before each call that runs)."""
         if tree is None:
             return None
-        tools = [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
-                 for alias, spec in resolved.tools.items()]
         named = (self.for_kit(resolved)._vocabulary(alias, args)
                  for alias, args in literal_calls(tree, resolved.tools))
         # The first MAX_REPORTED distinct calls: a program of many literal calls must not make
@@ -198,6 +198,10 @@ class Watch:
         # asks before each call that runs).
         distinct = {repr(call): {"tool": call[0], "input": call[1]} for call in named}
         calls = list(itertools.islice(distinct.values(), MAX_REPORTED))
+        if not calls:  # validate_program judges calls only (no call budget is sent): no trip
+            return None
+        tools = [{"name": self._vocabulary(alias, {})[0], "grade": (spec.grade_w, spec.effects_ceiling)}
+                 for alias, spec in resolved.tools.items()]
 
         def judge() -> Any:  # one trip to the watch's thread: each costs the cell a wake-up
             self.session.register_tools(tools)

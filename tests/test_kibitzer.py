@@ -181,7 +181,7 @@ async def test_kibitzer_hears_of_generations_and_its_hints_reach_the_prompt_and_
     assert [(f["pattern"], f["count"]) for f in failures] == [("stdlib_leak", 2)]
 
 
-async def test_kibitzer_hears_a_program_before_it_runs_and_its_calls_after_on_its_thread(
+async def test_kibitzer_hears_a_program_with_literal_calls_before_it_runs_and_its_calls_after_on_its_thread(
         explore, monkeypatch):
     with LackpyService(explore) as service:
         heard: list[tuple[str, str]] = []
@@ -196,13 +196,15 @@ async def test_kibitzer_hears_a_program_before_it_runs_and_its_calls_after_on_it
         for method in ("register_tools", "get_mode_policy", "validate_program", "after_call",
                        "save"):
             monkeypatch.setattr(session, method, listening(method, getattr(session, method)))
-        for _ in range(2):
+        for _ in range(2):  # no literal call to judge, no call: Kibitzer is not asked
             assert (await service.run_program("1 + 1", KIT)).output == 2
-        assert (await service.run_program("read_file('notes.txt')", KIT)).success
+        assert not heard
+        for _ in range(2):
+            assert (await service.run_program("read_file('notes.txt')", KIT)).success
     judged = ["register_tools", "get_mode_policy", "validate_program"]
-    # the first run saves the mode the load set; a judgement alone changes nothing to save
-    assert [method for method, _ in heard] == (judged + ["save"] + judged + judged
-                                               + ["after_call", "save"])
+    # the first run saves the mode the load set and its call; a judgement changes nothing to save
+    assert [method for method, _ in heard] == (judged + ["after_call", "save"]
+                                               + judged + ["after_call", "save"])
     assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
 
 
