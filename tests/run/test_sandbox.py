@@ -541,6 +541,27 @@ async def test_cancelling_run_async_stops_the_program_and_keeps_the_session(sand
     assert (await sandbox.run_async("kept + 1", KIT)).output == 2
 
 
+@pytest.mark.parametrize(("result", "stands"), [
+    ({"success": True, "output": 2}, True),  # it ended well first: what it changed landed
+    ({"success": False, "error_type": "ToolCallError", "error": "post() was not run: the run was "
+      "interrupted while waiting for the answer"}, False),  # the stop's own failure
+])
+async def test_a_reply_that_comes_while_a_cancelled_run_stops_stands_only_when_it_ended_well(
+        workspace, result, stands):
+    with Sandbox(workspace, LIMITS) as box:  # not started: the stop has no worker to tell
+        reply = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(box._await_reply(reply, 30))
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.sleep(0)  # the cancelled wait now gives the reply its grace
+        reply.set_result({"result": result})
+        if stands:
+            assert (await task)["result"] == result
+        else:
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+
 async def test_run_async_survives_a_killed_worker(sandbox):
     assert sandbox.wait_ready(timeout=60)
     await sandbox.run_async("x = [1]", KIT)

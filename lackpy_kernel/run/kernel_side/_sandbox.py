@@ -366,8 +366,11 @@ class Sandbox:
     async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
                            wait: float, hosted: HostedRun | None = None) -> Frame:
         """The reply frame within ``wait`` seconds (more by the time a person was asked
-        about a call meanwhile). Cancelled, it stops the program and re-raises; a result
-        that came first stands."""
+        about a call meanwhile). Cancelled, it stops the program and re-raises; a program
+        that ended well first stands (what it changed has landed), and a failure that comes
+        meanwhile is the stop's (a failed program lands nothing): the stop that abandons
+        a question about a call makes the call fail, and that failure may come back before
+        the program is stopped."""
         deadline = time.monotonic() + wait - _stood(hosted)
         try:
             while True:
@@ -385,8 +388,7 @@ class Sandbox:
             if not reply.done():
                 raise
             frame = reply.result()
-            if isinstance(frame, BaseException) or \
-                    frame.get("result", {}).get("error_type") == "KeyboardInterrupt":
+            if isinstance(frame, BaseException) or frame.get("result", {}).get("success") is not True:
                 raise
         if isinstance(frame, BaseException):
             raise frame
