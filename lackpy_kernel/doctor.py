@@ -1,18 +1,22 @@
 """``lackpy doctor``: what works on this machine and in this workspace, and what to fix.
 
 :func:`diagnose` checks the workspace's config, the sandbox's OS walls, the optional extras,
-the inference tiers (a model's server is asked over HTTP whether it is up), the tool sources
+the inference tiers (a model's server is asked over HTTP whether it is up and, with
+``constrain = "grammar"``, whether it takes the grammar), the tool sources
 and the Jupyter kernelspec; each check is one :class:`Finding`. The CLI prints the
 :class:`Report`; the MCP server may serve it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import importlib.metadata
 import importlib.util
 import os
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -28,6 +32,7 @@ from lackpy_kernel.service import LackpyService
 
 OK, OFF, FIX = "ok", "off", "fix"  # off: not up or not installed, yet nothing a user must fix
 PROBE_TIMEOUT = 2.0  # seconds a model's server has to answer
+GRAMMAR_TIMEOUT = 60.0  # seconds it has to answer one token under the grammar (constrain)
 # The extras, each with the packages it installs (by their import names).
 EXTRAS = {"ollama": ("ollama",), "openai": ("openai",), "anthropic": ("anthropic",),
           "mcp": ("mcp",), "temporal": ("temporalio",), "lab": ("jupyterlab", "jupyter_console"),
@@ -169,10 +174,32 @@ def _reach(provider: ModelProvider, timeout: float) -> Finding:
         return Finding("tiers", provider.name, OK, f"key set; requests go to {provider.where}")
     failure = _probe(url, timeout)
     if failure is None:
-        return Finding("tiers", provider.name, OK, f"reachable: {url}")
+        return Finding("tiers", provider.name, OK, f"reachable: {url}{_grammar(provider)}")
     return Finding("tiers", provider.name, FIX,
                    f"unreachable: {url} ({failure}); start the server, or take "
                    f"{provider.name!r} out of [inference] order")
+
+
+def _grammar(provider: ModelProvider) -> str:
+    """With ``constrain = "grammar"``, whether the server took the grammar (asked for one
+    token: ``ModelProvider.probe_grammar``), as a clause to add; "" without it."""
+    if provider.generation.constrain != "grammar":
+        return ""
+    pool = concurrent.futures.ThreadPoolExecutor(1)  # its own loop, whatever the caller runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a refusal is said in the finding
+        try:
+            status = pool.submit(asyncio.run, provider.probe_grammar()).result(GRAMMAR_TIMEOUT)
+        except concurrent.futures.TimeoutError:
+            status = f"not answered within {GRAMMAR_TIMEOUT:g} s"
+        except Exception as exc:  # what the provider raised: its message says what failed
+            status = f"not asked ({exc})"
+        finally:
+            pool.shutdown(wait=False)
+    if status == "taken":
+        return "; the lackpy grammar: taken"
+    return (f"; the lackpy grammar: {status}; programs are decoded without it (remove "
+            "constrain, or use a server that takes llama.cpp's GBNF grammar)")
 
 
 def _probe(url: str, timeout: float) -> str | None:

@@ -12,7 +12,7 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
 import lackpy_kernel.run.walls
 from lackpy_kernel.cli import main
-from tests.support.loopback import LoopbackServer, closed_port_url, json_reply
+from tests.support.loopback import LoopbackServer, closed_port_url, json_reply, openai_answer, openai_error
 
 
 def doctor(workspace, capsys, *options):
@@ -144,6 +144,29 @@ def test_a_tier_whose_server_answers_is_reachable(tmp_path, capsys, plugin, addr
     assert code == 0
     assert line(lines, "ok", "local").endswith(f"reachable: {server.url}{path}")
     assert [(request.method, request.path) for request in server.requests] == [("GET", path)]
+
+
+@pytest.mark.parametrize("answer, said", [
+    (openai_answer("x"), ["; the lackpy grammar: taken"]),
+    (openai_error(400, "Unrecognized request argument supplied: grammar"),
+     ["; the lackpy grammar: refused: HTTP 400", "Unrecognized request argument supplied: grammar",
+      "; programs are decoded without it (remove constrain, or use a server that takes llama.cpp's "
+      "GBNF grammar)"]),
+])
+def test_a_tier_that_sends_the_grammar_says_whether_its_server_took_it(tmp_path, capsys, answer, said):
+    with LoopbackServer(json_reply({"data": []})) as server:
+        server.script(json_reply({"data": []}), answer)
+        config(tmp_path, f'[inference]\norder = ["local"]\n[inference.providers.local]\n'
+                         f'plugin = "openai"\nbase_url = "{server.url}/v1"\nraw = true\n'
+                         'constrain = "grammar"\nmax_retries = 0\n')
+        code, lines = doctor(tmp_path, capsys)
+        probe = server.requests[1]
+    assert code == 0
+    found = line(lines, "ok", "local")
+    assert f"reachable: {server.url}/v1/models; the lackpy grammar: " in found
+    assert all(part in found for part in said) and found.endswith(said[-1])
+    assert probe.path == "/v1/completions" and "grammar" in probe.json
+    assert probe.json["max_tokens"] == 1
 
 
 @pytest.mark.parametrize("status, state, detail", [
