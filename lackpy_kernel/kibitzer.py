@@ -267,7 +267,8 @@ class Watch:
 
         self._start()
         future: Future[Any] = Future()
-        self._shared["asked"] += not keeps
+        with self._lock:  # asked from any thread that runs a tool or a cell
+            self._shared["asked"] += not keeps
         self._jobs.put((call, args, future, not keeps))
         try:
             return future.result(timeout=self.timeout)

@@ -471,10 +471,24 @@ def _wrap_result(program: str, before: str, after: str) -> str | None:
     lines = io.StringIO(program).readlines()
     start = _offset(lines, node.lineno, node.col_offset)
     end = _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
-    text = program[start:end]
+    if after == "[0]" and not before and _head_slice(node):  # lines[:5] -> lines[0], not lines[:5][0]
+        assert isinstance(node, ast.Subscript)
+        node = node.value
+    text = program[_offset(lines, node.lineno, node.col_offset):
+                   _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)]
     if after.startswith("[") and not before and not isinstance(node, _ATOMS):
         text = f"({text})"
     return program[:start] + before + text + after + program[end:]
+
+
+def _head_slice(node: ast.expr) -> bool:
+    """Whether ``node`` is ``items[:n]`` (or ``items[0:n]``) with a literal ``n`` above 0, whose
+    first item is ``items[0]``."""
+    if not isinstance(node, ast.Subscript) or not isinstance(node.slice, ast.Slice):
+        return False
+    lower, upper, step = node.slice.lower, node.slice.upper, node.slice.step
+    return (step is None and (lower is None or isinstance(lower, ast.Constant) and lower.value == 0)
+            and isinstance(upper, ast.Constant) and type(upper.value) is int and upper.value > 0)
 
 
 def _offset(lines: Sequence[str], lineno: int, col: int) -> int:

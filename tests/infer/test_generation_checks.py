@@ -106,6 +106,8 @@ async def test_a_text_where_the_intent_asks_how_many_lines_is_fed_back_once(tmp_
      "len(read_file('notes.txt'))", len(NOTES)),
     ("return the last line of notes.txt", "read_file('notes.txt').splitlines()  # all",
      "read_file('notes.txt').splitlines()[-1]  # all", "gamma"),
+    ("return the first line of notes.txt", "lines = read_file('notes.txt').splitlines()\nlines[:2]",
+     "lines = read_file('notes.txt').splitlines()\nlines[0]", "alpha"),  # not lines[:2][0]
     ("return the longest line of notes.txt", "read_file('notes.txt').splitlines()",
      "max(read_file('notes.txt').splitlines(), key=len)", "alpha"),
     ("return the first 2 lines of notes.txt", "lines = read_file('notes.txt').splitlines()\nlines",
