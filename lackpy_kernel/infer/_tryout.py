@@ -311,16 +311,19 @@ def _needles(node: ast.AST) -> list[str]:
     if (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn)
             and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
         return [node.left.value]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr in NEEDLE_METHODS and node.args
-            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-        return [node.args[0].value]
-    if _is_tool_call(node):  # the name a tool looks for is its first argument
-        assert isinstance(node, ast.Call)
-        first = node.args[0] if node.args else None
-        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.isidentifier():
-            return [first.value]
+    if not isinstance(node, ast.Call) or (first := _first_text(node)) is None:
+        return []
+    if isinstance(node.func, ast.Attribute) and node.func.attr in NEEDLE_METHODS:
+        return [first]
+    if _is_tool_call(node) and first.isidentifier():  # the name a tool looks for
+        return [first]
     return []
+
+
+def _first_text(call: ast.Call) -> str | None:
+    """The first argument of ``call`` when it is a constant text."""
+    first = call.args[0] if call.args else None
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
 
 
 def _is_tool_call(node: ast.AST) -> bool:
@@ -469,13 +472,11 @@ def _wrap_result(program: str, before: str, after: str) -> str | None:
         return None
     node = body[-1].value
     lines = io.StringIO(program).readlines()
-    start = _offset(lines, node.lineno, node.col_offset)
-    end = _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
+    start, end = _span(lines, node)
     if after == "[0]" and not before and _head_slice(node):  # lines[:5] -> lines[0], not lines[:5][0]
         assert isinstance(node, ast.Subscript)
         node = node.value
-    text = program[_offset(lines, node.lineno, node.col_offset):
-                   _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)]
+    text = program[slice(*_span(lines, node))]
     if after.startswith("[") and not before and not isinstance(node, _ATOMS):
         text = f"({text})"
     return program[:start] + before + text + after + program[end:]
@@ -489,6 +490,12 @@ def _head_slice(node: ast.expr) -> bool:
     lower, upper, step = node.slice.lower, node.slice.upper, node.slice.step
     return (step is None and (lower is None or isinstance(lower, ast.Constant) and lower.value == 0)
             and isinstance(upper, ast.Constant) and type(upper.value) is int and upper.value > 0)
+
+
+def _span(lines: Sequence[str], node: ast.expr) -> tuple[int, int]:
+    """Where ``node`` starts and ends in the text of ``lines``."""
+    return (_offset(lines, node.lineno, node.col_offset),
+            _offset(lines, node.end_lineno or node.lineno, node.end_col_offset or 0))
 
 
 def _offset(lines: Sequence[str], lineno: int, col: int) -> int:
