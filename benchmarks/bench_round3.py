@@ -1,6 +1,6 @@
 """Performance round 3: lackpy against pydantic-monty, the code tools against grep, tier 0 at scale.
 
-    PYTHONPATH=. python benchmarks/bench_round3.py [--quick] [--load] [--only monty,code,tier0]
+    PYTHONPATH=. python benchmarks/bench_round3.py [--quick] [--load] [--only monty,code,tier0,floor]
 
 1. Programs, lackpy against Monty (PyPI ``pydantic-monty``, a Rust interpreter for a Python
    subset; a benchmark-only dependency, the ``bench`` extra: ``pip install -e '.[bench]'``,
@@ -29,6 +29,14 @@
    for a miss, ``InferenceDispatcher.generate`` end to end (sanitize
    and validate included); and a fresh process's first call without the index file (it
    reads every template, then writes ``.lackpy/templates.index``) and with it.
+4. The floor of a process per program (``--only floor``): ``1 + 1`` in a process forked
+   ahead from this one, which reads the program from a pipe, runs it, writes its value back
+   and exits (the next one is forked, and the last reaped, outside the timing), against
+   Monty's ``1 + 1`` taking turns with it: the program run by ``eval`` (the least any
+   interpreter written in Python can do there) and by lackpy's ``RestrictedRunner``
+   (validation, compiling, the traced run; no walls, no kit). With each, the page faults
+   the process took from reading the program to writing its value; and what one
+   copy-on-write fault costs on this machine (a forked process writing to pages it shares).
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import pickle
+import resource
 import shutil
 import statistics
 import subprocess
@@ -52,6 +62,7 @@ from typing import Any
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.infer.tiers import TemplatesProvider, format_template
 from lackpy_kernel.kit import FileToolsProvider, Workspace
+from lackpy_kernel.run.runner import RestrictedRunner
 from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 from tests.support import code_search_reference as reference
@@ -366,11 +377,116 @@ def _first_call(folder: Path, intent: str) -> float:
     return float(out.split()[-1])
 
 
+# -- 4. the floor of a process per program ----------------------------------------------------
+
+FLOOR_PAGES = 2_000  # pages a forked process writes to time one copy-on-write fault
+
+
+def bench_floor(rounds: int) -> None:
+    try:
+        from pydantic_monty import Monty
+    except ImportError:
+        print("floor: pydantic-monty is not installed (pip install pydantic-monty); skipped")
+        return
+    print(f"4. the floor of a process per program: 1 + 1 in a process forked ahead, against "
+          f"Monty; {rounds} samples each")
+    print(header(("fresh ", "monty ")) + "   faults")
+    limits: Any = {"max_feed_duration_secs": TIMEOUT_S, "max_memory": MEMORY}
+    runner = RestrictedRunner()
+    with Monty(min_processes=1) as pool:
+        def monty() -> float:
+            started = time.perf_counter()
+            with pool.checkout(limits=limits) as session:
+                assert session.feed_run("1 + 1") == 2
+            return time.perf_counter() - started
+
+        for label, run in (("eval", lambda program: eval(compile(program, "<program>", "eval"),
+                                                         {"__builtins__": {}})),
+                           ("lackpy's RestrictedRunner", lambda program: runner.run(program, {}).output)):
+            ours, theirs, faults = _fresh_process_times(run, monty, rounds)
+            print(row(label, ours, theirs, ("fresh ", "monty ")) + f"   {statistics.median(faults):6.0f}")
+    print(f"  one copy-on-write fault here: {_fault_microseconds():.2f} us "
+          f"(a forked process writing one byte to each of {FLOOR_PAGES:,} pages it shares)")
+
+
+def _fresh_process_times(run: Callable[[str], object], peer: Callable[[], float], rounds: int
+                         ) -> tuple[list[float], list[float], list[int]]:
+    """Seconds of each ``1 + 1`` in a fresh forked process running it with ``run``, and of
+    ``peer``, taking turns; and the page faults each process took."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    faults: list[int] = []
+    run("1 + 1")  # what is made on first use (caches, lazy imports) is made before the forks
+    child = _fork_runner(run)
+    for index in range(rounds + 3):
+        for side in ((0, 1) if index % 2 == 0 else (1, 0)):
+            if side == 1:
+                theirs.append(peer())
+                continue
+            pid, down, up = child
+            started = time.perf_counter()
+            os.write(down, b"1 + 1")
+            value, taken = pickle.loads(os.read(up, 1 << 16))
+            ours.append(time.perf_counter() - started)
+            assert value == 2, value
+            faults.append(taken)
+            for fd in (down, up):
+                os.close(fd)
+            os.waitpid(pid, 0)
+            child = _fork_runner(run)
+            time.sleep(0.002)  # forked ahead: it is waiting for its program when it comes
+    os.close(child[1])
+    os.waitpid(child[0], 0)
+    return ours[3:], theirs[3:], faults[3:]
+
+
+def _fork_runner(run: Callable[[str], object]) -> tuple[int, int, int]:
+    """A forked process that runs one program from its pipe with ``run`` and writes back its
+    value and the page faults it took; its pid, and the two pipes' ends here."""
+    down_read, down_write = os.pipe()
+    up_read, up_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(down_write)
+            os.close(up_read)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            program = os.read(down_read, 1 << 16).decode()
+            if program:
+                value = run(program)
+                taken = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+                os.write(up_write, pickle.dumps((value, taken)))
+        finally:
+            os._exit(0)
+    os.close(down_read)
+    os.close(up_write)
+    return pid, down_write, up_read
+
+
+def _fault_microseconds() -> float:
+    """Microseconds a forked process takes to write to one page it shares with its parent."""
+    shared = bytearray(FLOOR_PAGES * resource.getpagesize())  # written: its pages are its own
+    shared[::resource.getpagesize()] = b"x" * FLOOR_PAGES
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        started = time.perf_counter()
+        shared[::resource.getpagesize()] = b"y" * FLOOR_PAGES
+        os.write(write, pickle.dumps(time.perf_counter() - started))
+        os._exit(0)
+    seconds = pickle.loads(os.read(read, 1 << 16))
+    os.waitpid(pid, 0)
+    for fd in (read, write):
+        os.close(fd)
+    return float(seconds) / FLOOR_PAGES * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples, 10,000 templates")
     parser.add_argument("--load", action="store_true", help="the programs again under a CPU burner per core")
-    parser.add_argument("--only", default="monty,code,tier0", help="which parts, comma-separated")
+    parser.add_argument("--only", default="monty,code,tier0,floor",
+                        help="which parts, comma-separated")
     parser.add_argument("--templates", type=int, default=None, help="how many templates (100,000)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -386,6 +502,8 @@ def main() -> None:
             bench_code_tools(root, 3 if args.quick else 10)
         if "tier0" in parts:
             bench_tier0(root, args.templates or (10_000 if args.quick else 100_000), rounds)
+    if "floor" in parts:
+        bench_floor(rounds)
     print(f"done; {load_average()}")
 
 
