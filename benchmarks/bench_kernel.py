@@ -1,6 +1,6 @@
 """Kernel benchmarks: the lackpy kernel against the ipykernel Python kernel, in one run.
 
-    python benchmarks/bench_kernel.py [--quick] [--telemetry]
+    python benchmarks/bench_kernel.py [--quick] [--load] [--telemetry]
 
 Both kernels are launched through jupyter_client (``KernelManager(kernel_name=...)``)
 with a fresh temporary workspace as their working directory, and measured
@@ -51,8 +51,11 @@ with ``[telemetry] exporter = "none"`` (spans off: one check of a module attribu
 and one with ``"console"`` (each span written to the kernel's stderr, here a file), and the
 difference of their medians, what telemetry costs a cell (Kibitzer off in both).
 
-Times are medians (and p90 where there are enough samples); the ratio is
-lackpy / python3. The kernels' stderr is captured, and any lines found there,
+With ``--load``, the table is measured again with a CPU burner on each core, and the growth
+of the main medians is printed.
+
+Times are min / median / p90 (p90 where there are enough samples); the ratio is that of
+the medians, lackpy / python3. The kernels' stderr is captured, and any lines found there,
 and any kernel that was still alive after a polite shutdown, are reported.
 """
 
@@ -72,6 +75,7 @@ from typing import IO, Any
 import zmq
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from loadgen import burning, load_average
 
 KERNELS = ("lackpy", "python3")
 TRIVIAL = "1 + 1"
@@ -263,19 +267,27 @@ def bench_alone(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
                 kernel.shutdown()
 
 
-def report(samples: dict, with_p90: set[str]) -> None:
-    width = max(len(metric) for metric in samples) + 6
-    print(f"{'metric (ms)':{width}}  {'lackpy':>9}  {'python3':>9}  {'lackpy/python3':>14}")
+def report(samples: dict, with_p90: set[str]) -> dict[str, tuple[float, float]]:
+    """Print min, median and (with enough samples) p90 of each metric for both kernels, and
+    the ratio of the medians; returns the medians (lackpy, python3) by metric."""
+    width = max(len(metric) for metric in samples) + 2
+    print(f"{'(ms)':{width}}  {'lackpy min / median / p90':>26}  "
+          f"{'python3 min / median / p90':>26}  {'ratio':>6}")
+    medians = {}
     for metric, by_kernel in samples.items():
         ours, peer = by_kernel["lackpy"], by_kernel["python3"]
         if not ours or not peer:
             continue
-        rows = [("median", statistics.median)]
-        if metric in with_p90:
-            rows.append(("p90", p90))
-        for label, stat in rows:
-            a, b = stat(ours), stat(peer)
-            print(f"{metric + ' ' + label:{width}}  {a * 1e3:9.2f}  {b * 1e3:9.2f}  {a / b:13.2f}x")
+        figures = [_spread(times, metric in with_p90) for times in (ours, peer)]
+        medians[metric] = (statistics.median(ours), statistics.median(peer))
+        print(f"{metric:{width}}  {figures[0]:>26}  {figures[1]:>26}  "
+              f"{medians[metric][0] / medians[metric][1]:5.2f}x")
+    return medians
+
+
+def _spread(times: list[float], with_p90: bool) -> str:
+    tail = f" / {p90(times) * 1e3:6.2f}" if with_p90 else " /      -"
+    return f"{min(times) * 1e3:6.2f} / {statistics.median(times) * 1e3:6.2f}{tail}"
 
 
 def tree_memory(pid: int) -> tuple[float, float, int]:
@@ -371,24 +383,50 @@ def bench_telemetry(root: Path, context: zmq.Context, cells: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--load", action="store_true",
+                        help="the table again with a CPU burner on each core")
     parser.add_argument("--telemetry", action="store_true",
                         help="only the cost of telemetry: a cell with spans off and on (console)")
     args = parser.parse_args()
-    starts, cells = (2, 10) if args.quick else (5, 50)
     if args.telemetry:
         context = zmq.Context()
         with tempfile.TemporaryDirectory() as folder:
-            bench_telemetry(Path(folder), context, cells * 2)
+            bench_telemetry(Path(folder), context, 20 if args.quick else 100)
         context.term()
         return
+    kernel_tables(args.quick, args.load)
+
+
+def kernel_tables(quick: bool, load: bool) -> None:
+    """The kernel table (``kernel_table``) and, with ``load``, again under a CPU burner on
+    each core, with how much each median grew."""
+    idle = kernel_table(quick)
+    if not load or not idle:
+        return
+    cores = os.cpu_count() or 1
+    with burning(cores):
+        print(f"... again with a CPU burner on each of {cores} cores ({load_average()})")
+        loaded = kernel_table(quick)
+    print("growth of the median under load (lackpy, python3):")
+    for metric in (f"cell {TRIVIAL!r} -> idle", "read a.txt cell -> idle",
+                   "write w.txt cell -> idle", f"alone, back to back: cell {TRIVIAL!r} -> execute_reply"):
+        if metric in idle and metric in loaded:
+            growth = [loaded[metric][side] / idle[metric][side] for side in (0, 1)]
+            print(f"  {metric}: {growth[0]:.2f}x, {growth[1]:.2f}x")
+
+
+def kernel_table(quick: bool) -> dict[str, tuple[float, float]]:
+    """Measure both kernels (the module's docstring says how) and print the table; the
+    medians (lackpy, python3) by metric, none when a kernelspec is missing."""
+    starts, cells = (2, 10) if quick else (5, 50)
     print(f"python {sys.version.split()[0]} on {sys.platform}; {starts} starts and "
-          f"{cells} cells of each kind per kernel")
+          f"{cells} cells of each kind per kernel; {load_average()}")
     specs = KernelSpecManager().find_kernel_specs()
     missing = [name for name in KERNELS if name not in specs]
     if missing:
         print(f"kernel: skipped, no kernelspec for {', '.join(missing)} "
               "(python -m lackpy_kernel install; python -m ipykernel install)")
-        return
+        return {}
     samples: dict[str, dict[str, list[float]]] = defaultdict(lambda: {k: [] for k in KERNELS})
     memory: dict[str, dict[str, tuple[float, float, int]]] = defaultdict(dict)
     cpu: dict[str, float] = {}
@@ -413,12 +451,14 @@ def main() -> None:
                 handle.flush()
             anomalies.extend(stderr_notes(logs))
             context.term()
-        report(samples, with_p90={metric for metric in samples
-                                  if metric.startswith(("cell", "read", "write", "shutdown", "alone"))})
+        medians = report(samples, with_p90={
+            metric for metric in samples
+            if metric.startswith(("cell", "read", "write", "shutdown", "alone"))})
         report_memory(memory)
         report_cpu(cpu)
     for note in anomalies:
         print(f"note: {note}")
+    return medians
 
 
 if __name__ == "__main__":

@@ -1,6 +1,12 @@
-"""Performance round 3: lackpy against pydantic-monty, the code tools against grep, tier 0 at scale.
+"""Performance round 3: the kernel against ipykernel, programs against pydantic-monty, the code
+tools against grep, tier 0 at scale, and the floor of a process per program.
 
-    PYTHONPATH=. python benchmarks/bench_round3.py [--quick] [--load] [--only monty,code,tier0,floor]
+    PYTHONPATH=. python benchmarks/bench_round3.py [--quick] [--load]
+                                                   [--only kernel,monty,code,tier0,floor]
+
+0. The kernel against ipykernel (``--only kernel``): ``bench_kernel.py``'s table, run from
+   here (its docstring says what each figure is); with ``--load`` again under a CPU burner
+   on each core.
 
 1. Programs, lackpy against Monty (PyPI ``pydantic-monty``, a Rust interpreter for a Python
    subset; a benchmark-only dependency, the ``bench`` extra: ``pip install -e '.[bench]'``,
@@ -43,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 import pickle
 import resource
@@ -54,10 +59,12 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from bench_kernel import kernel_tables
+from loadgen import burning, load_average
 
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.infer.tiers import TemplatesProvider, format_template
@@ -108,31 +115,6 @@ def row(label: str, ours: list[float], peer: list[float], names: tuple[str, str]
 def header(names: tuple[str, str]) -> str:
     return (f"  {'(milliseconds)':<36} {names[0]} {'min':>8} {'median':>8} {'p90':>8}   "
             f"{names[1]} {'min':>8} {'median':>8} {'p90':>8}")
-
-
-@contextmanager
-def burning(cores: int) -> Iterator[None]:
-    """A process spinning on each of ``cores`` cores for the block."""
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(cores)]
-    for burner in burners:
-        burner.start()
-    try:
-        time.sleep(0.5)
-        yield
-    finally:
-        for burner in burners:
-            burner.terminate()
-            burner.join()
-
-
-def _burn() -> None:
-    while True:
-        pass
-
-
-def load_average() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 # -- 1. programs: lackpy against Monty ---------------------------------------------------------
@@ -484,14 +466,18 @@ def _fault_microseconds() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples, 10,000 templates")
-    parser.add_argument("--load", action="store_true", help="the programs again under a CPU burner per core")
-    parser.add_argument("--only", default="monty,code,tier0,floor",
+    parser.add_argument("--load", action="store_true",
+                        help="the kernel table and the programs again under a CPU burner per core")
+    parser.add_argument("--only", default="kernel,monty,code,tier0,floor",
                         help="which parts, comma-separated")
     parser.add_argument("--templates", type=int, default=None, help="how many templates (100,000)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     rounds = 30 if args.quick else 200
     print(f"python {sys.version.split()[0]}; {load_average()}")
+    if "kernel" in parts:
+        print("0. the kernel against ipykernel")
+        kernel_tables(args.quick, args.load)
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         if "monty" in parts:
