@@ -26,7 +26,6 @@ import functools
 import getpass
 import logging
 import os
-import queue
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -37,7 +36,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, magics_class, no_var_expand
 from IPython.display import display
 
-from lackpy_kernel.engines.loop import LoopThread
+from lackpy_kernel.engines.loop import LoopThread, WaitingThread
 from lackpy_kernel.errors import (
     GenerationError,
     LackpyError,
@@ -70,7 +69,6 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 CANCEL_GRACE_S = 10.0
-ASK_POLL_S = 0.1  # how often a question asked from another thread checks that its magic runs
 # IPython's own magics of the same name stay; %delegate inserts the next cell only
 IPYTHON_LACKS = frozenset({"who", "reset", "lsmagic", "delegate --replace"})
 
@@ -135,12 +133,11 @@ class LackpyMagics(Magics):
         if self._closed:
             coro.close()
             raise LackpyError("the lackpy extension was unloaded; run %load_ext lackpy_kernel again")
-        questions: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self.port.questions = questions
+        self.port.waiting = WaitingThread()
         try:
-            return self._loop.run(coro, serve=questions)
+            return self._loop.run(coro, serve=self.port.waiting)
         finally:
-            self.port.questions = None
+            self.port.waiting = None
 
 
 class IPythonPort:
@@ -155,7 +152,7 @@ class IPythonPort:
     def __init__(self, shell: InteractiveShell) -> None:
         self.shell = shell
         self.value: Any = None
-        self.questions: queue.SimpleQueue[Callable[[], None]] | None = None  # while a magic runs
+        self.waiting: WaitingThread | None = None  # the magic's thread, while it runs
         self._handles: dict[str, Any] = {}
 
     def stream(self, name: StreamName, text: str) -> None:
@@ -185,33 +182,13 @@ class IPythonPort:
 
     def ask(self, prompt: str, *, password: bool = False) -> str:
         """The person's answer to ``prompt``, asked with ``input()`` on the thread that runs
-        the magic (from another thread, through ``questions``), where the stop button
+        the magic (from another thread, through ``WaitingThread.call``), where the stop button
         interrupts it: the cell stops, and the asking thread gets KeyboardInterrupt (as it
         does when the magic ends before the question is asked)."""
-        questions = self.questions
-        if questions is None or threading.current_thread() is threading.main_thread():
+        waiting = self.waiting
+        if waiting is None or threading.current_thread() is threading.main_thread():
             return self._input(prompt, password)
-        answered = threading.Event()
-        answer: dict[str, Any] = {}
-
-        def on_the_magics_thread() -> None:
-            try:
-                answer["value"] = self._input(prompt, password)
-            except BaseException as exc:
-                answer["error"] = exc
-                if not isinstance(exc, Exception):
-                    raise  # the stop button: the magic stops too
-            finally:
-                answered.set()
-
-        questions.put(on_the_magics_thread)
-        while not answered.wait(ASK_POLL_S):
-            if self.questions is not questions:
-                raise KeyboardInterrupt("the cell ended before the question was asked")
-        if "error" in answer:
-            error = answer["error"]
-            raise error if isinstance(error, Exception) else KeyboardInterrupt(str(error))
-        return str(answer["value"])
+        return waiting.call(lambda: self._input(prompt, password))
 
     @staticmethod
     def _input(prompt: str, password: bool) -> str:

@@ -10,10 +10,48 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread", "run_sync"]
+__all__ = ["LoopThread", "WaitingThread", "run_sync"]
 
 T = TypeVar("T")
 CANCEL_GRACE_S = 30.0  # how long a cancelled coroutine gets to checkpoint and wind down
+CALL_POLL_S = 0.1  # how often a call handed to the waiting thread checks that it still waits
+
+
+class WaitingThread:
+    """The thread that waits in ``LoopThread.run(..., serve=this)``, as the coroutine's
+    threads see it: ``call`` has it make a call, such as IPython's ``input()``, which only
+    the main thread can stop."""
+
+    def __init__(self) -> None:
+        self.calls: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.waiting = True  # until its run ends
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """What ``fn()`` returned, made on the waiting thread. Raises what it raised, or
+        KeyboardInterrupt when it was stopped there (the stop is raised on the waiting
+        thread too, which stops its run) or when the run ended before the call was made."""
+        made = threading.Event()
+        outcome: dict[str, Any] = {}
+
+        def on_the_waiting_thread() -> None:
+            try:
+                outcome["value"] = fn()
+            except BaseException as exc:
+                outcome["error"] = exc
+                if not isinstance(exc, Exception):
+                    raise  # the stop button: the run stops too
+            finally:
+                made.set()
+
+        self.calls.put(on_the_waiting_thread)
+        while not made.wait(CALL_POLL_S):
+            if not self.waiting:
+                raise KeyboardInterrupt("the cell ended before the question was asked")
+        if "error" in outcome:
+            error = outcome["error"]
+            raise error if isinstance(error, Exception) else KeyboardInterrupt(str(error))
+        value: T = outcome["value"]
+        return value
 
 
 class LoopThread:
@@ -47,10 +85,10 @@ class LoopThread:
         return self._thread.is_alive()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None, *,
-            serve: queue.SimpleQueue[Callable[[], None]] | None = None) -> T:
+            serve: WaitingThread | None = None) -> T:
         """Run ``coro`` on the thread's loop and wait for its result; meanwhile the calls
-        other threads hand to ``serve`` are made here, on the waiting thread (IPython's
-        ``input()``, which only the main thread can stop).
+        other threads hand to ``serve`` (``WaitingThread.call``) are made here, on the
+        waiting thread.
 
         A KeyboardInterrupt while waiting, or ``timeout`` passing (TimeoutError), cancels
         the coroutine, waits up to ``grace`` for it to wind down, and raises (a
@@ -67,7 +105,7 @@ class LoopThread:
             task = self._loop.create_task(coro)
             task.add_done_callback(lambda _: finished.set())
             if serve is not None:
-                task.add_done_callback(lambda _: serve.put(_awake))
+                task.add_done_callback(lambda _: serve.calls.put(_awake))
             holder["task"] = task
 
         self._loop.call_soon_threadsafe(start)
@@ -81,6 +119,9 @@ class LoopThread:
             if stopped.done() and not stopped.cancelled() and stopped.exception() is not None:
                 raise KeyboardInterrupt(str(stopped.exception())) from None
             raise
+        finally:
+            if serve is not None:
+                serve.waiting = False
         task = holder["task"]
         if task.cancelled():
             raise asyncio.CancelledError("the lackpy task was cancelled")
@@ -102,8 +143,7 @@ class LoopThread:
         finished.wait(self.grace)
 
 
-def _wait(finished: threading.Event, timeout: float | None,
-          serve: queue.SimpleQueue[Callable[[], None]] | None) -> bool:
+def _wait(finished: threading.Event, timeout: float | None, serve: WaitingThread | None) -> bool:
     """Wait for ``finished``, at most ``timeout`` seconds, making the calls handed to
     ``serve`` meanwhile; whether it is set."""
     if serve is None:
@@ -114,7 +154,7 @@ def _wait(finished: threading.Event, timeout: float | None,
         if left is not None and left <= 0:
             return False
         try:
-            call = serve.get(timeout=left)
+            call = serve.calls.get(timeout=left)
         except queue.Empty:
             continue
         call()
