@@ -75,7 +75,7 @@ from typing import IO, Any
 import zmq
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
-from loadgen import burning, load_average
+from loadgen import load_average, under_load
 
 KERNELS = ("lackpy", "python3")
 TRIVIAL = "1 + 1"
@@ -403,10 +403,7 @@ def kernel_tables(quick: bool, load: bool) -> None:
     idle = kernel_table(quick)
     if not load or not idle:
         return
-    cores = os.cpu_count() or 1
-    with burning(cores):
-        print(f"... again with a CPU burner on each of {cores} cores ({load_average()})")
-        loaded = kernel_table(quick)
+    loaded = under_load(lambda: kernel_table(quick))
     print("growth of the median under load (lackpy, python3):")
     for metric in (f"cell {TRIVIAL!r} -> idle", "read a.txt cell -> idle",
                    "write w.txt cell -> idle", f"alone, back to back: cell {TRIVIAL!r} -> execute_reply"):

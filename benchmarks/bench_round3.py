@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_kernel import kernel_tables
-from loadgen import burning, load_average
+from loadgen import load_average, under_load
 
 from lackpy_kernel.infer import InferenceDispatcher
 from lackpy_kernel.infer.tiers import TemplatesProvider, format_template
@@ -132,10 +132,8 @@ def bench_programs(workspace: Path, rounds: int, imports: int, load: bool) -> No
           f" (pooled worker, host-function tools); {rounds} samples each")
     idle = asyncio.run(_program_table(workspace, rounds, imports, names))
     if load:
-        cores = os.cpu_count() or 1
-        with burning(cores):
-            print(f"  ... again with a CPU burner on each of {cores} cores ({load_average()})")
-            loaded = asyncio.run(_program_table(workspace, rounds, imports, names))
+        loaded = under_load(lambda: asyncio.run(_program_table(workspace, rounds, imports, names)),
+                            indent="  ")
         print("  growth of the median under load: " + ", ".join(
             f"{label}: lackpy {loaded[label][0] / idle[label][0]:.2f}x, "
             f"monty {loaded[label][1] / idle[label][1]:.2f}x" for label in idle))

@@ -5,8 +5,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -22,6 +25,15 @@ def burning(cores: int) -> Iterator[None]:
         for burner in burners:
             burner.terminate()
             burner.join()
+
+
+def under_load(measure: Callable[[], T], indent: str = "") -> T:
+    """What ``measure()`` returns, measured again with a CPU burner on each core (a line
+    says so, with the load average)."""
+    cores = os.cpu_count() or 1
+    with burning(cores):
+        print(f"{indent}... again with a CPU burner on each of {cores} cores ({load_average()})")
+        return measure()
 
 
 def _burn() -> None:
