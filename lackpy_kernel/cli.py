@@ -24,12 +24,12 @@ from lackpy_kernel.errors import (
 )
 from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_last
 from lackpy_kernel.kit.changes import Change
-from lackpy_kernel.notebook.approval import is_yes, question
+from lackpy_kernel.notebook.approval import converse
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
 from lackpy_kernel.notebook.syntax import parse_param
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver
-from lackpy_kernel.service import LackpyService, jsonable
-from lackpy_kernel.telemetry import span, workspace_usage
+from lackpy_kernel.service import DelegateOptions, LackpyService, jsonable
+from lackpy_kernel.telemetry import flush_writes, span, workspace_usage
 
 if TYPE_CHECKING:  # the temporal extra is optional; it is imported where it is used
     from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker
@@ -163,6 +163,7 @@ def entry(argv: list[str] | None = None) -> None:
     if _temporal_used:
         # The temporalio SDK's runtime threads can crash the interpreter's teardown after a
         # failed connection (temporalio/sdk-python#300); skip the teardown: all is flushed.
+        flush_writes()  # os._exit skips atexit, where the usage rows would be written
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -254,20 +255,28 @@ def _approver(args: argparse.Namespace) -> Approver:
     """Shows a program's change on stderr, then applies it with ``--yes``, else asks
     ``question(change)`` on the terminal (stdin when it is one, else the controlling terminal);
     without a terminal it refuses, naming ``[sandbox] approve`` and ``--yes``."""
-    def approve(change: Change) -> bool:
+    def show(change: Change) -> None:
         print(change.to_text(), file=sys.stderr)
+
+    def approve(change: Change) -> bool:
         if args.yes:
+            show(change)
             print("applied (--yes)", file=sys.stderr)
             return True
         if sys.stdin.isatty():
-            print(question(change), end="", file=sys.stderr, flush=True)
-            return is_yes(sys.stdin.readline())
+            def ask(prompt: str) -> str:
+                print(prompt, end="", file=sys.stderr, flush=True)
+                return sys.stdin.readline()
+            return converse(change, show, ask)
         try:
             with open("/dev/tty", "r+", encoding="utf-8") as terminal:
-                terminal.write(question(change))
-                terminal.flush()
-                return is_yes(terminal.readline())
+                def ask_terminal(prompt: str) -> str:
+                    terminal.write(prompt)
+                    terminal.flush()
+                    return terminal.readline()
+                return converse(change, show, ask_terminal)
         except OSError:
+            show(change)
             raise ChangeRefusedError(f"there is no terminal to ask on, so {NO_ONE_TO_ASK}; "
                                      "or pass --yes to apply them") from None
 
@@ -275,9 +284,9 @@ def _approver(args: argparse.Namespace) -> Approver:
 
 
 def cmd_delegate(service: LackpyService, args: argparse.Namespace) -> int:
-    result = asyncio.run(service.delegate(args.intent, args.kit, dict(args.param),
-                                          sandbox=_sandbox(args), variables=args.variables,
-                                          approve=_approver(args)))
+    result = asyncio.run(service.delegation(args.intent, DelegateOptions(
+        kit=args.kit, params=dict(args.param), sandbox=_sandbox(args), variables=args.variables,
+        approve=_approver(args)))).to_dict()
     if args.json:
         _print_json(result)
     else:

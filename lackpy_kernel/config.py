@@ -37,6 +37,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "delegate": {"auto_run": (str,), "context": (str,)},
     "telemetry": {"exporter": (str,), "include_values": (bool,)},
     "kibitzer": {"enabled": (bool,), "mode": (str,)},
+    "approval": {"runs_code": (list,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
             ("sandbox", "max_tool_calls"), ("sandbox", "workers")}
@@ -90,6 +91,9 @@ class LackpyConfig:
     sandbox_max_tool_calls: int = 10_000
     sandbox_approve: str = "write"  # see APPROVE_MODES
     sandbox_workers: int = 4  # programs of one service run side by side (run_many, bands)
+    # [approval] runs_code: glob patterns (workspace-relative) of more files that run code,
+    # named as such when a program changes them (kit.changes.RUNS_CODE holds the defaults)
+    approval_runs_code: list[str] = field(default_factory=list)
     inference_record: bool = False
     tool_providers: dict[str, Any] = field(default_factory=dict)
     agent_model: str | None = None  # %agent's and %replan's model, and its provider
@@ -151,6 +155,10 @@ def _check(data: dict[str, Any], path: Path, text: str) -> None:
                 raise _error(path, text, key, f"unknown key '{key}' in [{section}]", expected)
             _check_value(path, text, section, key, value, expected[key])
     _check_order(path, text, data.get("inference", {}))
+    for pattern in data.get("approval", {}).get("runs_code", []):
+        if not isinstance(pattern, str) or not pattern:
+            raise _error(path, text, "runs_code", "[approval] runs_code must list glob patterns "
+                                                  f"such as 'scripts/*', not {pattern!r}")
     for name, table in data.get("tools", {}).get("providers", {}).items():
         _check_tool_source(_Where(path, text, f"tools.providers.{name}"), name, table)
 
@@ -288,6 +296,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     kibitzer = data.get("kibitzer", {})
     config.kibitzer_enabled = kibitzer.get("enabled", config.kibitzer_enabled)
     config.kibitzer_mode = kibitzer.get("mode", config.kibitzer_mode)
+    config.approval_runs_code = list(data.get("approval", {}).get("runs_code", []))
 
 
 _TYPE_NAMES = {list: "a list", bool: "true or false", str: "a string", dict: "a table",

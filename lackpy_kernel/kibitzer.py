@@ -217,6 +217,20 @@ class Watch:
                     f"{getattr(answer, 'reason', '') or 'no reason given'}")
         return None
 
+    def write_refusal(self, paths: Iterable[str]) -> str | None:
+        """Why Kibitzer's mode refuses the writes of ``paths`` (every file a program staged,
+        whatever tool staged it: judged by path at the commit), or None."""
+        calls = [{"tool": "Write", "input": {"file_path": _bounded(path)}}
+                 for path in dict.fromkeys(paths)]
+        for start in range(0, len(calls), MAX_REPORTED):  # every path, a trip per hundred
+            chunk = calls[start:start + MAX_REPORTED]
+            answer = self._ask("validate_program", lambda chunk=chunk: self.session.validate_program(
+                {"calls": chunk, "grade_ceiling": None}), keeps=True)
+            if answer is not None and getattr(answer, "denied", False):
+                return (f"Kibitzer ({self.mode} mode) refused the program's file changes: "
+                        f"{getattr(answer, 'reason', '') or 'no reason given'}")
+        return None
+
     # -- generations --------------------------------------------------------------
 
     def report_generation(self, report: Mapping[str, Any]) -> None:

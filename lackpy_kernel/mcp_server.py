@@ -66,7 +66,7 @@ from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.kit import Kit as KitSpec
 from lackpy_kernel.kit.changes import Change, change_digest
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK
-from lackpy_kernel.service import LackpyService, jsonable
+from lackpy_kernel.service import DelegateOptions, LackpyService, jsonable
 from lackpy_kernel.telemetry import span
 
 SERVER_NAME = "lackpy"
@@ -209,7 +209,8 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
                         variables: dict[str, Any] | None, ctx: Context
                         ) -> dict[str, Any] | InputRequiredResult:
         asking = Eliciting(ctx)
-        result = await service.delegate(intent, kit, params, variables=variables, approve=asking)
+        result = (await service.delegation(intent, DelegateOptions(
+            kit=kit, params=params, variables=variables, approve=asking))).to_dict()
         return asking.input_required() or result
 
     @tool(_RUNS_PROGRAMS)
@@ -360,6 +361,10 @@ class Eliciting:
 
     async def __call__(self, change: Change) -> bool:
         ctx = self.ctx
+        change = change.in_full()  # the client is sent all of it, and may fold it
+        if not change.complete:
+            raise ChangeRefusedError("the change is too large to send whole ("
+                                     + "; ".join(change.unseen()) + "), so it was not applied")
         if not ctx.session.check_client_capability(_ELICITS):
             raise ChangeRefusedError(f"this MCP client does not support elicitation, so "
                                      f"{NO_ONE_TO_ASK}")
@@ -398,9 +403,11 @@ class Eliciting:
 
 
 def _question(change: Change) -> str:
-    """What the person is asked: files' changes under ``APPROVAL_QUESTION``; a write tool's
-    call as the other surfaces ask it (``lackpy: Call NAME?``)."""
-    asked = APPROVAL_QUESTION if change.call is None else f"lackpy: {change.question()}"
+    """What the person is asked: files' changes under ``APPROVAL_QUESTION`` (with the files
+    that run code); a write tool's call as the other surfaces ask it (``lackpy: Call
+    NAME?``); then all of the change."""
+    asked = (f"{APPROVAL_QUESTION} {change.warnings()}".rstrip() if change.call is None
+             else f"lackpy: {change.question()}")
     return f"{asked}\n\n{change.to_text()}"
 
 

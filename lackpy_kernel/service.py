@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lackpy_kernel import telemetry
 from lackpy_kernel.config import AUTO_RUN_LEVELS, CONFIG_DIR, LackpyConfig, load_config
 from lackpy_kernel.errors import LackpyError, TemplateError, UsageError, error_text
+from lackpy_kernel.execution import KibitzerHooks, RunPipeline, Settings, trace_sources, validate_for
 from lackpy_kernel.infer import (
     GenerationEvent,
     GenerationResult,
@@ -40,7 +41,6 @@ from lackpy_kernel.infer.tiers import (
     format_template,
     parse_template,
 )
-from lackpy_kernel.kibitzer import Watch, watched_kit
 from lackpy_kernel.kit import (
     Kit,
     ResolvedKit,
@@ -58,29 +58,19 @@ from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT, read_workspace_text
 from lackpy_kernel.kit.sources import ToolSources
 from lackpy_kernel.lang import Grade, Rule, ValidationResult, free_names, validate
 from lackpy_kernel.ratchet import Ratchet
-from lackpy_kernel.run import (
-    ExecutionResult,
-    RestrictedRunner,
-    Sandbox,
-    SandboxLimits,
-    sandbox_supported,
-    validation_failure,
-)
+from lackpy_kernel.run import ExecutionResult, SandboxLimits
 from lackpy_kernel.run.context import describe_variables
-from lackpy_kernel.run.here import HereStage
-from lackpy_kernel.run.kernel_side import Approver, SandboxPool, asked_first
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.run.plain import find_non_plain, jsonable
 from lackpy_kernel.run.runner import no_rebinding
 from lackpy_kernel.timing import ms_since as _ms_since
 
-__all__ = ["Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text",
-           "jsonable", "validate_for"]
+__all__ = ["DelegateOptions", "Delegation", "LackpyService", "NotebookContext", "RunCheck", "error_text",
+           "jsonable", "trace_sources", "validate_for"]
 
 KitOrResolved = Kit | ResolvedKit
 # Runs a generated program somewhere else than a one-shot run (a session passes its own).
 MODES = ("1-shot",)
-# The most time validating one program may take in the caller (a 1 MB program takes ~3 s).
-VALIDATION_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -182,6 +172,37 @@ class Delegation:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class DelegateOptions:
+    """How a delegation writes and runs its program; each option may be left out.
+
+    ``kit`` (with ``extra_tools``), ``params`` and ``rules`` are those of the program;
+    ``program`` skips generation and uses that text (the seed's ``_program_override``);
+    ``interpreter`` and ``on_event`` (the generation's progress events) go to the
+    dispatcher. With ``run`` the program runs once written; with ``ask`` as well, a program
+    beyond ``[delegate] auto_run`` is held instead (what a surface passes when nobody has
+    looked at it yet). ``sandbox`` False runs it in this process; ``variables`` (plain
+    data) are the notebook's values it may use, described in the prompt and given to the
+    run as parameters; ``approve`` is asked before its file changes land.
+    """
+
+    kit: KitOrResolved = None
+    extra_tools: list[str] | None = None
+    params: Mapping[str, Any] | None = None
+    rules: Sequence[Rule] | None = None
+    program: str | None = None
+    interpreter: Any = None
+    on_event: Callable[[GenerationEvent], None] | None = None
+    run: bool = True
+    ask: bool = False
+    sandbox: bool | None = None
+    variables: Mapping[str, Any] | None = None
+    approve: Approver | None = None
+
+
+DELEGATE = DelegateOptions()
+
+
 class LackpyService:
     """Validate, generate, run and delegate lackpy programs in one workspace.
 
@@ -205,19 +226,23 @@ class LackpyService:
         self.inference_providers: list[Any] = build_providers(
             self.config.inference_order, self.config.inference_providers, self.config_dir
         )
+        self.notices: list[str] = []
         self.ratchet = Ratchet(self.config_dir, record=self.config.inference_record,
                                notice=self._notice)
-        # run_program's workers: programs run side by side, up to [sandbox] workers at once
-        self._pool = SandboxPool(self.new_sandbox, size=self.config.sandbox_workers)
-        self.notices: list[str] = []
         try:  # spans when [telemetry] exporter names one; without the extra, said once
             telemetry.configure(self.config.telemetry_exporter,
                                 include_values=self.config.telemetry_include_values)
         except LackpyError as exc:
             self._notice(str(exc))
         # Kibitzer's session for the workspace, when installed and not turned off
-        self.kibitzer = Watch.open(self.workspace, enabled=self.config.kibitzer_enabled,
-                                   mode=self.config.kibitzer_mode, notice=self._notice)
+        kibitzer = KibitzerHooks.open(self.workspace, enabled=self.config.kibitzer_enabled,
+                                      mode=self.config.kibitzer_mode, notice=self._notice)
+        self.kibitzer = kibitzer.watch if kibitzer is not None else None
+        # every program of this workspace runs through it; its pool runs programs side by
+        # side, up to [sandbox] workers at once
+        self.runs = RunPipeline(self._run_settings(), self.toolbox, self.tool_sources.protected,
+                                hooks=[kibitzer] if kibitzer is not None else [],
+                                notice=self._notice)
 
     @property
     def _inference_providers(self) -> list[Any]:
@@ -392,8 +417,9 @@ class LackpyService:
         a limit or a refused change; raises KitError for a kit that cannot be resolved.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
-        return await self._run_once(program, resolved, dict(params or {}), sandbox, rules,
-                                    approve, dry=dry, ask=ask)
+        spec = self.runs.spec(program, resolved, params=params, rules=rules, dry=dry,
+                              approve=approve, ask=ask)
+        return await self.runs.run(spec, self.runs.place(sandbox))
 
     def tryout_runner(self, resolved: ResolvedKit, params: Mapping[str, Any],
                       rules: list[Rule] | None, values: Mapping[str, Any],
@@ -408,12 +434,12 @@ class LackpyService:
             unknown = sorted((set(names) - set(values)) & read)
             why = (f"it reads the notebook variable {unknown[0]}, held by the session" if unknown
                    else not_dry_runnable(validate(program, set(resolved.callables)).calls, resolved,
-                                         sandboxed=self.sandbox_applies()))
+                                         sandboxed=self.runs.sandboxed()))
             if why is not None:
                 return Tryout(False, skipped=why)
             given = {**{name: values[name] for name in read & set(values)}, **params}
-            return tryout_of(await self._run_once(program, resolved, given, None, rules, dry=True),
-                             str(self.workspace))
+            spec = self.runs.spec(program, resolved, params=given, rules=rules, dry=True)
+            return tryout_of(await self.runs.run(spec, self.runs.place()), str(self.workspace))
         return tryout
 
     def run_check(self, program: str, kit: KitOrResolved = None) -> RunCheck:
@@ -428,73 +454,60 @@ class LackpyService:
                              and resolved.tools[name].grade_w > highest}))
         return RunCheck(highest >= 0 and not past, ceiling, past)
 
-    async def delegation(self, intent: str, kit: KitOrResolved = None,
-                         params: dict[str, Any] | None = None, *, run: bool = True,
-                         ask: bool = False, program: str | None = None,
-                         sandbox: bool | None = None, rules: list[Rule] | None = None,
-                         interpreter: Any = None, extra_tools: list[str] | None = None,
-                         on_event: Callable[[GenerationEvent], None] | None = None,
-                         variables: Mapping[str, Any] | None = None,
-                         approve: Approver | None = None) -> Delegation:
-        """Write a program for ``intent`` and, with ``run``, run it once: the whole delegate
-        sequence, with the ratchet's bookkeeping (intent log, template counts, recordings).
+    async def delegation(self, intent: str, options: DelegateOptions = DELEGATE) -> Delegation:
+        """Write a program for ``intent`` and, with ``options.run``, run it once: the whole
+        delegate sequence, with the ratchet's bookkeeping (intent log, template counts,
+        recordings). See ``DelegateOptions`` for what each option does.
 
-        ``variables`` (plain data) are the notebook's values the program may use: described
-        in the prompt and given to the run as parameters; ``uses`` says which it reads.
-        ``sandbox`` False runs it in this process; ``approve`` is asked before its file
-        changes land (``run_program``). The other options are ``write``'s.
-        Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
+        Raises GenerationError when no provider writes a valid program, KitError for a bad
+        kit, UsageError for ``variables`` that are not plain data.
         """
-        resolved = self.resolve_kit(kit, extra_tools=extra_tools)
-        variables = dict(variables or {})
+        resolved = self.resolve_kit(options.kit, extra_tools=options.extra_tools)
+        variables = dict(options.variables or {})
         _check_plain("variables", variables)
-        params = dict(params or {})
-        delegation = await self.write(
-            intent, resolved, params, run=run, ask=ask, program=program, rules=rules,
-            interpreter=interpreter, on_event=on_event,
-            context=NotebookContext.of_values(variables, self.config.delegate_context))
+        delegation = await self.draft(intent, replace(options, kit=resolved),
+                                      NotebookContext.of_values(variables,
+                                                                self.config.delegate_context))
         if delegation.runs:
-            started = time.perf_counter()
             # a one-shot run gets the variables it reads, as parameters
-            given = {**{name: variables[name] for name in delegation.uses}, **params}
-            self.ran(delegation, await self._run_once(delegation.program, resolved, given,
-                                                      sandbox, rules, approve), started)
+            given = {**{name: variables[name] for name in delegation.uses},
+                     **(options.params or {})}
+            spec = self.runs.spec(delegation.program, resolved, params=given, rules=options.rules,
+                                  approve=options.approve)
+            started = time.perf_counter()
+            self.record_run(delegation, await self.runs.run(spec, self.runs.place(options.sandbox)),
+                            started)
         return delegation
 
-    async def write(self, intent: str, kit: KitOrResolved = None,
-                    params: dict[str, Any] | None = None, *, run: bool = False,
-                    ask: bool = False, program: str | None = None,
-                    rules: list[Rule] | None = None, interpreter: Any = None,
-                    on_event: Callable[[GenerationEvent], None] | None = None,
+    async def draft(self, intent: str, options: DelegateOptions = DELEGATE,
                     context: NotebookContext | None = None) -> Delegation:
         """Write a program for ``intent``, not run: the caller runs it when ``runs`` says so
-        and hands the result to ``ran``.
+        and hands the result to ``record_run``.
 
         ``context`` is the notebook's variables the program may use (``uses`` lists those it
-        reads). With ``run`` and ``ask``, a program beyond ``[delegate] auto_run`` is held
-        (``held`` says why): what a surface passes when nobody has looked at the program
-        yet. ``on_event`` receives the generation's progress events; ``program`` skips
-        generation and uses that text (the seed's ``_program_override``).
-        Raises GenerationError when no provider writes a valid program, KitError for a bad kit.
+        reads). With ``options.run`` and ``options.ask``, a program beyond ``[delegate]
+        auto_run`` is held (``held`` says why). Raises GenerationError when no provider
+        writes a valid program, KitError for a bad kit.
         """
         started = time.perf_counter()
-        resolved = self.resolve_kit(kit)
+        resolved = self.resolve_kit(options.kit, extra_tools=options.extra_tools)
         context = context or NotebookContext()
-        if program is not None:
-            generated = GenerationResult(program, "override", 0.0)
+        if options.program is not None:
+            generated = GenerationResult(options.program, "override", 0.0)
         else:
-            generated = await self.generate(intent, resolved, dict(params or {}), rules,
-                                            interpreter=interpreter, on_event=on_event,
-                                            context=context)
+            generated = await self.generate(
+                intent, resolved, dict(options.params or {}), list(options.rules or ()),
+                interpreter=options.interpreter, on_event=options.on_event, context=context)
         uses = sorted(free_names(generated.program) & context.names)
-        delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses), runs=run)
-        if run and ask:
+        delegation = Delegation(intent, generated, resolved.grade, uses=tuple(uses),
+                                runs=options.run)
+        if options.run and options.ask:
             check = self.run_check(generated.program, resolved)
             delegation.runs, delegation.held = check.allowed, None if check.allowed else check
         delegation.total_time_ms = _ms_since(started)
         return delegation
 
-    def ran(self, delegation: Delegation, result: ExecutionResult, started: float) -> None:
+    def record_run(self, delegation: Delegation, result: ExecutionResult, started: float) -> None:
         """Keep ``result``, the run of ``delegation``'s program begun at ``started`` (a
         ``time.perf_counter()``), in the delegation and the ratchet."""
         delegation.result = result
@@ -509,15 +522,14 @@ class LackpyService:
                        extra_tools: list[str] | None = None, *,
                        variables: Mapping[str, Any] | None = None,
                        approve: Approver | None = None) -> dict[str, Any]:
-        """Generate a program for ``intent`` and run it; the documented result dict
-        (``Delegation.to_dict``). ``variables`` are values the program may use (described
-        in the prompt); ``approve`` is asked before its file changes land. Raises as
-        ``delegation`` does, and UsageError for an unknown ``mode``."""
+        """The seed's delegate: generate a program for ``intent`` and run it; the documented
+        result dict (``Delegation.to_dict``). Raises as ``delegation`` does, and UsageError
+        for an unknown ``mode``."""
         _check_mode(mode)
-        delegation = await self.delegation(
-            intent, kit, params, program=_program_override, sandbox=sandbox, rules=rules,
+        delegation = await self.delegation(intent, DelegateOptions(
+            kit=kit, params=params, program=_program_override, sandbox=sandbox, rules=rules,
             interpreter=interpreter, extra_tools=extra_tools, variables=variables,
-            approve=approve)
+            approve=approve))
         return delegation.to_dict()
 
     async def create(self, program: str, kit: KitOrResolved = None, name: str = "",
@@ -560,65 +572,24 @@ class LackpyService:
 
     # -- the sandbox ------------------------------------------------------------
 
-    def sandbox_applies(self, *, requested: bool | None = None) -> bool:
-        """Whether programs run in the sandbox, whatever tools they call (``requested``
-        overrides the config); says once, on stderr, why not when the platform rules it out."""
-        wanted = self.config.sandbox_enabled if requested is None else requested
-        if not wanted:
-            return False
-        if not sandbox_supported():
-            self._notice(f"no sandbox on {sys.platform}: programs run in this process, "
-                         "without time or memory limits")
-            return False
-        return True
-
-    @property
-    def approves_writes(self) -> bool:
-        """Whether a program's file changes wait for a person (``[sandbox] approve``)."""
-        return self.config.sandbox_approve == "write"
-
-    def new_sandbox(self) -> Sandbox:
-        """A sandbox worker for this workspace with the configured limits and approval
-        (started lazily): kits resolve against the service's toolbox, whose tools that run
-        in the kernel it calls here for the program."""
-        return Sandbox(self.workspace, self.sandbox_limits(), self.kits_dir, toolbox=self.toolbox,
-                       protected=self.tool_sources.protected,
-                       approve_writes=self.approves_writes)
-
-    def callables_here(self, resolved: ResolvedKit, approve: Approver | None,
-                       ask: bool | None = None) -> dict[str, Callable[..., Any]]:
-        """The callables of ``resolved`` for a program run in this process: with ``ask``
-        (None: where writes are approved), a kernel tool graded write asks ``approve``
-        before each call."""
-        ask = self.approves_writes if ask is None else ask
-        return asked_first(resolved, approve) if ask else resolved.callables
-
-    def stage_here(self) -> HereStage:
-        """A stage for one program run in this process (see ``lackpy_kernel.run.here``)."""
-        return HereStage(self.workspace, self.tool_sources.protected)
-
-    def sandbox_limits(self) -> SandboxLimits:
-        """The configured per-program limits."""
-        return SandboxLimits(self.config.sandbox_timeout, self.config.sandbox_memory_mb,
-                             self.config.sandbox_max_result_mb, self.config.sandbox_max_tool_calls)
-
     @property
     def sandbox_worker_pid(self) -> int | None:
         """The process id of the first one-shot sandbox worker while it runs, else None."""
-        return self._pool.worker_pid
+        return self.runs.shared.worker_pid
 
     @property
     def sandbox_worker_pids(self) -> list[int]:
         """The process ids of the one-shot sandbox workers that run (several while programs
         run side by side; the extras stop once idle)."""
-        return self._pool.worker_pids
+        return self.runs.shared.worker_pids
 
     # -- lifecycle ------------------------------------------------------------
 
     def close(self) -> None:
         """Stop the sandbox workers, if any were started, the tool sources' MCP servers and
         Kibitzer's thread."""
-        self._pool.close()
+        self.runs.close()
+        self.ratchet.flush()
         self.tool_sources.close()
         if self.kibitzer is not None:
             self.kibitzer.close()
@@ -631,83 +602,20 @@ class LackpyService:
 
     # -- internals ------------------------------------------------------------
 
-    @telemetry.traced_run
-    async def _run_once(self, program: str, resolved: ResolvedKit, params: dict[str, Any],
-                        sandbox: bool | None, rules: list[Rule] | None,
-                        approve: Approver | None = None, *, dry: bool = False,
-                        ask: bool | None = None) -> ExecutionResult:
-        check = validate_for(program, resolved, set(params), rules)
-        if not check.valid:
-            return validation_failure(check.issues)
-        refused = self.kibitzer_refusal(check, resolved)
-        if refused is not None:
-            return refused
-        if self.sandbox_applies(requested=sandbox):
-            return self.kibitzer_heard(await self._pool.run_async(
-                program, self.kibitzer_kit(resolved), params, return_variables=True,
-                dry=dry, approve=approve, ask=ask))
-        return await self._run_staged_here(program, check, resolved, params, approve, dry=dry,
-                                           ask=self.approves_writes if ask is None else ask)
-
-    async def _run_staged_here(self, program: str, check: ValidationResult,
-                               resolved: ResolvedKit, params: dict[str, Any],
-                               approve: Approver | None, *, dry: bool, ask: bool
-                               ) -> ExecutionResult:
-        """``program`` in this process, its writes staged, then settled (``approve`` asked
-        with ``ask``; dropped when ``dry``)."""
-        runner = RestrictedRunner(max_tool_calls=self.config.sandbox_max_tool_calls)
-        stage = self.stage_here()
-        try:
-            result = self.kibitzer_heard(stage.run(lambda: runner.run_validated(
-                program, check,
-                self.callables_here(self.kibitzer_kit(resolved, here=True), approve, ask),
-                params, sources=trace_sources(resolved))))
-            if dry:  # what it staged is dropped below, unasked
-                return result
-            return await stage.settle(result, ask=ask, approve=approve)
-        finally:
-            stage.discard()
-
-    # -- Kibitzer (lackpy_kernel.kibitzer) ---------------------------------------
-
-    def kibitzer_refusal(self, check: ValidationResult, resolved: ResolvedKit
-                         ) -> ExecutionResult | None:
-        """The failed result of a valid program Kibitzer refuses before it runs, else None."""
-        reason = None if self.kibitzer is None else self.kibitzer.program_refusal(check.tree,
-                                                                                 resolved)
-        return None if reason is None else ExecutionResult(False, error=reason,
-                                                           error_type="ToolCallError")
-
-    def kibitzer_kit(self, resolved: ResolvedKit, *, here: bool = False) -> ResolvedKit:
-        """``resolved`` as the sandbox (or, ``here``, this process) runs it: each call asks
-        Kibitzer first, when it watches."""
-        return resolved if self.kibitzer is None else watched_kit(resolved, self.kibitzer,
-                                                                   here=here)
-
-    def kibitzer_heard(self, result: ExecutionResult) -> ExecutionResult:
-        """``result``, once Kibitzer heard of its calls (from its trace) and saved its state,
-        with the suggestions it made meanwhile as notes."""
-        if self.kibitzer is not None:
-            self.kibitzer.after_run(result.trace.entries)
-            result.notes.extend(self.kibitzer.take_fresh())
-        return result
+    def _run_settings(self) -> Settings:
+        config = self.config
+        return Settings(workspace=self.workspace, kits_dir=self.kits_dir,
+                        limits=SandboxLimits(config.sandbox_timeout, config.sandbox_memory_mb,
+                                             config.sandbox_max_result_mb,
+                                             config.sandbox_max_tool_calls),
+                        sandbox=config.sandbox_enabled,
+                        asks_writes=config.sandbox_approve == "write",
+                        workers=config.sandbox_workers)
 
     def _notice(self, message: str) -> None:
         if message not in self.notices:
             self.notices.append(message)
             print(f"lackpy: {message}", file=sys.stderr)
-
-
-def validate_for(program: str, resolved: ResolvedKit, names: set[str],
-                 rules: list[Rule] | None) -> ValidationResult:
-    """Validate against a kit's tools plus ``names``, refusing assignments to the tools,
-    within ``VALIDATION_SECONDS`` (a program too large to check in time is invalid)."""
-    with telemetry.span("lackpy.validate") as checking:
-        checked = validate(program, {*resolved.callables, *names}, rules,
-                           protected_names=resolved.callables,
-                           deadline=time.monotonic() + VALIDATION_SECONDS)
-        checking.set({"lackpy.ok": checked.valid, "lackpy.issues": len(checked.errors)})
-    return checked
 
 
 def tool_names(resolved: ResolvedKit) -> list[str]:
@@ -720,11 +628,6 @@ def _check_plain(what: str, values: Mapping[str, Any]) -> None:
     if bad is not None:
         raise UsageError(f"{what} must be plain data (str, numbers, lists, dicts), "
                          f"not {bad.__name__}")
-
-
-def trace_sources(resolved: ResolvedKit) -> dict[str, str]:
-    """Alias -> where its tool comes from (``ToolSpec.source``), for the trace."""
-    return {alias: spec.source for alias, spec in resolved.tools.items()}
 
 
 def _check_mode(mode: str | None) -> None:

@@ -8,26 +8,26 @@ public API, so a second surface (the IPython extension, a plan) can do the same.
 
 from __future__ import annotations
 
-import copy
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.infer import GenerationEvent
+from lackpy_kernel.execution import HerePlace, WorkerPlace, validate_for
 from lackpy_kernel.kit import Kit, ResolvedKit
 from lackpy_kernel.lang import Rule, ValidationResult
-from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Sandbox, validation_failure
+from lackpy_kernel.run import ExecutionResult
 from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.service import (
+    DELEGATE,
+    DelegateOptions,
     Delegation,
     KitOrResolved,
     LackpyService,
     NotebookContext,
-    trace_sources,
-    validate_for,
 )
-from lackpy_kernel.telemetry import traced_run
 
 __all__ = ["Delegation", "LackpySession"]
 
@@ -55,9 +55,7 @@ class LackpySession:
         self.running_here = False  # True while this thread validates or runs a program (see run)
         self.stop_requested = False  # a stop that came before running_here (see _here)
         self.approve: Approver | None = None
-        self._sandboxed: bool | None = None  # where programs run, fixed by the first one
-        self._sandbox: Sandbox | None = None
-        self._variables: dict[str, Any] = {}  # in-process sessions only
+        self._place: WorkerPlace | HerePlace | None = None  # where programs run, from the first
 
     def resolved_kit(self, kit: KitOrResolved = None) -> ResolvedKit:
         """The session's kit (or ``kit``), resolved; raises KitError."""
@@ -72,9 +70,11 @@ class LackpySession:
     @property
     def variable_types(self) -> dict[str, str]:
         """The session's variables: name -> type name."""
-        if self._sandbox is not None:
-            return dict(self._sandbox.variable_types)
-        return {name: type(value).__name__ for name, value in self._variables.items()}
+        place = self._place
+        if isinstance(place, WorkerPlace):
+            return dict(place.sandbox.variable_types)
+        values = place.variables if place is not None else None
+        return {name: type(value).__name__ for name, value in (values or {}).items()}
 
     def known_names(self) -> set[str]:
         """Every name a program may use besides the builtins: tools, parameters, variables.
@@ -102,46 +102,40 @@ class LackpySession:
         """
         return await self._run_checked(program, self.resolved_kit(kit), rules)
 
-    async def delegate(self, intent: str, *, kit: KitOrResolved = None, run: bool = False,
-                       approved: bool = False, params: dict[str, Any] | None = None,
-                       rules: list[Rule] | None = None,
-                       on_event: Callable[[GenerationEvent], None] | None = None,
-                       variables: Mapping[str, Any] | None = None,
-                       sandbox: bool | None = None) -> Delegation:
-        """Have the inference tiers write a program for ``intent``; with ``run``, run it in
-        this session (its variables kept as for a cell) when it is within ``[delegate]
-        auto_run`` or the user ``approved`` it, else hold it (``Delegation.held`` says why).
-        ``params`` join the session's parameters for this call; ``on_event`` receives the
-        generation's progress events. The program may use the session's variables (see
+    async def delegate(self, intent: str, options: DelegateOptions = DELEGATE, *,
+                       run: bool = False, approved: bool = False) -> Delegation:
+        """Have the inference tiers write a program for ``intent`` (see ``DelegateOptions``:
+        ``kit``, ``params`` joining the session's for this call, ``rules``, ``on_event``);
+        with ``run``, run it in this session (its variables kept as for a cell) when it is
+        within ``[delegate] auto_run`` or the user ``approved`` it, else hold it
+        (``Delegation.held`` says why). The program may use the session's variables (see
         ``context``); ``Delegation.uses`` lists those it reads.
 
-        ``variables``, a Python notebook's values, take the session's place: the program
-        may read them, and runs once with those it reads as parameters (``sandbox`` False:
-        in this process), leaving the session's variables alone.
+        ``options.variables``, a Python notebook's values, take the session's place: the
+        program may read them, and runs once with those it reads as parameters
+        (``options.sandbox`` False: in this process), leaving the session's variables alone.
 
         Raises GenerationError when no provider writes a valid program, KitError for a bad
         kit, UsageError for ``sandbox`` without ``variables`` (a session's programs run where
         its first ran).
         """
-        resolved = self.resolved_kit(kit)
-        given = {**self.params, **(params or {})}
-        if variables is not None:
-            delegation = await self.service.delegation(
-                intent, resolved, given, run=run, ask=not approved, sandbox=sandbox,
-                rules=rules, on_event=on_event, variables=variables, approve=self.approve)
+        resolved = self.resolved_kit(options.kit)
+        given = {**self.params, **(options.params or {})}
+        options = replace(options, kit=resolved, params=given, run=run, ask=not approved,
+                          approve=self.approve)
+        if options.variables is not None:
+            delegation = await self.service.delegation(intent, options)
             if delegation.result is not None:
                 self.last_result = delegation.result
             return delegation
-        if sandbox is not None:
+        if options.sandbox is not None:
             raise UsageError("this session's programs run where its first program ran; "
                              "--no-sandbox is for a Python notebook's %delegate")
-        delegation = await self.service.write(intent, resolved, given, run=run,
-                                              ask=not approved, rules=rules,
-                                              on_event=on_event, context=self.context())
+        delegation = await self.service.draft(intent, options, self.context())
         if delegation.runs:
             started = time.perf_counter()
-            self.service.ran(delegation, await self._run_checked(delegation.program, resolved,
-                                                                 rules, given), started)
+            self.service.record_run(delegation, await self._run_checked(
+                delegation.program, resolved, list(options.rules or ()), given), started)
         return delegation
 
     async def run_once(self, program: str, *, kit: KitOrResolved = None,
@@ -162,113 +156,77 @@ class LackpySession:
         none). A sandboxed session's worker describes its own values."""
         names = frozenset(self.variable_types)
         mode = self.service.config.delegate_context
+        place = self._place
         if mode == "none" or not names:
             return NotebookContext(names)
-        if self._sandbox is not None:
-            description = self._sandbox.describe_variables(previews=mode == "previews")
+        if isinstance(place, WorkerPlace):
+            description = place.sandbox.describe_variables(previews=mode == "previews")
             return NotebookContext(names, description or None)
-        return NotebookContext.of_values(self._variables, mode)
+        return NotebookContext.of_values(place.variables or {} if place else {}, mode)
 
     def start(self) -> None:
         """Start the sandbox worker in the background if this session's programs will run
         there, so that the first finds it ready; returns at once."""
-        if self._runs_sandboxed():
-            self._session_sandbox().start()
+        place = self._own_place()
+        if isinstance(place, WorkerPlace):
+            place.sandbox.start()
 
     def reset(self) -> None:
         """Forget the session's variables (the kit and parameters stay)."""
-        self._variables = {}
-        if self._sandbox is not None:
-            self._sandbox.reset()
+        if isinstance(self._place, WorkerPlace):
+            self._place.sandbox.reset()
+        elif self._place is not None:
+            self._place.variables = {}
 
     def close(self) -> None:
         """Stop the session's worker."""
-        if self._sandbox is not None:
-            self._sandbox.close()
-            self._sandbox = None
+        if isinstance(self._place, WorkerPlace):
+            self._place.sandbox.close()
+            self._place = None
 
     # -- internals ------------------------------------------------------------
 
     async def _run_checked(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
                            params: dict[str, Any] | None = None) -> ExecutionResult:
+        runs = self.service.runs
+        spec = runs.spec(program, resolved, params=self.params if params is None else params,
+                         rules=rules, names=self.variable_types, approve=self.approve)
         try:
-            check = self._validate(program, resolved, rules, params)
+            result = await runs.run(spec, self._own_place())
         except KeyboardInterrupt:
-            return self._finish(_interrupted())
-        return await self._run_resolved(program, resolved, check, params)
+            result = _interrupted()
+        return self._finish(result)
 
     def _validate(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
                   params: dict[str, Any] | None = None) -> ValidationResult:
         names = {*(self.params if params is None else params), *self.variable_types}
-        try:
-            self._here()  # a long validation can be interrupted like a program
+        with self._here():  # a long validation can be interrupted like a program
             return validate_for(program, resolved, names, rules)
-        finally:
-            self.running_here = False
 
-    def _here(self) -> None:
-        """Say this thread now validates or runs here (``running_here``); raises
-        KeyboardInterrupt for a stop requested before (``stop_requested``, which the
+    @contextmanager
+    def _here(self) -> Iterator[None]:
+        """While this thread validates or runs a program here: ``running_here`` is true;
+        raises KeyboardInterrupt for a stop requested before (``stop_requested``, which the
         caller sets when its stop came while nothing ran here yet, and clears per cell)."""
         self.running_here = True
-        if self.stop_requested:
-            raise KeyboardInterrupt
-
-    @traced_run
-    async def _run_resolved(self, program: str, resolved: ResolvedKit, check: ValidationResult,
-                            params: dict[str, Any] | None = None) -> ExecutionResult:
-        params = self.params if params is None else params
-        refused = self.service.kibitzer_refusal(check, resolved) if check.valid else None
-        if not check.valid:
-            result = validation_failure(check.issues)
-        elif refused is not None:
-            result = refused
-        elif self._runs_sandboxed():
-            result = self.service.kibitzer_heard(await self._session_sandbox().run_async(
-                program, self.service.kibitzer_kit(resolved), dict(params), approve=self.approve))
-        else:
-            result = await self._run_here(program, check, resolved, params)
-        return self._finish(result)
+        try:
+            if self.stop_requested:
+                raise KeyboardInterrupt
+            yield
+        finally:
+            self.running_here = False
 
     def _finish(self, result: ExecutionResult) -> ExecutionResult:
         self.last_result = result
         return result
 
-    def _runs_sandboxed(self) -> bool:
-        """Whether this session's programs run in the sandbox (decided once)."""
-        if self._sandboxed is None:
-            self._sandboxed = self.service.sandbox_applies()
-        return self._sandboxed
-
-    async def _run_here(self, program: str, check: ValidationResult, resolved: ResolvedKit,
-                        params: dict[str, Any]) -> ExecutionResult:
-        scratch = copy.deepcopy(self._variables)  # a failed program must not change them
-        runner = RestrictedRunner(max_tool_calls=self.service.config.sandbox_max_tool_calls)
-        stage = self.service.stage_here()
-        try:
-            try:
-                self._here()
-                result = self.service.kibitzer_heard(stage.run(lambda: runner.run_validated(
-                    program, check,
-                    self.service.callables_here(
-                        self.service.kibitzer_kit(resolved, here=True), self.approve),
-                    params, scratch, sources=trace_sources(resolved))))
-            except KeyboardInterrupt:
-                return _interrupted()
-            finally:
-                self.running_here = False
-            result = await stage.settle(result, ask=self.service.approves_writes,
-                                        approve=self.approve)
-        finally:
-            stage.discard()
-        if result.success:
-            self._variables = result.variables
-        return result
-
-    def _session_sandbox(self) -> Sandbox:
-        if self._sandbox is None:
-            self._sandbox = self.service.new_sandbox()
-        return self._sandbox
+    def _own_place(self) -> WorkerPlace | HerePlace:
+        """Where this session's programs run: decided by its first, and kept."""
+        if self._place is None:
+            runs = self.service.runs
+            self._place = (runs.worker(self._here) if runs.sandboxed()
+                           else runs.here(variables={}, guard=self._here))
+        return self._place
 
 
 def _interrupted() -> ExecutionResult:

@@ -66,7 +66,7 @@ def on_a_terminal(workspace, answer: str, *args: str) -> tuple[int, str]:
                                start_new_session=True)
     os.close(terminal)
     shown = b""
-    while b"[y/N] " not in shown:  # the question, whatever it asks
+    while b"/N] " not in shown:  # the question, whatever it asks ([y/N], [all/unseen/N])
         chunk = os.read(main, 4096)
         assert chunk, shown
         shown += chunk

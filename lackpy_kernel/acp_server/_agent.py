@@ -48,7 +48,7 @@ from lackpy_kernel.config import load_config
 from lackpy_kernel.errors import GenerationError, LackpyError, error_text
 from lackpy_kernel.infer import GenerationEvent, ProgramStreaming
 from lackpy_kernel.notebook.bundles import generation_progress, generation_summary
-from lackpy_kernel.service import Delegation, LackpyService
+from lackpy_kernel.service import DelegateOptions, Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
 
 from . import _store
@@ -404,7 +404,7 @@ class LackpyAgent:
                                          content=[shown(event.text)]))
 
         try:
-            delegation = await chat.session.delegate(intent, on_event=tried)
+            delegation = await chat.session.delegate(intent, DelegateOptions(on_event=tried))
         except LackpyError as exc:
             if call_id in chat.running:
                 chat.running.discard(call_id)
@@ -454,7 +454,7 @@ class LackpyAgent:
         await self._update(session_id, update_tool_call(call_id, status="in_progress"))
         started = time.perf_counter()
         result = await session.run(delegation.program)
-        session.service.ran(delegation, result, started)
+        session.service.record_run(delegation, result, started)
         answer = reply(result, delegation.program)
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",

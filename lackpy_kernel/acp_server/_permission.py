@@ -75,13 +75,18 @@ class PermissionAsker:
         options: file changes as diffs (kept in ``diffs``), a tool's call as the call with
         its arguments (bounded) as text."""
         call_id = self._call_id()
+        change = change.in_full()  # the client is sent all of it, and may fold it
+        if not change.complete:
+            raise ChangeRefusedError("the change is too large to send whole ("
+                                     + "; ".join(change.unseen()) + "), so it was not applied")
         if change.call is not None:
             return ToolCallUpdate(
                 tool_call_id=call_id, title=f"call {change.call.name}", kind="other",
                 content=[*self._shown, tool_content(text_block(change.to_text()))]), CALL_OPTIONS
         diff = self.diffs[call_id] = diff_content(self._workspace, change)
+        warned = [tool_content(text_block(change.warnings()))] if change.warnings() else []
         return ToolCallUpdate(tool_call_id=call_id, title=change.summary(), kind="edit",
-                              content=[*self._shown, *diff]), OPTIONS
+                              content=[*self._shown, *warned, *diff]), OPTIONS
 
 
 def _cannot_ask(change: Change, exc: RequestError) -> str:
@@ -100,10 +105,10 @@ def diff_content(workspace: Path, change: Change) -> list[Content]:
         if file.lines:
             old, new = _sides(file)
             content.append(tool_diff_content(str(workspace / file.path), new, old))
-        if file.note or file.omitted or not file.lines:
+        if file.note or file.omitted or not file.lines or file.runs_code or file.executable:
             more = f"; {file.omitted} more lines not shown" if file.omitted else ""
             content.append(tool_content(text_block(
-                f"{file.status} {file.path}: {file.note or file.counts}{more}")))
+                f"{file.status} {file.path}: {file.summary}{more}")))
     return content
 
 

@@ -79,11 +79,11 @@ def held(session: LackpySession, program: str) -> str:
     writes = {name for name in calls if name in resolved.tools
               and resolved.tools[name].grade_w > READ}
     unstaged = sorted(writes & unstaged_writers(resolved,
-                                                asked=session.service.approves_writes))
+                                                asked=session.service.runs.asks_writes))
     if unstaged:
         return WRITES_NOT_RUN.format(tools=", ".join(unstaged))
     check = session.service.run_check(program, resolved)
-    asked = writes if session.service.approves_writes and AUTO_RUN_LEVELS[check.ceiling] >= 0 \
+    asked = writes if session.service.runs.asks_writes and AUTO_RUN_LEVELS[check.ceiling] >= 0 \
         else set()
     if check.allowed or set(check.past) <= asked:
         return ""

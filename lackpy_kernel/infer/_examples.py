@@ -64,10 +64,14 @@ GENERAL_EXAMPLES = (
 
 def general_examples(tool_names: Iterable[str]) -> list[Example]:
     """The examples of :data:`GENERAL_EXAMPLES` whose every call is to a builtin or one of ``tool_names``."""
-    tools = set(tool_names)
-    return [example for example in GENERAL_EXAMPLES if _called(example.code) <= tools | ALLOWED_BUILTINS]
+    known = set(tool_names) | ALLOWED_BUILTINS
+    return [example for example, called in _GENERAL_CALLS if called <= known]
 
 
-def _called(code: str) -> set[str]:
-    return {node.func.id for node in ast.walk(ast.parse(code))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+def _called(code: str) -> frozenset[str]:
+    return frozenset(node.func.id for node in ast.walk(ast.parse(code))
+                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name))
+
+
+# Each general example with the names it calls, parsed once (tier 0 asks on every intent).
+_GENERAL_CALLS = tuple((example, _called(example.code)) for example in GENERAL_EXAMPLES)

@@ -222,11 +222,6 @@ def _call_text(tool: str, args: Mapping[str, Any]) -> str:
     return f"{tool}({', '.join(shown(value) for value in args.values())})"
 
 
-def asks_for_a_number(intent: str) -> bool:
-    """Whether ``intent`` asks "how many", "count", "number of" or "length of"."""
-    return SHAPES["number"].asks.search(intent) is not None
-
-
 def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = ANSWER_CHECKS,
                      program: str = "") -> list[str]:
     """The errors one more correction round shows the model; ``[]`` when the program passed.

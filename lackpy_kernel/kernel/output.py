@@ -141,6 +141,8 @@ class KernelPort:
     def ask(self, prompt: str, *, password: bool = False) -> str:
         if not getattr(self.output.kernel, "_allow_stdin", False):
             raise no_input(prompt)
+        if self.output.silent:  # it would ask about what it never showed
+            raise no_input(prompt, "a silent request shows no output")
         return self.output.ask(prompt, password=password)
 
     def program_cell(self, cell: ProgramCell) -> str:

@@ -19,6 +19,7 @@ _PROC_FD = "/proc/self/fd"  # Linux: each entry links to the real path of an ope
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 IMPORTABLE_SUFFIXES = frozenset({*importlib.machinery.all_suffixes(), ".pth"})
+GIT_DIR = ".git"  # git's folder (or the file naming it): programs may not write it
 STAGING = "staging"  # the folder of the running programs' stages, in <root>/.lackpy/ (kit.staging)
 
 
@@ -51,8 +52,9 @@ class Workspace:
     def resolve(self, path: object, *, write: bool = False) -> Path:
         """The real absolute path of ``path`` (relative to the root), refused unless inside.
 
-        With ``write=True`` paths inside ``<root>/.lackpy/`` and protected files are refused
-        as well. Raises ``WorkspaceError`` (a ``PermissionError``) with the reason.
+        With ``write=True`` paths inside ``<root>/.lackpy/`` or ``<root>/.git`` (git runs
+        code from it: hooks, ``core.fsmonitor``) and protected files are refused as well.
+        Raises ``WorkspaceError`` (a ``PermissionError``) with the reason.
         """
         text = self._check_path_text(path)
         real = self._realpath(text)
@@ -62,6 +64,7 @@ class Workspace:
         self._check_not_staged(text, real)
         if write:
             self._check_not_config(text, real)
+            self._check_not_git(text, real)
             self._check_not_protected(text, real)
         return Path(real)
 
@@ -211,6 +214,15 @@ class Workspace:
                 f"{text!r} is inside the workspace's {CONFIG_DIR}/ folder, which programs may "
                 f"not change (it holds the config, kits and templates); write elsewhere in the "
                 f"workspace {self._root}"
+            )
+
+    def _check_not_git(self, text: str, real: str) -> None:
+        relative = Path(os.path.relpath(real, self._root))
+        if any(part.casefold() == GIT_DIR for part in relative.parts):  # a nested repo's too
+            raise WorkspaceError(
+                f"{text!r} is in the workspace's {GIT_DIR} (a file git reads, and may run code "
+                f"from: hooks, core.fsmonitor), which programs may not change; run git "
+                f"yourself, or write elsewhere in the workspace {self._root}"
             )
 
     def _check_not_protected(self, text: str, real: str) -> None:

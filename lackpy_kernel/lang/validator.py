@@ -32,6 +32,9 @@ from .grammar import (
 
 _ISSUE_TEXT = re.compile(r"^line (\d+), col (\d+): (.*)$", re.DOTALL)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
+# A replacement field that names a dunder ('{0.__class__}', '{__globals__}'): what str.format
+# would turn into attribute access. A dunder elsewhere ('pkg/__init__.py') is only data.
+_DUNDER_FIELD = re.compile(r"\{[^{}]*__")
 MAX_ISSUES = 100
 # "Did you mean" costs a fuzzy match per candidate: only the first few unknown
 # functions get one, only for short names, against a bounded set of names.
@@ -589,8 +592,10 @@ class _Checker:
     def _check_Constant(self, node: ast.Constant) -> None:
         value = node.value
         if value.__class__ is str:
-            if "__" in value:
-                self._report(node, "strings containing '__' are forbidden (dunder access)")
+            if "__" in value and _DUNDER_FIELD.search(value):
+                self._report(node, "strings with '__' inside a {} field are forbidden "
+                                   "(attribute access through a format string); a path or "
+                                   "name such as 'pkg/__init__.py' is fine")
         elif isinstance(value, bytes):
             self._report(node, "bytes literals are not part of lackpy; use a str")
 

@@ -248,7 +248,7 @@ def _note_text(value: Any) -> str:
 
 
 def _cell_text(value: Any) -> str:
-    text = value if isinstance(value, str) and "\n" not in value else repr(value)
+    text = printable(value if isinstance(value, str) and "\n" not in value else repr(value))
     return text if len(text) <= CELL_TEXT else text[:CELL_TEXT - 3] + "..."
 
 
@@ -264,15 +264,16 @@ def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, Any]:
         ([] if compact else ["result / error"])
     rows = []
     for entry in trace.entries:
-        args = ", ".join(f"{k}={v!r}" for k, v in entry.args.items())
+        args = printable(", ".join(f"{k}={v!r}" for k, v in entry.args.items()))
         row = [entry.step, entry.tool, args, f"{entry.duration_ms:.1f}",
                "ok" if entry.success else "failed"] + ([entry.source] if sourced else [])
         if not compact:
             row.append(entry.result if entry.success else entry.error)
         rows.append(row)
     table = table_bundle(columns, rows)
-    files = [f"read: {', '.join(trace.files_read)}"] if trace.files_read else []
-    files += [f"modified: {', '.join(trace.files_modified)}"] if trace.files_modified else []
+    files = [printable(f"read: {', '.join(trace.files_read)}")] if trace.files_read else []
+    files += ([printable(f"modified: {', '.join(trace.files_modified)}")]
+              if trace.files_modified else [])
     plain = "\n".join([title, table["text/plain"], *files])
     extra = "".join(f"<div>{html.escape(line)}</div>" for line in files)
     opened = "" if compact else " open"
@@ -290,11 +291,13 @@ def change_bundle(change: Change) -> dict[str, Any]:
     ``CHANGES_MIME`` (``Change.to_frame()``, for a front end that draws its own)."""
     rows = "".join(f"<tr><td style='text-align: left'>{file.status}</td>"
                    f"<td style='text-align: left'><code>{html.escape(file.path)}</code></td>"
-                   f"<td style='text-align: left'>{html.escape(file.note or file.counts)}</td></tr>"
+                   f"<td style='text-align: left'>{html.escape(file.summary)}</td></tr>"
                    for file in change.files)
     diffs = "".join(_file_diff_html(file) for file in change.files)
+    warnings = change.warnings()
+    warned = f"<div><b>{html.escape(warnings)}</b></div>" if warnings else ""
     markup = (f"<div class='lackpy-changes'><div><b>{html.escape(change.summary())}</b></div>"
-              f"<table><tbody>{rows}</tbody></table>{diffs}</div>")
+              f"{warned}<table><tbody>{rows}</tbody></table>{diffs}</div>")
     return {"text/plain": change.to_text(), "text/html": markup,
             CHANGES_MIME: change.to_frame()}
 

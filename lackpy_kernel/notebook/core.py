@@ -10,7 +10,6 @@ literals where they parse as one, otherwise strings.
 from __future__ import annotations
 
 import keyword
-import shlex
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from lackpy_kernel.kit import NOTHING_TO_UNDO, ResolvedKit, Workspace, undo_last
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
+    change_bundle,
     delegation_status,
     held_message,
     kit_label,
@@ -41,7 +41,7 @@ from lackpy_kernel.notebook.family import MagicFamily
 from lackpy_kernel.notebook.port import NotebookError, NotebookPort, ProgramCell, program_failure
 from lackpy_kernel.notebook.syntax import MagicLine, parse_param, shell_words
 from lackpy_kernel.run import ExecutionResult, validation_failure
-from lackpy_kernel.service import Delegation
+from lackpy_kernel.service import DelegateOptions, Delegation
 from lackpy_kernel.telemetry import tallying
 
 __all__ = ["CoreMagics", "MagicOptions", "parse_magic_options", "show_run", "tool_sources"]
@@ -70,11 +70,6 @@ class MagicOptions:
     replace: bool = False
     rest: str = ""
     param_texts: list[str] = field(default_factory=list)
-
-    @property
-    def kit_text(self) -> str | None:
-        """The kit as a shell word, or None."""
-        return None if self.kit is None else shlex.quote(self.kit)
 
 
 def _options(line: MagicLine, usage: str) -> MagicOptions:
@@ -139,10 +134,10 @@ class CoreMagics(MagicFamily):
         progress = _LiveProgress(self.port, f"delegating: {intent} ...")
         try:
             with tallying() as used:
-                delegation = await self.session.delegate(
-                    intent, kit=options.kit, run=options.run, approved=options.yes,
-                    params=options.params, on_event=progress.show, sandbox=options.sandbox,
-                    variables=self.port.notebook_values())
+                delegation = await self.session.delegate(intent, DelegateOptions(
+                    kit=options.kit, params=options.params, on_event=progress.show,
+                    sandbox=options.sandbox, variables=self.port.notebook_values()),
+                    run=options.run, approved=options.yes)
         except GenerationError:
             progress.close("failed")
             self.port.stream("stdout", "no provider could write a program\n")
@@ -251,6 +246,13 @@ class CoreMagics(MagicFamily):
     def undo(self, line: MagicLine) -> None:
         done = undo_last(Workspace(self.workspace))
         self.port.display({"text/plain": "\n".join(done) or NOTHING_TO_UNDO})
+
+    @magic("diff", "show all of the last change a program asked to make, nothing cut or "
+           "summarized (what the question offers as 'all')")
+    def diff(self, line: MagicLine) -> None:
+        last = self.approval.last
+        self.port.display(change_bundle(last.in_full()) if last is not None else
+                          {"text/plain": "no program of this session asked to change files yet"})
 
     @magic("lackpy", LACKPY_SUMMARY, options=(KIT, PARAM, OUT, NO_SANDBOX), cell=True)
     async def lackpy(self, line: MagicLine, body: str) -> None:

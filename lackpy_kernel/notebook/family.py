@@ -34,7 +34,7 @@ class MagicFamily:
     def __init__(self, port: NotebookPort, session: LackpySession) -> None:
         self.port = port
         self.session = session
-        session.approve = asking(port)
+        self.approval = session.approve = asking(port)
         self.service = session.service
         offered = self.offered(port.offers)
         self.declared = {name: (offered[name], handler)

@@ -169,7 +169,7 @@ def plain_values(namespace: Mapping[str, Any], hidden: Collection[str],
             and find_non_plain(namespace[name]) is None}
 
 
-def no_input(prompt: str) -> UsageError:
-    """The error for a question the front end cannot answer."""
-    return UsageError(f"this front end takes no input, so lackpy cannot ask {prompt!r}; "
+def no_input(prompt: str, why: str = "this front end takes no input") -> UsageError:
+    """The error for a question the front end cannot answer (``why``)."""
+    return UsageError(f"{why}, so lackpy cannot ask {prompt!r}; "
                       "answer with the magic's options instead")

@@ -15,8 +15,6 @@ keeps only the sizes, to bound the session.
 from __future__ import annotations
 
 import pickle
-import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +23,6 @@ from . import wire
 from .plain import SCALARS
 from .protocol import Commit
 
-# A run of characters between ASCII punctuation and whitespace: every identifier is one
-# (outside strings, Python separates tokens only with those), combining marks and the
-# other identifier characters that ``\w`` does not match included.
-_WORD = re.compile(r"[^\s!-/:-@\[-^`{-~]+")
 _MISSING = object()
 
 
@@ -99,12 +93,6 @@ class UnitLog:
     def live_units(self) -> list[tuple[list[str], bytes]]:
         """Every unit still in use, oldest first, with its live names (needs ``keep_blobs``)."""
         return [(sorted(unit.names), unit.blob or b"") for _, unit in sorted(self.units.items())]
-
-
-def names_in(program: str) -> set[str]:
-    """Every word of ``program`` (after NFKC, as Python reads identifiers): a superset of the
-    names it uses, whatever letters, digits and marks they are made of."""
-    return set(_WORD.findall(unicodedata.normalize("NFKC", program)))
 
 
 def changed_names(before: Mapping[str, Any], after: Mapping[str, Any], named: set[str],

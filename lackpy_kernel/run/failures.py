@@ -3,12 +3,11 @@ that cause them (shared by the kernel's side, the worker and the child)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from lackpy_kernel.kit.changes import printable
 
 from .protocol import Reply, RunRequest
 from .runner import ExecutionResult
+from .trace import Trace
 
 MAX_NAMED = 5  # files a message names
 DECLINED = "they were declined"  # why a change did not land, when the person said no
@@ -17,14 +16,15 @@ ASK_INTERRUPTED = "the run was interrupted while waiting for the answer"
 
 def failure(error_type: str, message: str) -> Reply:
     """The reply of a program that failed with ``error_type`` and ``message``."""
-    return Reply(ExecutionResult(False, error=message, error_type=error_type).to_dict())
+    return Reply(ExecutionResult(False, error=message, error_type=error_type))
 
 
-def failed_after(trace: dict[str, Any], error_type: str, message: str) -> Reply:
-    """The reply of a program that ran but cannot be kept: it still lists its files."""
+def failed_after(trace: Trace, error_type: str, message: str) -> Reply:
+    """The reply of a program that ran (``trace``) but cannot be kept: it still lists its
+    files."""
     reply = failure(error_type, message)
-    reply.result["trace"].update(files_read=trace["files_read"],
-                                 files_modified=trace["files_modified"])
+    reply.result.trace.files_read = list(trace.files_read)
+    reply.result.trace.files_modified = list(trace.files_modified)
     return reply
 
 

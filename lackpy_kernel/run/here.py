@@ -26,7 +26,7 @@ from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, stagin
 
 from .failures import changed_meanwhile, dropped_note, refused_message
 from .kernel_side import Approver
-from .kernel_side._approval import decide_async
+from .kernel_side._approval import judge_async
 from .runner import CHANGE_REFUSED, ExecutionResult
 
 _RUNS = itertools.count(1)  # the stages of this process: one a run, never two the same
@@ -63,11 +63,10 @@ class HereStage:
             changes = staged_changes(workspace, self.stage.folder, paths)
             if ask:
                 before = snapshot(workspace, paths)
-                answer = await decide_async(approve, describe_changes(workspace, changes)
-                                            .to_frame())
-                moved = changed_since(workspace, before) if answer["apply"] else []
-                why = changed_meanwhile(moved) if moved else answer["reason"]
-                if not answer["apply"] or moved:
+                answer = await judge_async(approve, describe_changes(workspace, changes))
+                moved = changed_since(workspace, before) if answer.apply else []
+                why = changed_meanwhile(moved) if moved else answer.reason
+                if not answer.apply or moved:
                     return _failed(result, CHANGE_REFUSED, refused_message(paths, why))
             commit_changes(workspace, changes).finish()
         except OSError as exc:

@@ -6,7 +6,9 @@ import ast
 import builtins
 import functools
 import inspect
+import re
 import types
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,7 +19,6 @@ from lackpy_kernel.lang import ALLOWED_BUILTINS, Issue, Rule, ValidationResult, 
 from lackpy_kernel.lang import no_rebinding as no_rebinding  # re-exported: lackpy_kernel.run
 from lackpy_kernel.lang.validator import source_lines
 
-from .commit import names_in
 from .plain import display_problem, find_non_plain
 from .trace import Trace, make_traced, summarize
 
@@ -27,6 +28,10 @@ STDOUT_LIMIT = 1_000_000
 VALIDATION_ERROR = "LackpyValidationError"
 KIT_ERROR = "KitError"
 CHANGE_REFUSED = "ChangeRefusedError"  # the error_type of a program whose file changes were refused
+# A run of characters between ASCII punctuation and whitespace: every identifier is one
+# (outside strings, Python separates tokens only with those), combining marks and the
+# other identifier characters that ``\w`` does not match included.
+_WORD = re.compile(r"[^\s!-/:-@\[-^`{-~]+")
 # error_type -> the exception raise_for_error raises (programs cannot raise: no `raise` in lackpy).
 _FAILURES: dict[str, type[errors.LackpyRuntimeError]] = {
     "TimeoutError": errors.ProgramTimeoutError,
@@ -107,6 +112,12 @@ def validation_failure(issues: list[Issue]) -> ExecutionResult:
     return ExecutionResult(
         False, error=error, error_type=VALIDATION_ERROR, error_line=first_line, issues=issues
     )
+
+
+def names_in(program: str) -> set[str]:
+    """Every word of ``program`` (after NFKC, as Python reads identifiers): a superset of the
+    names it uses, whatever letters, digits and marks they are made of."""
+    return set(_WORD.findall(unicodedata.normalize("NFKC", program)))
 
 
 class RestrictedRunner:

@@ -2,9 +2,11 @@
 what the ratchet saved, and OpenTelemetry spans when ``[telemetry]`` turns them on.
 
 Nothing here imports OpenTelemetry until spans are turned on; the usage record is stdlib
-``sqlite3``.
+``sqlite3``, written behind the caller by one thread per process (``write_behind``, which
+the ratchet's intent log uses too; ``flush_writes`` writes what is pending now).
 """
 
+from ._behind import flush_writes, unwritten, write_behind
 from ._report import UsageLine, UsageReport, parse_since, usage_report, workspace_usage
 from ._spans import (
     EXPORTERS,
@@ -19,10 +21,9 @@ from ._spans import (
     tracing,
     use_tracer_provider,
 )
-from ._store import USAGE_FILE, record_answer
+from ._store import USAGE_FILE, ModelCall, record_answer
 from ._usage import (
     PRICE_KEYS,
-    ModelCall,
     Prices,
     Tally,
     count_tokens,
@@ -33,8 +34,8 @@ from ._usage import (
 
 __all__ = [
     "EXPORTERS", "PRICE_KEYS", "USAGE_FILE", "ModelCall", "Prices", "RunSpan", "SpanHandle", "Tally",
-    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "model_call",
-    "parse_since", "record_answer", "span", "tallying", "temporal_interceptors", "traced",
-    "traced_run", "traced_step", "tracing", "usage_report",
-    "use_tracer_provider", "workspace_usage",
+    "UsageLine", "UsageReport", "configure", "count_tokens", "count_usage", "flush_writes",
+    "model_call", "parse_since", "record_answer", "span", "tallying", "temporal_interceptors",
+    "traced", "traced_run", "traced_step", "tracing", "unwritten", "usage_report",
+    "use_tracer_provider", "workspace_usage", "write_behind",
 ]

@@ -1,10 +1,11 @@
 """``.lackpy/usage.sqlite``: one row per model call and per answer the ratchet gave without one.
 
-Each write is one short transaction on a connection of its own, in WAL mode with a busy
-timeout, so two processes (a kernel and ``lackpy mcp``, say) can write at once. The record
-keeps the last :data:`MAX_ROWS` rows. A write that fails (a corrupt file, a full disk) is
-logged once per file and never fails the caller; a read that fails raises TelemetryError
-saying what to do.
+Rows are written behind the caller (see ``_behind``), those gathered meanwhile in one short
+transaction on a connection of its own, in WAL mode with a busy timeout, so two processes
+(a kernel and ``lackpy mcp``, say) can write at once. A read writes this process's pending
+rows first. The record keeps the last :data:`MAX_ROWS` rows.
+A write that fails (a corrupt file, a full disk) is logged once per file and never fails
+the caller; a read that fails raises TelemetryError saying what to do.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lackpy_kernel.errors import TelemetryError
 
-if TYPE_CHECKING:
-    from ._usage import ModelCall
+from ._behind import flush_writes, write_behind
 
 USAGE_FILE = "usage.sqlite"  # under the workspace's .lackpy/
 MAX_ROWS = 100_000
@@ -51,35 +51,55 @@ _log = logging.getLogger("lackpy_kernel.telemetry")
 _warned: set[Path] = set()
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call: the vendor (``provider``), the configured tier, the model, the tokens
+    it read and wrote, what they cost (None: not priced), how long it took and whether it
+    answered."""
+
+    provider: str
+    tier: str
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    ms: float
+    ok: bool
+
+
 def record_call(path: Path, call: ModelCall) -> None:
-    """Add a model call to the record at ``path``; never raises (a failure is logged once)."""
-    _write(path, (KIND_MODEL, call.provider, call.tier, call.model, call.input_tokens,
-                  call.output_tokens, call.cost, call.ms, int(call.ok)))
+    """Add a model call to the record at ``path``, written behind the caller; never raises (a
+    failure is logged once)."""
+    _add(path, (KIND_MODEL, call.provider, call.tier, call.model, call.input_tokens,
+                call.output_tokens, call.cost, call.ms, int(call.ok)))
 
 
 def record_answer(path: Path, *, kind: str, tier: str) -> None:
     """Add an answer that tier ``tier`` (a template, rule or replay: ``kind``) gave without a
-    model call; never raises (a failure is logged once)."""
-    _write(path, (kind, kind, tier, "", 0, 0, None, 0.0, 1))
+    model call, written behind the caller; never raises (a failure is logged once)."""
+    _add(path, (kind, kind, tier, "", 0, 0, None, 0.0, 1))
 
 
-def _write(path: Path, row: tuple[object, ...]) -> None:
+def _add(path: Path, row: tuple[object, ...]) -> None:
     now = datetime.datetime.now(datetime.UTC)
+    write_behind(_write, path, (now.isoformat(timespec="seconds"), now.date().isoformat(), *row))
+
+
+def _write(path: Path, rows: list[tuple[object, ...]]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _with_retries(lambda: _insert(path, (now.isoformat(timespec="seconds"),
-                                             now.date().isoformat(), *row)))
+        _with_retries(lambda: _insert(path, rows))
     except (sqlite3.Error, OSError) as exc:
         if path not in _warned:
             _warned.add(path)
             _log.warning("%s", _problem(path, exc) + "; usage is not being recorded")
 
 
-def _insert(path: Path, row: tuple[object, ...]) -> None:
+def _insert(path: Path, rows: list[tuple[object, ...]]) -> None:
     with _connect(path) as db:
         db.execute("BEGIN IMMEDIATE")  # the write lock first, waiting up to the busy timeout
         try:
-            db.execute(_INSERT, row)
+            db.executemany(_INSERT, rows)
             db.execute(_TRIM, (MAX_ROWS,))
         except BaseException:
             db.execute("ROLLBACK")
@@ -114,9 +134,11 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
 
 
 def query(path: Path, sql: str, args: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    """The rows ``sql`` selects from the record at ``path`` (none when there is no record).
+    """The rows ``sql`` selects from the record at ``path`` (none when there is no record),
+    this process's pending rows written first.
 
     Raises TelemetryError when the file cannot be read as a usage record."""
+    flush_writes()
     if not path.exists():
         return []
     try:

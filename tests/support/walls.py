@@ -27,7 +27,7 @@ def in_walled_child(workspace: Path, attempt: Callable[[], object],
     """Run ``attempt`` in a forked child behind the walls (``plan``'s, by default a plan for
     ``workspace`` made as the worker makes it), its own stage made as a sandbox child makes
     it; what it returned or raised, and its pid."""
-    plan = plan or wall_plan(RunRequest("", str(workspace)))
+    plan = plan or wall_plan(RunRequest(program="", workspace=str(workspace)))
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child

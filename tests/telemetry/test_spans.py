@@ -189,7 +189,8 @@ def test_a_kernel_cell_exports_one_trace_cell_validate_run_tool_calls(installed_
     cell = next(span for span in found if span.name == "lackpy.cell")
     assert {span.trace_id for span in found} == {cell.trace_id}
     parents = {span.name: by_id[span.parent_span_id].name for span in found if span.parent_span_id}
-    assert parents == {"lackpy.validate": "lackpy.cell", "lackpy.run": "lackpy.cell",
+    # one pipeline: a cell's program is validated inside its run, as run_program's is
+    assert parents == {"lackpy.validate": "lackpy.run", "lackpy.run": "lackpy.cell",
                        "execute_tool read_file": "lackpy.run"}
     tool = {a.key: a.value for a in next(s for s in found if s.name == "execute_tool read_file").attributes}
     assert tool["lackpy.tool.arg.path"].string_value == "notes.txt"

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from lackpy_kernel.errors import UsageError
-from lackpy_kernel.run.kernel_side import Approver, SandboxPool
+from lackpy_kernel.execution import PoolPlace
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.service import LackpyService
 
 from ..loop import run_sync
@@ -62,7 +63,7 @@ class Agent:
         self.service = service
         self.auto_run = auto_run
         self.approve = approve
-        self._pool: SandboxPool | None = None  # with a service of its own: kept across runs
+        self._pool: PoolPlace | None = None  # with a service of its own: kept across runs
         with self._service() as checking:  # the kit resolves now, or the error shows now
             build_toolset(tools, checking, ceiling=auto_run)
 
@@ -160,12 +161,12 @@ class Agent:
 
     # -- internals ------------------------------------------------------------------
 
-    def _toolset(self, service: LackpyService, pool: SandboxPool) -> Toolset:
+    def _toolset(self, service: LackpyService, pool: PoolPlace) -> Toolset:
         return build_toolset(self.tools, service, ceiling=self.auto_run,
                              lackpy=getattr(self.engine, "needs_lackpy_tool", False), pool=pool,
                              approve=self.approve)
 
-    def _pool_for(self, service: LackpyService) -> SandboxPool:
+    def _pool_for(self, service: LackpyService) -> PoolPlace:
         if service is not self.service:
             return tool_pool(service)  # a service of this run only: so is its pool
         if self._pool is None:

@@ -21,7 +21,6 @@ import inspect
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -111,7 +110,7 @@ class ReplanEngine:
             state, status = checkpointer.claim(state, resume=self.resume, task_given=True)
             if status == "done":
                 return run.envelope(state, None)
-            async with _beating(checkpointer):
+            async with checkpointer.beating():
                 return await run.drive(state, checkpointer)
         finally:
             checkpointer.release()
@@ -263,12 +262,3 @@ def _describe(round_: PlanRound) -> str:
     if round_.done:
         return "done"
     return ", ".join(f"{task.tool}{' (parallel)' if task.parallel else ''}" for task in round_.tasks)
-
-
-@contextlib.asynccontextmanager
-async def _beating(checkpointer: Checkpointer) -> AsyncIterator[None]:
-    beat = asyncio.ensure_future(checkpointer.beat_forever())
-    try:
-        yield
-    finally:
-        beat.cancel()

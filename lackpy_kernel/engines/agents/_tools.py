@@ -5,12 +5,12 @@ asked for, the ``lackpy`` tool (run a lackpy program on the kit). A call is chec
 the tool's schema (unknown tools and malformed arguments are error results, never
 exceptions) and against the approval ceiling (a write tool needs ``auto_run="write"``). A
 kit tool's call runs as the one-line lackpy program ``tool(arg=arg_arg, ...)``, with the
-arguments as parameters: validated, traced, confined to the workspace, plain data only,
-and, where the service sandboxes programs, in a sandbox worker under its time and memory
-limits (one worker per concurrent call); where the service has Kibitzer watching, it watches
-these runs as it does the service's own (``LackpyService.kibitzer_*``): it may refuse the
-program before it runs or a tool call as it is made (the call's error gives its reason) and
-hears of the calls from the trace. A ``lackpy`` call's program goes the same way.
+arguments as parameters, through the service's run pipeline (``lackpy_kernel.execution``)
+like every other program: validated, traced, confined to the workspace, plain data only,
+under the call cap, a write-graded tool asked at its call, watched by the pipeline's hooks
+(Kibitzer), and, where the service sandboxes programs, in a sandbox worker under its time
+and memory limits (one worker per concurrent call). A ``lackpy`` call's program goes the
+same way.
 Python callables and agents run in this process: they are the caller's own code.
 """
 
@@ -36,21 +36,15 @@ from lackpy_kernel.errors import (
     ProgramInterrupted,
     SandboxError,
     ToolApprovalError,
-    ToolCallError,
     UsageError,
 )
+from lackpy_kernel.execution import Place, PoolPlace, validate_for
 from lackpy_kernel.infer.models import ToolSchema
 from lackpy_kernel.kit import ResolvedKit
-from lackpy_kernel.run import (
-    ExecutionResult,
-    RestrictedRunner,
-    TraceEntry,
-    find_non_plain,
-    summarize,
-)
-from lackpy_kernel.run.kernel_side import Approver, SandboxPool
+from lackpy_kernel.run import ExecutionResult, TraceEntry, find_non_plain, summarize
+from lackpy_kernel.run.kernel_side import Approver
 from lackpy_kernel.run.plain import jsonable
-from lackpy_kernel.service import LackpyService, trace_sources, validate_for
+from lackpy_kernel.service import LackpyService
 from lackpy_kernel.timing import ms_since as _ms_since
 
 from ..plans import did_you_mean, error_info
@@ -135,7 +129,7 @@ class Toolset:
     service: LackpyService
     kit: ResolvedKit | None = None
     ceiling: str = DEFAULT_CEILING
-    pool: SandboxPool | None = None  # kit calls' workers (made on first use; its maker closes it)
+    pool: PoolPlace | None = None  # kit calls' workers (made on first use; its maker closes it)
     approve: Approver | None = None
 
     def __bool__(self) -> bool:
@@ -203,30 +197,19 @@ class Toolset:
         return await self._run_program(program, {})
 
     async def _run_program(self, program: str, params: dict[str, Any]) -> ExecutionResult:
-        kit = self._kit()
-        check = validate_for(program, kit, set(params), None)
-        if not check.valid:
-            listed = "; ".join(str(issue) for issue in check.issues)
-            raise UsageError(f"the call is not valid lackpy, nothing ran: {listed}")
-        service = self.service
-        refused = service.kibitzer_refusal(check, kit)
-        if refused is not None:  # nothing ran: the call fails as a refused call does
-            raise ToolCallError(refused.error or "Kibitzer refused the program")
-        if not service.sandbox_applies():  # staged as in the sandbox; no one to ask
-            callables = service.kibitzer_kit(kit, here=True).callables
-            stage = service.stage_here()
-            try:
-                ran = await in_daemon_thread(stage.run, lambda: RestrictedRunner().run_validated(
-                    program, check, callables, params, sources=trace_sources(kit)))
-                return await stage.settle(service.kibitzer_heard(ran),
-                                          ask=service.approves_writes, approve=self.approve)
-            finally:
-                stage.discard()
+        runs = self.service.runs
+        spec = runs.spec(program, self._kit(), params=params, approve=self.approve)
+        return await runs.run(spec, self._place())
+
+    def _place(self) -> Place:
+        """Where the calls' programs run: the sandbox workers of this toolset (one per
+        concurrent call), or this process, each program on a daemon thread of its own."""
+        runs = self.service.runs
+        if not runs.sandboxed():
+            return runs.here(on_thread=in_daemon_thread)
         if self.pool is None:
-            self.pool = tool_pool(service)
-        result = await self.pool.run_async(program, service.kibitzer_kit(kit), params,
-                                           approve=self.approve)
-        return service.kibitzer_heard(result)
+            self.pool = tool_pool(self.service)
+        return self.pool
 
     def _kit(self) -> ResolvedKit:
         if self.kit is None:
@@ -243,19 +226,19 @@ class Toolset:
                 f"Agent(..., auto_run={grade!r}) or %agent --allow-writes")
 
 
-def tool_pool(service: LackpyService) -> SandboxPool:
+def tool_pool(service: LackpyService) -> PoolPlace:
     """Sandbox workers for an agent's kit calls: each call gets a worker no other call is
     using, a new one when all are busy (the loop's ``max_parallel_tools`` bounds the calls);
     programs run on an empty namespace, so a worker carries nothing from one call to the
     next. The extra workers stop once idle, the first when the pool is closed."""
-    return SandboxPool(service.new_sandbox, size=None)
+    return service.runs.new_pool()
 
 
 # -- building a toolset ---------------------------------------------------------------
 
 
 def build_toolset(tools: Any, service: LackpyService, *, ceiling: str | None = None,
-                  lackpy: bool = False, pool: SandboxPool | None = None,
+                  lackpy: bool = False, pool: PoolPlace | None = None,
                   approve: Approver | None = None) -> Toolset:
     """The Toolset for ``tools``: None (the config's default kit), a kit spec (a kit name,
     ``"a,b"``, a list of tool names, an alias dict), or a list mixing kit tool names,
@@ -439,7 +422,9 @@ def _from_result(name: str, arguments: dict[str, Any], result: ExecutionResult,
     except (LimitError, ProgramInterrupted, SandboxError, KitError) as exc:
         return CallOutcome.failed(name, arguments, exc)
     except LackpyError:
-        text = result.error or f"{result.error_type}: the call failed"
+        text = result.error or "the call failed"
+        if result.error_type and not text.startswith(f"{result.error_type}:"):
+            text = f"{result.error_type}: {text}"  # refused before a line ran (Kibitzer)
         return CallOutcome.failed(name, arguments, text.removesuffix(f" (line 1: {program})"))
     return _success(name, arguments, result.output)
 

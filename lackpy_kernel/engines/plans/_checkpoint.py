@@ -12,9 +12,11 @@ is alive holds its key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,8 +219,16 @@ class Checkpointer:
             return True
         return False
 
-    async def beat_forever(self) -> None:
-        """Beat every HEARTBEAT_SECONDS until cancelled or the key is lost."""
+    @contextlib.asynccontextmanager
+    async def beating(self) -> AsyncIterator[None]:
+        """While the block runs, beat every HEARTBEAT_SECONDS (until the key is lost)."""
+        beat = asyncio.ensure_future(self._beat_forever())
+        try:
+            yield
+        finally:
+            beat.cancel()
+
+    async def _beat_forever(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             if not self.beat():

@@ -14,8 +14,8 @@ from lackpy_kernel.errors import LackpyError
 from lackpy_kernel.kit import Kit
 from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.kit.workspace import Workspace
-from lackpy_kernel.run import ExecutionResult, Trace, TraceEntry
-from lackpy_kernel.service import LackpyService
+from lackpy_kernel.run import ExecutionResult
+from lackpy_kernel.service import DelegateOptions, LackpyService
 from lackpy_kernel.telemetry import traced_step
 
 from ._compiler import kit_tools
@@ -118,7 +118,7 @@ class ServiceExecutor:
             if pending is not None:  # approved before the run died, and not landed
                 self.approved.setdefault(step.name, pending[0])
             asked: list[Change] = []
-            approve = self._approver(step.name, workspace, asked, service.approves_writes) \
+            approve = self._approver(step.name, workspace, asked, service.runs.asks_writes) \
                 if self.ledger else None
             # with a ledger every change is seen before it lands, to be recorded
             outcome = await service.run_program(program, kit, params, approve=approve,
@@ -134,20 +134,21 @@ class ServiceExecutor:
         """The program written for ``intent`` and its run. With a ledger and no person to ask
         (``approve = "never"``), its change is recorded with the program before it lands,
         and a step whose recorded change landed runs that program again dry."""
-        ledger = None if service.approves_writes else self.ledger
+        ledger = None if service.runs.asks_writes else self.ledger
         if ledger is None:
-            answer = await service.delegate(intent, kit, params)
-            return answer["program"], _delegate_result(answer)
+            written = await service.delegation(intent, DelegateOptions(kit=kit, params=params))
+            return written.program, written.result or ExecutionResult(True)  # nothing held it
         workspace = Workspace(service.workspace)
         pending, ran = ledger.pending(step, workspace), ledger.program(step)
         if pending is not None and pending[1] and ran is not None:
             return ran, await service.run_program(ran, kit, params, dry=True)
-        delegation = await service.delegation(intent, kit, params, run=False)
+        delegation = await service.delegation(intent, DelegateOptions(kit=kit, params=params,
+                                                                      run=False))
         started = time.perf_counter()
         approve = self._approver(step, workspace, [], False, delegation.program)
         result = await service.run_program(delegation.program, kit, params, approve=approve,
                                            ask=True)
-        service.ran(delegation, result, started)
+        service.record_run(delegation, result, started)
         return delegation.program, result
 
     def _approver(self, step: str, workspace: Workspace, asked: list[Change], person: bool,
@@ -217,16 +218,6 @@ def _from_execution(name: str, program: str | None,
         error = error_info(exc)
     return StepResult(name, outcome.output if error is None else None, program,
                       trace=list(outcome.trace.entries), error=error)
-
-
-def _delegate_result(answer: dict[str, Any]) -> ExecutionResult:
-    return ExecutionResult(
-        answer["success"], answer["output"], answer["error"],
-        trace=Trace([TraceEntry(**entry) for entry in answer["trace"]],
-                    answer["files_read"], answer["files_modified"]),
-        stdout=answer.get("stdout", ""), error_type=answer["error_type"],
-        error_line=answer["error_line"],
-    )
 
 
 def _type_name(kind: Any) -> str:

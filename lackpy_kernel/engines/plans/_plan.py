@@ -8,7 +8,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from lackpy_kernel.errors import (
@@ -211,7 +211,7 @@ class Plan:
             if status == "done":
                 return Envelope.from_steps(state.history)
             self._arm(executor, checkpointer, approve)
-            async with _beating(checkpointer):
+            async with checkpointer.beating():
                 return await _Run(self, executor, checkpointer, on_step).drive(state)
         finally:
             checkpointer.release()
@@ -381,15 +381,6 @@ class _Paused(Exception):
 
     def error(self) -> ErrorInfo:
         return pause_error(self.step, self.band, self.pause.message)
-
-
-@contextlib.asynccontextmanager
-async def _beating(checkpointer: Checkpointer) -> AsyncIterator[None]:
-    beat = asyncio.ensure_future(checkpointer.beat_forever())
-    try:
-        yield
-    finally:
-        beat.cancel()
 
 
 def _check_options(max_iterations: Any, store: Any, checkpoint_key: Any, resume: bool,

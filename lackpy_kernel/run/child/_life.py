@@ -9,14 +9,27 @@ import gc
 import os
 import resource
 from dataclasses import replace
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.staging import make_stage, stage_folder
 
 from .. import wire
 from ..failures import failure
-from ..protocol import RunRequest
+from ..protocol import (
+    Answer,
+    Asked,
+    Asking,
+    Cancel,
+    Closed,
+    Go,
+    HandedBack,
+    Modified,
+    RunRequest,
+    Started,
+    Verdict,
+    read_request,
+)
 from ..walls import die_with_parent
 from ._program import WARM_UP_PROGRAM, encode, run_request
 from ._snapshot import Snapshot, fits
@@ -28,7 +41,8 @@ CHILD_FAILED = 3  # the exit status of a child that could not even report its fa
 # rather than wait for a warm-up; a person typing the next cell leaves it time to warm up.
 QUIET = 0.010
 MAX_FD = 2**31 - 1  # past the highest descriptor a process can have
-Frame = wire.Frame
+# What the kernel sends during a program, found by the next child when it came too late
+_LATE = (Cancel, Answer, Asking, Asked, Verdict)
 
 
 def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoReturn:
@@ -50,7 +64,7 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         _confine(request)
         snapshot.channel.connect(up, down, request.max_result_bytes)
         reply = run_request(request, snapshot, lambda path: wire.write_frame(
-            up, {"kind": "modified", "path": path}))
+            up, Modified(path).to_frame()))
         wire.write_all(up, encode(reply, request))
     except MemoryError:  # the program's own MemoryError is its result: this came after it
         _send_failure(up, "MemoryError", _reply_memory_message(request))
@@ -86,7 +100,7 @@ def _close_inherited(keep: set[int]) -> None:
 def _send_failure(up: int, error_type: str, message: str) -> None:
     """Write a failed result as the child's last frame; exit at once where even that fails."""
     try:
-        wire.write_all(up, wire.dumps({"kind": "done", **failure(error_type, message).to_frame()}))
+        wire.write_all(up, wire.dumps(failure(error_type, message).to_frame()))
     except BaseException:
         os._exit(CHILD_FAILED)
 
@@ -109,17 +123,17 @@ def _wait_for_release(down: int) -> bytes:
         if not data:
             os._exit(0)
         reader.feed(data)
-    if type(frame) is not dict or type(frame.get("go")) is not bytes:
+    try:
+        return Go.from_frame(frame).pending
+    except wire.WireError:
         os._exit(CHILD_FAILED)
-    go: bytes = frame["go"]
-    return go
 
 
 def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
     """Read stdin up to the next program and tell the worker it started. Any other request,
     a program for another workspace or kits folder than this child's walls were built for,
     one whose Python tools the worker has not imported, or stdin closing, is handed back to
-    the worker, and this child exits."""
+    the worker, and this child exits. Raises WireError for a frame that is no request."""
     reader = wire.FrameReader()
     reader.feed(snapshot.pending)
     while True:
@@ -127,35 +141,26 @@ def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
         if frame is None:
             data = os.read(STDIN, reader.wanted())
             if not data:
-                _hand_back(up, {"kind": "closed"}, reader)
+                _hand_back(up, Closed(bytes(reader.buffer)))
             reader.feed(data)
             continue
-        op = frame.get("op") if type(frame) is dict else None
-        if op in ("cancel", "answer", "asking", "asked", "approve"):
+        request = read_request(frame)
+        if isinstance(request, _LATE):
             continue  # late, for a program that already finished
-        request = _program_in(frame)
-        if request is None or not fits(request, snapshot):
-            _hand_back(up, {"kind": "handoff", "request": frame}, reader)
-        wire.write_frame(up, _started(request, reader))
+        if not isinstance(request, RunRequest) or not fits(request, snapshot):
+            _hand_back(up, HandedBack(request, bytes(reader.buffer)))
+        wire.write_frame(up, _started(request, reader).to_frame())
         return request
 
 
-def _program_in(frame: Any) -> RunRequest | None:
-    """The run request ``frame`` holds, or None for another request."""
-    if type(frame) is not dict or frame.get("op") != "run":
-        return None
-    return RunRequest.from_frame(frame)
-
-
-def _started(request: RunRequest, reader: wire.FrameReader) -> Frame:
+def _started(request: RunRequest, reader: wire.FrameReader) -> Started:
     """What the child tells the worker when it takes ``request``: the request less its
     program and values, and what it read of stdin after it."""
-    return {"kind": "started", "request": request.without_program().to_frame(),
-            "leftover": bytes(reader.buffer)}
+    return Started(request.without_program(), bytes(reader.buffer))
 
 
-def _hand_back(up: int, event: Frame, reader: wire.FrameReader) -> NoReturn:
-    wire.write_frame(up, {**event, "leftover": bytes(reader.buffer)})
+def _hand_back(up: int, taken: HandedBack | Closed) -> NoReturn:
+    wire.write_frame(up, taken.to_frame())
     os._exit(0)
 
 
@@ -172,9 +177,9 @@ def _warm_up(snapshot: Snapshot) -> None:
     with contextlib.suppress(Exception):  # what taking a request from stdin does
         reader = wire.FrameReader()
         reader.feed(wire.dumps(request.to_frame()))
-        taken = _program_in(reader.next_frame())
-        if taken is not None and fits(taken, snapshot):
-            wire.dumps(_started(taken, reader))
+        taken = read_request(reader.next_frame())
+        if isinstance(taken, RunRequest) and fits(taken, snapshot):
+            wire.dumps(_started(taken, reader).to_frame())
     with contextlib.suppress(Exception):
         encode(run_request(request, snapshot, lambda path: None, warming_up=True), request)
     with contextlib.suppress(Exception):  # what the file tools do with each path they get

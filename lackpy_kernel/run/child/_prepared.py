@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import ToolSourceError
 from lackpy_kernel.kit import ResolvedKit, builtin_toolbox, resolve_kit
-from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.staging import make_stages
 
-from ..protocol import RunRequest
+from ..protocol import PythonLoad, RunRequest
 from ..runner import signature_of
 from ..walls import WallPlan
 
@@ -36,18 +35,18 @@ class PythonTools:
 
     def load(self, request: RunRequest) -> None:
         """Import the modules of the request's Python tools not imported yet."""
-        for described in _child_tools(request):
-            key = _load_key(described["load"], request.workspace)
+        for load in _loads(request):
+            key = _load_key(load, request.workspace)
             if key not in self._sources:
                 _extend_import_path(request.import_path)
-                self._sources[key] = _import_source(described["load"], request.workspace)
+                self._sources[key] = _import_source(load, request.workspace)
 
     def has_tried(self, request: RunRequest) -> bool:
         """Whether every module the request's Python tools need was imported (or failed)."""
-        return all(_load_key(described["load"], request.workspace) in self._sources
-                   for described in _child_tools(request))
+        return all(_load_key(load, request.workspace) in self._sources
+                   for load in _loads(request))
 
-    def function(self, info: dict[str, Any], workspace: str) -> Callable[..., Any]:
+    def function(self, info: PythonLoad, workspace: str) -> Callable[..., Any]:
         """The tool ``info`` describes. Raises ToolSourceError saying why it is not there."""
         source = self._sources.get(_load_key(info, workspace))
         if source is None or isinstance(source, str):
@@ -56,16 +55,17 @@ class PythonTools:
                 f"{why}; the sandbox's worker could not load it for programs. A module that "
                 "needs the kernel's process (its state, threads or connections made as it "
                 "loads) should say where = \"kernel\" in its [tools.providers."
-                f"{info['provider']}] table")
-        return source.tool(info["function"])
+                f"{info.provider}] table")
+        return source.tool(info.function)
 
 
-def _child_tools(request: RunRequest) -> list[dict[str, Any]]:
-    return [described for described in request.tools.values() if described.get("where") == CHILD]
+def _loads(request: RunRequest) -> list[PythonLoad]:
+    """Where the request's tools that run in the program's process are imported from."""
+    return [described.load for described in request.tools.values() if described.load is not None]
 
 
-def _load_key(info: dict[str, Any], workspace: str) -> _LoadKey:
-    return (info["provider"], info.get("path"), info.get("module"), workspace)
+def _load_key(info: PythonLoad, workspace: str) -> _LoadKey:
+    return (info.provider, info.path, info.module, workspace)
 
 
 def _extend_import_path(entries: list[str]) -> None:
@@ -73,11 +73,11 @@ def _extend_import_path(entries: list[str]) -> None:
     sys.path.extend(entry for entry in dict.fromkeys(entries) if entry not in sys.path)
 
 
-def _import_source(info: dict[str, Any], workspace: str) -> PythonToolSource | str:
+def _import_source(info: PythonLoad, workspace: str) -> PythonToolSource | str:
     from lackpy_kernel.kit.sources import PythonToolSource  # noqa: PLC0415 - only when a kit has one
 
-    where = {"path": info["path"]} if info.get("path") else {"module": info.get("module")}
-    source = PythonToolSource(info["provider"], {"plugin": "python", **where}, workspace)
+    where = {"path": info.path} if info.path else {"module": info.module}
+    source = PythonToolSource(info.provider, {"plugin": "python", **where}, workspace)
     try:
         source.module()
     except ToolSourceError as exc:

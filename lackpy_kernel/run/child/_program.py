@@ -10,15 +10,14 @@ from typing import Any
 from lackpy_kernel.kibitzer import GATE, asks_first, gated
 from lackpy_kernel.kit import FileToolsProvider
 from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
-from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.staging import Stage, stage_folder, staging
 
 from .. import wire
-from ..commit import UnitLog, changed_names, make_commit, names_in
+from ..commit import UnitLog, changed_names, make_commit
 from ..failures import failed_after, failure, too_big_message
 from ..plain import display_problem, find_non_plain
 from ..protocol import Reply, RunRequest
-from ..runner import ExecutionResult, RestrictedRunner
+from ..runner import ExecutionResult, RestrictedRunner, names_in
 from ..trace import summarize
 from ._prepared import named_kits, resolve
 from ._snapshot import Snapshot
@@ -73,16 +72,16 @@ def kit_for(request: RunRequest, snapshot: Snapshot) -> Tools:
             gate(alias, [summarize(value) for value in args],
                  {key: summarize(value) for key, value in kwargs.items()})
         asking = {alias for alias, spec in kit.tools.items() if asks_first(spec.grade_w)} | {
-            alias for alias, described in request.tools.items() if described["where"] == CHILD}
+            alias for alias, described in request.tools.items() if described.in_child}
         tools = {alias: gated(alias, fn, ask) if alias in asking else fn
                  for alias, fn in tools.items()}
     return tools, {**sources, **more_sources}
 
 
 def encode(reply: Reply, request: RunRequest) -> bytes:
-    """The child's final frame (``done``), or a failure's when it cannot be sent whole."""
+    """The child's final frame (its ``Reply``), or a failure's when it cannot be sent whole."""
     try:
-        data = wire.dumps({"kind": "done", **reply.to_frame()})
+        data = wire.dumps(reply.to_frame())
     except (RecursionError, MemoryError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
         message = f"the program's result is {reason} to send back"
@@ -90,8 +89,8 @@ def encode(reply: Reply, request: RunRequest) -> bytes:
         if len(data) <= request.max_result_bytes:
             return data
         message = too_big_message(request)
-    failed = failed_after(reply.result["trace"], "ResultTooLarge", message)
-    return wire.dumps({"kind": "done", **failed.to_frame()})
+    failed = failed_after(reply.result.trace, "ResultTooLarge", message)
+    return wire.dumps(failed.to_frame())
 
 
 def _echo(value: Any) -> Any:
@@ -124,18 +123,17 @@ def _reply(result: ExecutionResult, request: RunRequest, before: dict[str, Any],
         else:
             result.variables = {}
         if request.keep:
-            trace = result.trace.to_dict()
             try:
                 commit = make_commit(kept, deleted)
             except RecursionError:
-                return failed_after(trace, "RecursionError", "a variable is nested too deeply "
-                                    "to keep between programs; flatten it or set it to None")
+                return failed_after(result.trace, "RecursionError", "a variable is nested too "
+                                    "deeply to keep between programs; flatten it or set it to None")
             if log.size_after(commit) > request.max_result_bytes:
-                return failed_after(trace, "ResultTooLarge", _session_too_big(request))
+                return failed_after(result.trace, "ResultTooLarge", _session_too_big(request))
         if find_non_plain(result.output) is not None:
             result.notes.append(f"the output, of type {type(result.output).__name__}, is shown as text")
             result.output = summarize(result.output)
-    return Reply(result.to_dict(), commit)
+    return Reply(result, commit)
 
 
 def _session_too_big(request: RunRequest) -> str:

@@ -17,11 +17,11 @@ from typing import Any
 
 from lackpy_kernel import errors
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError
-from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.tool_files import API_NAMES
 
 from .. import wire
 from ..failures import tool_timeout_message
+from ..protocol import Answer, PythonLoad, ToolCall, ToolDescription
 from ._prepared import PythonTools
 
 MAX_WRAPPED = 8
@@ -47,8 +47,7 @@ class ChildChannel:
             raise ToolCallError(f"{tool}() cannot be called before the program starts")
         self.made += 1
         try:
-            data = wire.dumps({"kind": "call", "id": self.made, "tool": alias,
-                               "args": list(args), "kwargs": kwargs})
+            data = wire.dumps(ToolCall(self.made, alias, list(args), kwargs).to_frame())
         except RecursionError:
             raise ToolCallError(f"the arguments of {tool}() are nested too deeply to send") \
                 from None
@@ -58,20 +57,25 @@ class ChildChannel:
                 "a call may send (set by [sandbox] max_result_mb); send less (a path, not a text)")
         wire.write_all(self.up, data)
         answer = self._next_answer(tool)
-        if answer.get("ok"):
-            return answer.get("value")
-        raise rebuilt_error(str(answer.get("error_type")), answer.get("error_args") or [])
+        if answer.ok:
+            return answer.value
+        raise rebuilt_error(answer.error_type, answer.error_args)
 
-    def _next_answer(self, tool: str) -> dict[str, Any]:
+    def _next_answer(self, tool: str) -> Answer:
+        """The answer of the call just made. Raises ToolCallError for any other frame."""
         reader = self._answers
         while (frame := reader.next_frame()) is None:
             data = os.read(self.down, reader.wanted())
             if not data:
                 raise ToolCallError(f"{tool}(): the sandbox's worker went away during the call")
             reader.feed(data)
-        if type(frame) is not dict or frame.get("id") != self.made:
+        try:
+            answer = Answer.from_frame(frame)
+        except wire.WireError as exc:
+            raise ToolCallError(f"{tool}(): {exc}") from None
+        if answer.call_id != self.made:
             raise ToolCallError(f"{tool}(): the answer was not for this call")
-        return frame
+        return answer
 
 
 def rebuilt_error(error_type: str, args: list[Any]) -> Exception:
@@ -88,7 +92,7 @@ def rebuilt_error(error_type: str, args: list[Any]) -> Exception:
     return ToolCallError(f"{error_type}: {' '.join(map(str, args))}")
 
 
-def child_tools(tools: dict[str, dict[str, Any]], workspace: str, python_tools: PythonTools,
+def child_tools(tools: dict[str, ToolDescription], workspace: str, python_tools: PythonTools,
                 channel: ChildChannel, walls_up: Callable[[], bool]
                 ) -> tuple[dict[str, Callable[..., Any]], dict[str, str]]:
     """The callables of the tools a request describes (all but the built-in ones), and
@@ -96,17 +100,17 @@ def child_tools(tools: dict[str, dict[str, Any]], workspace: str, python_tools: 
     Raises ToolSourceError for a Python tool the worker could not load."""
     callables: dict[str, Callable[..., Any]] = {}
     for alias, described in tools.items():
-        if described.get("where") == CHILD:
-            fn = python_tools.function(described["load"], workspace)
-            callables[alias] = _in_child(fn, described, workspace, walls_up)
+        if described.load is not None:
+            fn = python_tools.function(described.load, workspace)
+            callables[alias] = _in_child(fn, described, described.load, workspace, walls_up)
         else:
             callables[alias] = _forwarded(alias, described, channel)
-    return callables, {alias: str(described["source"]) for alias, described in tools.items()}
+    return callables, {alias: described.source for alias, described in tools.items()}
 
 
-def _forwarded(alias: str, described: dict[str, Any], channel: ChildChannel
+def _forwarded(alias: str, described: ToolDescription, channel: ChildChannel
                ) -> Callable[..., Any]:
-    tool = str(described["tool"])
+    tool = described.tool
 
     def forwarded(*args: Any, **kwargs: Any) -> Any:
         return channel.call(alias, tool, args, kwargs)
@@ -114,15 +118,13 @@ def _forwarded(alias: str, described: dict[str, Any], channel: ChildChannel
     forwarded.__name__ = tool
     forwarded.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        for name in described.get("params") or []])
+        for name in described.params])
     return forwarded
 
 
-def _in_child(fn: Callable[..., Any], described: dict[str, Any], workspace: str,
-              walls_up: Callable[[], bool]) -> Callable[..., Any]:
-    tool, source, timeout = str(described["tool"]), str(described["source"]), \
-        described.get("timeout")
-    info = described["load"]
+def _in_child(fn: Callable[..., Any], described: ToolDescription, info: PythonLoad,
+              workspace: str, walls_up: Callable[[], bool]) -> Callable[..., Any]:
+    tool, source, timeout = described.tool, described.source, described.timeout
 
     @functools.wraps(fn)
     def in_child(*args: Any, **kwargs: Any) -> Any:
@@ -144,8 +146,8 @@ def _in_child(fn: Callable[..., Any], described: dict[str, Any], workspace: str,
                 f"({getattr(wall, 'strerror', None) or wall}): tools run in the program's "
                 "process, which may not use the network, start programs or touch files outside "
                 "the workspace. One that needs to should run in the kernel: set where = "
-                f"\"kernel\" in [tools.providers.{info['provider']}] (or "
-                f"overrides.{info['function']}.where) in .lackpy/config.toml") from None
+                f"\"kernel\" in [tools.providers.{info.provider}] (or "
+                f"overrides.{info.function}.where) in .lackpy/config.toml") from None
 
     return in_child
 

@@ -1,7 +1,7 @@
 """Approving a program's file changes before they land (``[sandbox] approve = "write"``).
 
 When a program that ran in the worker ended well with staged files, the worker sends their
-``Change`` up (``{"approve": ...}``) and waits, with no deadline, for the answer. The
+``Change`` up (a ``Question``) and waits, with no deadline, for the ``Verdict``. The
 kernel's side asks the run's ``Approver``: a callable given the ``Change`` that returns
 True to apply it and False to decline it (or an ``async`` one returning the same). It may
 raise ``ChangeRefusedError`` to refuse it with its own reason (no one can be asked). A run
@@ -19,20 +19,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from lackpy_kernel.errors import ChangeRefusedError
-from lackpy_kernel.kit.changes import MAX_CALL_CHARS, Change
+from lackpy_kernel.kit.changes import MAX_CALL_CHARS, MAX_FULL_CHARS, Change
 
-from .. import wire
 from ..failures import ASK_INTERRUPTED, DECLINED
 from ..plain import bounded_repr
+from ..protocol import Verdict
 
-__all__ = ["NO_ONE_TO_ASK", "Approver", "ask_call", "call_change", "decide", "decide_async",
-           "refused_call"]
+__all__ = ["NO_ONE_TO_ASK", "Approver", "ask_call", "call_change", "judge",
+           "judge_async", "refused_call"]
 
 # Given the change: whether to apply it (True) or decline it (False)
 Approver = Callable[[Change], bool] | Callable[[Change], Awaitable[bool]]
@@ -43,12 +42,10 @@ NO_ONE_TO_ASK = ('no one can be asked to approve them here. For an unattended ru
 log = logging.getLogger(__name__)
 
 
-def decide(approve: Approver | None, question: Any) -> wire.Frame:
-    """The answer to the worker's ``question`` (a ``Change`` frame), asking ``approve``
-    here; an awaitable answer is run to completion on a loop of its own. A refusal when
-    ``approve`` refuses, fails, or is interrupted (KeyboardInterrupt: the question was
-    abandoned). Raises WireError for a malformed question."""
-    change = _change_of(question)
+def judge(approve: Approver | None, change: Change) -> Verdict:
+    """The verdict on ``change``, asking ``approve`` here; an awaitable answer is run to
+    completion on a loop of its own. A refusal when ``approve`` refuses, fails, or is
+    interrupted (KeyboardInterrupt: the question was abandoned)."""
     if approve is None:
         return _answer(False, NO_ONE_TO_ASK)
     try:
@@ -60,10 +57,9 @@ def decide(approve: Approver | None, question: Any) -> wire.Frame:
     return _answer(verdict is True)
 
 
-async def decide_async(approve: Approver | None, question: Any) -> wire.Frame:
-    """``decide`` on a running loop: an ``async`` approver is awaited here, a blocking one
+async def judge_async(approve: Approver | None, change: Change) -> Verdict:
+    """``judge`` on a running loop: an ``async`` approver is awaited here, a blocking one
     runs on a thread, so the loop goes on meanwhile. Cancelling the await stops asking."""
-    change = _change_of(question)
     if approve is None:
         return _answer(False, NO_ONE_TO_ASK)
     try:
@@ -81,28 +77,35 @@ def ask_call(approve: Approver | None, change: Change) -> str | None:
     None when it may, else why not."""
     if approve is None:
         return "no one can be asked here"
-    answer = decide(approve, change.to_frame())
-    if answer["apply"]:
+    verdict = judge(approve, change)
+    if verdict.apply:
         return None
-    reason = str(answer["reason"])
-    return "it was declined" if reason == DECLINED else reason
+    return "it was declined" if verdict.reason == DECLINED else verdict.reason
 
 
 def call_change(tool: str, args: list[Any], kwargs: dict[str, Any]) -> Change:
     """The question for a call of ``tool``: its arguments (plain data) written as Python,
-    each cut to ``MAX_ARGUMENT_CHARS``."""
-    parts = itertools.chain(
-        (bounded_repr(value, MAX_ARGUMENT_CHARS) for value in args),
-        (f"{name[:80]}={bounded_repr(value, MAX_ARGUMENT_CHARS)}"
-         for name, value in kwargs.items()))
+    each cut to ``MAX_ARGUMENT_CHARS`` (ending ``...``), those past ``MAX_CALL_CHARS``
+    counted, never dropped unsaid; all of them (up to ``MAX_FULL_CHARS``) kept for whoever
+    asks to see them, and the change's digest covers every argument."""
+    named = [*((None, value) for value in args), *kwargs.items()]
     shown: list[str] = []
     size = 0
-    for part in parts:  # no more than is shown, however many arguments there are
+    for name, value in named:  # no more than is shown, however many arguments there are
+        part = _argument(name, value, MAX_ARGUMENT_CHARS)
+        if size + len(part) > MAX_CALL_CHARS:
+            left = len(named) - len(shown)
+            shown.append(f"... {left} more argument{'s' if left != 1 else ''}")
+            break
         shown.append(part)
         size += len(part) + 2
-        if size > MAX_CALL_CHARS:
-            break
-    return Change.of_call(tool, ", ".join(shown))
+    whole = ", ".join(_argument(name, value, MAX_FULL_CHARS) for name, value in named)
+    return Change.of_call(tool, ", ".join(shown), whole)
+
+
+def _argument(name: str | None, value: Any, limit: int) -> str:
+    text = bounded_repr(value, limit)
+    return text if name is None else f"{name[:80]}={text}"
 
 
 def refused_call(tool: str, why: str) -> str:
@@ -114,7 +117,7 @@ def refused_call(tool: str, why: str) -> str:
             "reads")
 
 
-def _refusal(exc: BaseException) -> wire.Frame:
+def _refusal(exc: BaseException) -> Verdict:
     """The answer when asking raised ``exc``: the approver's own refusal, an abandoned
     question (KeyboardInterrupt or a cancelled future: the run was stopped meanwhile), or an approver's bug,
     which must still answer the worker that waits."""
@@ -150,12 +153,5 @@ async def _awaited(verdict: Awaitable[bool] | bool) -> bool:
     return (await verdict if inspect.isawaitable(verdict) else verdict) is True
 
 
-def _change_of(question: Any) -> Change:
-    try:
-        return Change.from_frame(question)
-    except ValueError as exc:
-        raise wire.WireError(f"the worker asked about {exc}") from None
-
-
-def _answer(apply: bool, reason: str = DECLINED) -> wire.Frame:
-    return {"op": "approve", "apply": apply, "reason": "" if apply else reason}
+def _answer(apply: bool, reason: str = DECLINED) -> Verdict:
+    return Verdict(apply, "" if apply else reason)

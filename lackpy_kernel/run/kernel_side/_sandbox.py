@@ -23,20 +23,38 @@ from lackpy_kernel.kit import ResolvedKit, Toolbox, builtin_toolbox, resolve_kit
 
 from .. import wire
 from ..commit import UnitLog
+from ..failures import failure
 from ..plain import find_non_plain
-from ..protocol import Reply, RunRequest, SandboxLimits
+from ..protocol import (
+    Ack,
+    Cancel,
+    Describe,
+    Question,
+    Ready,
+    Reply,
+    Request,
+    Reset,
+    Restore,
+    RunRequest,
+    SandboxLimits,
+    ToolCall,
+    Verdict,
+    read_response,
+)
 from ..runner import KIT_ERROR, ExecutionResult
 from ..spawn import adopt_early, spawn_worker, stop_worker
-from ._approval import Approver, blocking, decide, decide_async
+from ._approval import Approver, blocking, judge, judge_async
 from ._tools import HostedRun, KitPlan, ToolHost, plan_kit
 
 # How long past a program's own deadline we wait before deciding the worker hangs.
 GRACE_SECONDS = 10.0
-Frame = wire.Frame
 # How the worker fails: it exits, hangs or sends what it should not (restarted on the next run)
 _WORKER_FAILED = (OSError, EOFError, wire.WireError, TimeoutError)
 # A kit as ``Sandbox.run`` takes it: resolved, or anything ``resolve_kit`` resolves
 KitArgument = ResolvedKit | str | list[str] | dict[str, Any] | None
+_Final = Ready | Ack | Reply | Question  # what the worker says but for the calls it passes on
+_Outcome = _Final | BaseException  # what the loop's reader hands the awaiting run
+_Answer = TypeVar("_Answer", Reply, Ack)  # what a request waits for: a reply, or an ack
 
 
 def sandbox_supported() -> bool:
@@ -147,7 +165,7 @@ class Sandbox:
             return prepared
         request, plan = prepared
         with self._run_lock, self._hosting(plan, approve, ask) as hosted:
-            reply = self._exchange(request.to_frame(), self._run_wait, hosted, approve)
+            reply = self._exchange(request, Reply, self._run_wait, hosted, approve)
         return self._result_of(reply, keep)
 
     async def run_async(
@@ -179,7 +197,7 @@ class Sandbox:
             request, plan = prepared
             with self._hosting(plan, blocking(approve, asyncio.get_running_loop()),
                                ask) as hosted:
-                reply = await self._exchange_async(request.to_frame(), hosted, approve)
+                reply = await self._exchange_async(request, hosted, approve)
         finally:
             self._run_lock.release()
         return self._result_of(reply, keep)
@@ -189,7 +207,7 @@ class Sandbox:
         if not self._alive():
             return
         try:
-            self._send({"op": "cancel"})
+            self._send(Cancel())
         except OSError:
             pass
 
@@ -199,9 +217,8 @@ class Sandbox:
         if not self.variable_types or not self._alive():
             return ""
         with self._run_lock:
-            reply = self._exchange({"op": "describe", "previews": previews}, GRACE_SECONDS)
-        description = reply.get("description")
-        return description if isinstance(description, str) else ""
+            reply = self._exchange(Describe(previews), Ack, GRACE_SECONDS)
+        return (reply.description if isinstance(reply, Ack) else None) or ""
 
     def reset(self) -> None:
         """Forget the session's variables."""
@@ -209,7 +226,7 @@ class Sandbox:
         self.variable_types = {}
         if self._alive():
             with self._run_lock:
-                self._exchange({"op": "reset"}, GRACE_SECONDS)
+                self._exchange(Reset(), Ack, GRACE_SECONDS)
 
     @property
     def worker_pid(self) -> int | None:
@@ -250,11 +267,13 @@ class Sandbox:
         except (KitError, NotImplementedError) as exc:
             return ExecutionResult(False, error=f"{type(exc).__name__}: {exc}", error_type=KIT_ERROR)
         limits = self.limits
-        return RunRequest(program, str(self.workspace), plan.builtins, plan.tools,
-                          plan.import_path, _protected(self.protected), dict(params or {}), keep,
-                          return_variables, self.kits_dir, limits.timeout, limits.memory_mb,
-                          limits.max_result_bytes, limits.max_tool_calls, dry,
-                          approve=ask), plan
+        return RunRequest(program=program, workspace=str(self.workspace), kit=plan.builtins,
+                          tools=plan.tools, import_path=plan.import_path,
+                          protected=_protected(self.protected), params=dict(params or {}),
+                          keep=keep, return_variables=return_variables, kits_dir=self.kits_dir,
+                          timeout=limits.timeout, memory_mb=limits.memory_mb,
+                          max_result_bytes=limits.max_result_bytes,
+                          max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""
@@ -279,51 +298,48 @@ class Sandbox:
         finally:
             hosted.close()
 
-    def _result_of(self, frame: Frame, keep: bool) -> ExecutionResult:
+    def _result_of(self, reply: Reply, keep: bool) -> ExecutionResult:
         """The program's result from the worker's reply (or this side's failure); its commit,
         when kept, is remembered."""
-        if "error" in frame:
-            return ExecutionResult(False, error=frame["error"], error_type="SandboxError")
-        reply = Reply.from_frame(frame)
         if keep and reply.commit is not None:
             self._copy.apply(reply.commit)
             for name in reply.commit.deleted:
                 self.variable_types.pop(name, None)
             self.variable_types.update(reply.commit.types)
-        return ExecutionResult.from_dict(reply.result)
+        return reply.result
 
-    def _exchange(self, request: Frame, wait: float, hosted: HostedRun | None = None,
-                  approve: Approver | None = None) -> Frame:
-        """Send a request and read its reply, waiting on a selector (starting the tool calls
-        that come first, asking ``approve`` when the worker asks); this side's failure, the
-        worker stopped, if it does not reply."""
+    def _exchange(self, request: Request, answer: type[_Answer], wait: float,
+                  hosted: HostedRun | None = None, approve: Approver | None = None
+                  ) -> _Answer | Reply:
+        """Send a request and read its ``answer``, waiting on a selector (starting the tool
+        calls that come first, asking ``approve`` when the worker asks); this side's failure,
+        the worker stopped, if it does not answer."""
         try:
             self._settle(wait)
             self._send(request)
             deadline = time.monotonic() + wait
             while True:
-                reply = _taken(self._receive_by(deadline, hosted), hosted)
-                if reply is None:
-                    continue
-                if "approve" not in reply:
-                    return reply
-                self._send(decide(approve, reply["approve"]))
-                # the time asking took is not the program's
-                deadline = time.monotonic() + wait - _stood(hosted)
+                response = _taken(self._receive_by(deadline, hosted), hosted)
+                if isinstance(response, Question):
+                    self._send(judge(approve, response.change))
+                    # the time asking took is not the program's
+                    deadline = time.monotonic() + wait - _stood(hosted)
+                elif response is not None:
+                    return _answering(response, answer)
         except _WORKER_FAILED as exc:
             return self._failed_worker(exc)
 
-    async def _exchange_async(self, request: Frame, hosted: HostedRun | None,
-                              approve: Approver | None = None) -> Frame:
+    async def _exchange_async(self, request: RunRequest, hosted: HostedRun | None,
+                              approve: Approver | None = None) -> Reply:
         """``_exchange`` on the running loop, for a worker that is ready: send, then await the
         reply's bytes (starting the tool calls that come first, and asking ``approve``
         without blocking the loop when the worker asks)."""
         loop = asyncio.get_running_loop()
         fd = self._stdout()
-        pending: list[asyncio.Future[Frame | BaseException]] = [loop.create_future()]
+        pending: list[asyncio.Future[_Outcome]] = [loop.create_future()]
 
         def readable() -> None:
-            outcome: Frame | BaseException | None = None
+            outcome: _Outcome | None = None
             try:
                 self._read_from(fd)
                 while outcome is None and (frame := self._reader.next_frame()) is not None:
@@ -336,35 +352,36 @@ class Sandbox:
         loop.add_reader(fd, readable)
         try:
             self._send(request)
-            while "approve" in (frame := await self._await_reply(pending[0], self._run_wait,
-                                                                 hosted)):
+            while isinstance(frame := await self._await_reply(pending[0], self._run_wait,
+                                                              hosted), Question):
                 pending[0] = loop.create_future()
-                self._send(await self._asked(approve, frame["approve"], pending[0]))
+                self._send(await self._asked(approve, frame, pending[0]))
+            reply = _answering(frame, Reply)
         except _WORKER_FAILED as exc:
             loop.remove_reader(fd)
             return self._failed_worker(exc)
         except asyncio.CancelledError:
             loop.remove_reader(fd)
-            reply = pending[0]
-            if not reply.done() or isinstance(reply.result(), BaseException):
+            last = pending[0]
+            if not last.done() or isinstance(last.result(), BaseException):
                 self._kill_worker()  # it did not answer the cancel: the next run restarts it
             raise
         loop.remove_reader(fd)
-        return frame
+        return reply
 
-    async def _asked(self, approve: Approver | None, question: Any,
-                     reply: asyncio.Future[Frame | BaseException]) -> Frame:
-        """The answer to the worker's question. Cancelled while asking, it stops the run
+    async def _asked(self, approve: Approver | None, question: Question,
+                     reply: asyncio.Future[_Outcome]) -> Verdict:
+        """The verdict on the worker's question. Cancelled while asking, it stops the run
         (the change is refused) and waits for the worker's reply before re-raising."""
         try:
-            return await decide_async(approve, question)
+            return await judge_async(approve, question.change)
         except asyncio.CancelledError:
             self.interrupt()
             await asyncio.wait([reply], timeout=GRACE_SECONDS)
             raise
 
-    async def _await_reply(self, reply: asyncio.Future[Frame | BaseException],
-                           wait: float, hosted: HostedRun | None = None) -> Frame:
+    async def _await_reply(self, reply: asyncio.Future[_Outcome], wait: float,
+                           hosted: HostedRun | None = None) -> _Final:
         """The reply frame within ``wait`` seconds (more by the time a person was asked
         about a call meanwhile). Cancelled, it stops the program and re-raises; a program
         that ended well first stands (what it changed has landed), and a failure that comes
@@ -388,18 +405,18 @@ class Sandbox:
             if not reply.done():
                 raise
             frame = reply.result()
-            if isinstance(frame, BaseException) or frame.get("result", {}).get("success") is not True:
+            if not isinstance(frame, Reply) or not frame.result.success:
                 raise
         if isinstance(frame, BaseException):
             raise frame
         return frame
 
-    def _failed_worker(self, exc: BaseException) -> Frame:
-        """Stop the worker that failed; this side's reply saying so (``_result_of``)."""
+    def _failed_worker(self, exc: BaseException) -> Reply:
+        """Stop the worker that failed; this side's reply saying so."""
         self._kill_worker()
         kept = "kept" if self._copy.units else "empty (nothing was kept yet)"
-        return {"error": (f"the sandbox worker failed ({exc}); it will be restarted on the next "
-                          f"program and the session's variables are {kept}")}
+        return failure("SandboxError", f"the sandbox worker failed ({exc}); it will be restarted "
+                       f"on the next program and the session's variables are {kept}")
 
     def _settle(self, wait: float) -> None:
         """Start the worker if needed, restore the session into a new one, and read what it
@@ -408,11 +425,12 @@ class Sandbox:
         if self._restore_pending:
             self._restore_pending = False
             self._preamble += 1
-            self._send({"op": "restore", "units": self._copy.live_units()})
+            self._send(Restore(self._copy.live_units()))
         while self._preamble:
-            frame = self._receive(wait)
-            if not isinstance(frame, dict) or not frame.keys() & {"ready", "ok"}:
-                raise wire.WireError(f"the worker said {str(frame)[:80]!r} instead of ready")
+            frame = read_response(self._receive(wait))
+            if not isinstance(frame, (Ready, Ack)):
+                raise wire.WireError(f"the worker sent a {type(frame).__name__} instead of "
+                                     "saying it is ready")
             self._preamble -= 1
 
     def _alive(self) -> bool:
@@ -425,8 +443,8 @@ class Sandbox:
         self._preamble = 1
         self._restore_pending = bool(self._copy.units)
 
-    def _send(self, message: Frame) -> None:
-        self._send_bytes(wire.dumps(message))
+    def _send(self, message: Request) -> None:
+        self._send_bytes(wire.dumps(message.to_frame()))
 
     def _send_bytes(self, data: bytes) -> None:
         process = self._process
@@ -496,17 +514,24 @@ def _left(deadline: float, hosted: HostedRun | None) -> float:
     return max(left, GRACE_SECONDS) if hosted is not None and hosted.asking else left
 
 
-def _taken(frame: Any, hosted: HostedRun | None) -> Frame | None:
-    """The worker's reply, when ``frame`` is one; a program's tool call (``{"call": ...}``)
-    is started instead, and gives None. Raises WireError for any other frame."""
-    if type(frame) is not dict:
-        raise wire.WireError(f"the worker said {str(frame)[:80]!r}")
-    if "call" not in frame:
-        return frame
+def _taken(frame: Any, hosted: HostedRun | None) -> _Final | None:
+    """What the worker said in ``frame``; a program's tool call is started instead, and
+    gives None. Raises WireError for a frame that is none of them."""
+    response = read_response(frame)
+    if not isinstance(response, ToolCall):
+        return response
     if hosted is None:  # the worker passes on only calls of the kit's kernel tools
         raise wire.WireError("the worker passed on a tool call, but no tool runs here")
-    hosted.call(frame["call"])
+    hosted.call(response)
     return None
+
+
+def _answering(response: _Final, answer: type[_Answer]) -> _Answer:
+    """``response``, the answer to a request, when it is an ``answer``. Raises WireError."""
+    if not isinstance(response, answer):
+        raise wire.WireError(f"the worker sent a {type(response).__name__} where a "
+                             f"{answer.__name__} was due")
+    return response
 
 
 _P = ParamSpec("_P")

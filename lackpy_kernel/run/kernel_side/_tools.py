@@ -10,9 +10,9 @@ frames of plain data. The call's time counts against the program's deadline.
 
 A call of a tool graded ``write`` here (``KitPlan.asks``) is asked for first, where the run
 asks (``[sandbox] approve = "write"``): the thread tells the worker that the clock stands
-(``{"op": "asking"}``), asks the run's approver, then lets the clock run again
-(``{"op": "asked"}``) and calls the tool, or answers the call with the refusal. The
-program's deadline moves by the time the person took (``HostedRun.stood``).
+(``Asking``), asks the run's approver, then lets the clock run again (``Asked``) and calls
+the tool, or answers the call with the refusal. The program's deadline moves by the time
+the person took (``HostedRun.stood``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lackpy_kernel.errors import ToolCallError, ToolCallTimeoutError
@@ -37,6 +37,7 @@ from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, KERNEL, KEYWORD_ONLY
 from .. import wire
 from ..failures import tool_timeout_message
 from ..plain import TOO_LARGE, Bounds, bounded_repr, display_problem, find_non_plain
+from ..protocol import Answer, Asked, Asking, PythonLoad, ToolCall, ToolDescription
 from ._approval import Approver, ask_call, call_change, refused_call
 
 MAX_ERROR_CHARS = 2_000
@@ -48,14 +49,14 @@ _Job = Callable[[], None]
 @dataclass
 class KitPlan:
     """A kit as a sandbox request carries it: ``builtins`` (alias -> built-in tool name),
-    ``tools`` (alias -> a plain-data description of each other tool), ``import_path`` (this
+    ``tools`` (alias -> the description of each other tool), ``import_path`` (this
     process's, for a worker that imports Python tools, which finds what they import where
     this process does), and what runs here: ``kernel`` (alias -> callable) and the
     ``timeouts`` this side enforces, and which of them ``asks`` before each call (graded
     write)."""
 
     builtins: dict[str, str] = field(default_factory=dict)
-    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tools: dict[str, ToolDescription] = field(default_factory=dict)
     import_path: list[str] = field(default_factory=list)
     kernel: dict[str, Callable[..., Any]] = field(default_factory=dict)
     timeouts: dict[str, float] = field(default_factory=dict)
@@ -71,11 +72,8 @@ def plan_kit(resolved: ResolvedKit) -> KitPlan:
             continue
         python = spec.provider_config.get("plugin") == "python"
         timeout = spec.provider_config.get("timeout") if python else None
-        described: dict[str, Any] = {"tool": spec.name, "source": spec.source,
-                                     "where": spec.where, "params": _positional(spec),
-                                     "timeout": timeout}
-        if spec.where == CHILD:
-            described["load"] = _load_info(spec)
+        load = _load_info(spec) if spec.where == CHILD else None
+        if load is not None:
             plan.import_path = [os.path.abspath(entry) for entry in sys.path]
         else:
             plan.kernel[alias] = resolved.callables[alias]
@@ -83,7 +81,8 @@ def plan_kit(resolved: ResolvedKit) -> KitPlan:
                 plan.asks.add(alias)
             if timeout:
                 plan.timeouts[alias] = float(timeout)
-        plan.tools[alias] = described
+        plan.tools[alias] = ToolDescription(spec.name, spec.source, _positional(spec), timeout,
+                                            load)
     return plan
 
 
@@ -115,18 +114,18 @@ def _asking(tool: str, fn: Callable[..., Any], approve: Approver | None) -> Call
     return asked
 
 
-def _positional(spec: ToolSpec) -> list[str]:
+def _positional(spec: ToolSpec) -> tuple[str, ...]:
     """The names of the arguments a call may pass by position (for the trace)."""
     names = [arg.name for arg in spec.args]
     if KEYWORD_ONLY_MARK in names:
         names = names[:names.index(KEYWORD_ONLY_MARK)]
-    return [name for name in names if name.isidentifier()]
+    return tuple(name for name in names if name.isidentifier())
 
 
-def _load_info(spec: ToolSpec) -> dict[str, Any]:
+def _load_info(spec: ToolSpec) -> PythonLoad:
     config = spec.provider_config
-    return {"provider": spec.provider, "path": config.get("path"), "module": config.get("module"),
-            "function": config.get("function", spec.name)}
+    return PythonLoad(spec.provider, config.get("path"), config.get("module"),
+                      config.get("function", spec.name))
 
 
 class ToolHost:
@@ -191,21 +190,19 @@ class HostedRun:
         """Whether a person is being asked about a call now."""
         return self._asking_since is not None
 
-    def call(self, call: dict[str, Any]) -> None:
-        """Start the call the worker passed on (``id``, ``tool``, ``args``, ``kwargs``)."""
-        call_id, alias = call.get("id"), call.get("tool")
-        fn = self.plan.kernel.get(alias) if isinstance(alias, str) else None
-        if not isinstance(call_id, int) or not isinstance(alias, str) or fn is None:
-            # the worker checks this first
+    def call(self, call: ToolCall) -> None:
+        """Start the call the worker passed on."""
+        call_id, alias = call.call_id, call.tool
+        fn = self.plan.kernel.get(alias)
+        if fn is None:  # the worker checks this first
             self._answer(call_id, _error_answer(call_id, ToolCallError(
-                f"{str(alias)[:40]!r} is not a tool of this kit that runs in the kernel")))
+                f"{alias[:40]!r} is not a tool of this kit that runs in the kernel")))
             return
-        args, kwargs = call.get("args") or [], call.get("kwargs") or {}
-        too_large = self._arguments_problem(self.plan.tools[alias]["tool"], [args, kwargs])
+        too_large = self._arguments_problem(self.plan.tools[alias].tool, [call.args, call.kwargs])
         if too_large is not None:
             self._answer(call_id, _error_answer(call_id, too_large))
             return
-        self._submit(functools.partial(self._run, call_id, alias, fn, args, kwargs))
+        self._submit(functools.partial(self._run, call_id, alias, fn, call.args, call.kwargs))
 
     def _arguments_problem(self, tool: str, arguments: list[Any]) -> ToolCallError | None:
         """The error for arguments that would expand past what a call may send, counted as
@@ -244,13 +241,12 @@ class HostedRun:
             bad = find_non_plain(value)
             if bad is not None:
                 described = self.plan.tools[alias]
-                raise ToolCallError(not_plain_message(described["tool"], described["source"],
-                                                      bad))
-            answer = {"op": "answer", "id": call_id, "ok": True, "value": value}
+                raise ToolCallError(not_plain_message(described.tool, described.source, bad))
+            answer = Answer(call_id, True, value)
         except BaseException as exc:  # whatever the tool raised goes back to the program
             answer = _error_answer(call_id, exc)
         if added:  # what it imported from the workspace: the worker's commit refuses it too
-            answer["protect"] = added
+            answer = replace(answer, protect=added)
         if timer is not None:
             timer.cancel()
         self._answer(call_id, answer)
@@ -259,9 +255,9 @@ class HostedRun:
                  ) -> bool:
         """Whether the person let this call run, asked with the clock standing; a refusal
         is answered here, and a program that ended meanwhile has nothing to run."""
-        tool = str(self.plan.tools[alias]["tool"])
+        tool = self.plan.tools[alias].tool
         self._asking_since = time.monotonic()
-        self._tell({"op": "asking", "id": call_id})
+        self._tell(Asking(call_id))
         try:
             why = ask_call(self._approve, call_change(tool, args, kwargs))
         finally:
@@ -272,7 +268,7 @@ class HostedRun:
         if why is not None:
             self._answer(call_id, _error_answer(call_id, ToolCallError(refused_call(tool, why))))
             return False
-        self._tell({"op": "asked", "id": call_id})
+        self._tell(Asked(call_id))
         return self._open
 
     def _timer(self, call_id: int, alias: str) -> threading.Timer | None:
@@ -282,20 +278,20 @@ class HostedRun:
             return None
         described = self.plan.tools[alias]
         late = _error_answer(call_id, ToolCallTimeoutError(
-            tool_timeout_message(described["tool"], described["source"], timeout)))
+            tool_timeout_message(described.tool, described.source, timeout)))
         timer = threading.Timer(timeout, self._answer, (call_id, late))
         timer.daemon = True
         timer.start()
         return timer
 
-    def _tell(self, frame: dict[str, Any]) -> None:
+    def _tell(self, frame: Asking | Asked) -> None:
         """Send the worker ``frame`` about a call, while the program runs."""
         with self._lock:
             if self._open:
                 with contextlib.suppress(OSError, EOFError):
-                    self._send(wire.dumps(frame))
+                    self._send(wire.dumps(frame.to_frame()))
 
-    def _answer(self, call_id: Any, answer: dict[str, Any]) -> None:
+    def _answer(self, call_id: int, answer: Answer) -> None:
         data = self._encode(answer)
         with self._lock:  # so that no answer is sent once close() has returned
             if not self._open or call_id in self._answered:
@@ -304,27 +300,26 @@ class HostedRun:
             with contextlib.suppress(OSError, EOFError):  # the worker went: the run fails anyway
                 self._send(data)
 
-    def _encode(self, answer: dict[str, Any]) -> bytes:
+    def _encode(self, answer: Answer) -> bytes:
         try:
-            data = wire.dumps(answer)
+            data = wire.dumps(answer.to_frame())
         except RecursionError:
-            return wire.dumps(_error_answer(answer["id"], ToolCallError(
-                "the tool's result is nested too deeply to send to the program")))
+            return wire.dumps(_error_answer(answer.call_id, ToolCallError(
+                "the tool's result is nested too deeply to send to the program")).to_frame())
         if len(data) > self.max_bytes:
-            return wire.dumps(_error_answer(answer["id"], ToolCallError(
+            return wire.dumps(_error_answer(answer.call_id, ToolCallError(
                 f"the tool's result is {len(data):,} bytes, over the {self.max_bytes:,} a "
-                "program may take in (set by [sandbox] max_result_mb); ask for less")))
+                "program may take in (set by [sandbox] max_result_mb); ask for less")).to_frame())
         return data
 
 
-def _error_answer(call_id: Any, exc: BaseException) -> dict[str, Any]:
+def _error_answer(call_id: int, exc: BaseException) -> Answer:
     """The answer that raises ``exc`` again in the program (its type, if the program's side
     knows it, with its message)."""
     args = list(exc.args)
     if find_non_plain(args) is not None or display_problem(args, ERROR_BOUNDS) is not None:
         args = [_message(exc)]
-    return {"op": "answer", "id": call_id, "ok": False, "error_type": type(exc).__name__,
-            "error_args": args}
+    return Answer(call_id, False, error_type=type(exc).__name__, error_args=args)
 
 
 def _message(exc: BaseException) -> str:

@@ -16,11 +16,12 @@ child is forked, after the reply. A child warms up (``child``) only when no requ
 rest waits for a quiet moment (``Worker.tidy``). The worker ignores SIGINT and exits when
 its parent closes stdin, taking its children with it.
 
-Requests: ``run`` (a ``RunRequest``; replies a ``Reply``), ``cancel`` (stops the running
-program; ignored between programs), ``describe`` (replies ``{"ok", "description"}``),
-``reset`` and ``restore`` (reply ``{"ok": True}``). While a program runs, the worker passes
-each call of a tool that runs in the kernel up as ``{"call": ...}`` and the kernel's
-``answer`` down to the child (``_calls``); a late answer is dropped.
+Requests (``protocol``): a ``RunRequest`` (replied with a ``Reply``, after a ``Question``
+when its file changes wait for a person's ``Verdict``), ``Cancel`` (stops the running
+program; ignored between programs), ``Describe`` (replied with an ``Ack`` that holds the
+description), ``Reset`` and ``Restore`` (replied with an ``Ack``). While a program runs, the
+worker passes each ``ToolCall`` of a tool that runs in the kernel up and the kernel's
+``Answer`` down to the child (``_calls``); a late answer is dropped.
 
 Modules: ``_serve`` (the loop and the session), ``_children`` (forking, releasing, reaping
 a child), ``_watch`` (a running child's frames, deadline and cancel), ``_calls`` (its

@@ -9,48 +9,36 @@ import selectors
 import time
 from typing import Any
 
-from lackpy_kernel.kit.spec import KERNEL
-
 from .. import wire
-from ..protocol import RunRequest
+from ..protocol import Answer, Asked, Asking, RunRequest, ToolCall, read_request
 
 STDOUT = 1
-CALL_KEYS = frozenset({"kind", "id", "tool", "args", "kwargs"})
 
 
-def checked_call(frame: dict[str, Any], request: RunRequest, made: int) -> dict[str, Any]:
-    """A call frame from a program's process, as the worker passes it on: the ``made``+1-th
-    call, of a tool of the request's kit that runs in the kernel, with plain arguments.
-    Raises WireError for any other."""
-    if (frame.keys() != CALL_KEYS or type(frame["id"]) is not int
-            or type(frame["args"]) is not list or type(frame["kwargs"]) is not dict
-            or not all(type(key) is str for key in frame["kwargs"])):
-        raise wire.WireError("a malformed tool call")
-    tool = frame["tool"]
-    described = request.tools.get(tool) if type(tool) is str else None
-    if described is None or described.get("where") != KERNEL:
-        raise wire.WireError(f"a call of {str(tool)[:40]!r}, which is not a tool of its kit "
+def checked_call(call: ToolCall, request: RunRequest, made: int) -> ToolCall:
+    """``call`` from a program's process, when the worker may pass it on: the ``made``+1-th
+    call, of a tool of the request's kit that runs in the kernel. Raises WireError for any
+    other."""
+    described = request.tools.get(call.tool)
+    if described is None or described.in_child:
+        raise wire.WireError(f"a call of {call.tool[:40]!r}, which is not a tool of its kit "
                              "that runs in the kernel")
     limit = request.max_tool_calls
     if limit is not None and made >= int(limit):
         raise wire.WireError(f"more tool calls than [sandbox] max_tool_calls ({limit}) allows")
-    if frame["id"] != made + 1:
+    if call.call_id != made + 1:
         raise wire.WireError("a tool call out of turn")
-    return {"id": frame["id"], "tool": tool, "args": frame["args"], "kwargs": frame["kwargs"]}
+    return call
 
 
-def protect(request: RunRequest, added: Any) -> None:
+def protect(request: RunRequest, added: dict[str, str]) -> None:
     """Refuse to ``request``'s commit, as well, the files the kernel protected during one of
     its calls (``protections_added``: what a tool that runs there imported from the
     workspace), which the request's copy of them, made before, lacks."""
-    if type(added) is not dict:
-        return
-    entries = {path: source for path, source in added.items()
-               if type(path) is str and type(source) is str}
     if isinstance(request.protected, dict):
-        request.protected.update(entries)
+        request.protected.update(added)
     else:
-        request.protected.extend(path for path in entries if path not in request.protected)
+        request.protected.extend(path for path in added if path not in request.protected)
 
 
 class CallRelay:
@@ -68,33 +56,36 @@ class CallRelay:
         self.watching = False
         os.set_blocking(to_child, False)
 
-    def pass_up(self, calls: list[dict[str, Any]]) -> None:
+    def pass_up(self, calls: list[ToolCall]) -> None:
         """Send the parent the calls the child made (taking them from ``calls``); WireError
         for a second call at once."""
         while calls:
             call = calls.pop(0)
             if self.waiting is not None:
                 raise wire.WireError("a tool call before the last one was answered")
-            self.waiting = call["id"]
-            wire.write_frame(STDOUT, {"call": call})
+            self.waiting = call.call_id
+            wire.write_frame(STDOUT, call.to_frame())
 
-    def pass_down(self, message: Any) -> bool:
+    def pass_down(self, frame: Any) -> bool:
         """Send an answer to the child if it answers the call it waits on (a late one is
-        dropped), and note when the kernel asks a person about that call (``asking``, then
-        ``asked`` or the answer: the clock stands meanwhile); False for any other message."""
-        op = message.get("op") if type(message) is dict else None
-        if op not in ("answer", "asking", "asked"):
+        dropped), and note when the kernel asks a person about that call (``Asking``, then
+        ``Asked`` or the answer: the clock stands meanwhile); False for any other frame."""
+        try:
+            message = read_request(frame)
+        except wire.WireError:
             return False
-        if message.get("id") != self.waiting or self.waiting is None:
+        if not isinstance(message, (Answer, Asking, Asked)):
+            return False
+        if message.call_id != self.waiting or self.waiting is None:
             return True  # late, for a call already answered
-        if op == "asking":
+        if isinstance(message, Asking):
             self.asking_since = time.monotonic()
             return True
         self._clock_runs()
-        if op == "answer":
+        if isinstance(message, Answer):
             self.waiting = None
-            protect(self.request, message.get("protect"))
-            self.out += wire.dumps(message)
+            protect(self.request, message.protect)
+            self.out += wire.dumps(message.to_frame())
             self.flush()
         return True
 

@@ -12,10 +12,9 @@ from lackpy_kernel.kit.staging import discard_stage, stage_folder
 
 from .. import wire
 from ..child import Snapshot, child_main
-from ..protocol import RunRequest
+from ..protocol import Go, RunRequest, Taken, read_taken
 
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
-Frame = wire.Frame
 
 
 def widen_pipe(fd: int) -> None:
@@ -54,22 +53,19 @@ class Child:
         return cls(pid, down_write, up_read, snapshot.like,
                    stage_folder(snapshot.walled_for[0], pid))
 
-    def first_frame(self) -> Frame | None:
-        """What the child did with stdin (``started``, ``handoff`` or ``closed``), or None
-        if it died first."""
+    def first_frame(self) -> Taken | None:
+        """What the child did with stdin, or None if it died first. Raises WireError for a
+        frame that does not say."""
         while (frame := self.frames.next_frame()) is None:
             data = os.read(self.from_child, wire.READ_CHUNK)
             if not data:
                 return None
             self.frames.feed(data)
-        if (type(frame) is not dict or frame.get("kind") not in ("started", "handoff", "closed")
-                or type(frame.get("leftover")) is not bytes):
-            raise wire.WireError(f"the waiting child said {str(frame)[:80]!r}")
-        return frame
+        return read_taken(frame)
 
     def release(self, pending: bytes) -> None:
         """Let a held child read stdin, after ``pending`` (what the worker read of it)."""
-        wire.write_frame(self.to_child, {"go": pending})
+        wire.write_frame(self.to_child, Go(pending).to_frame())
 
     def kill(self, *, wait: bool = True) -> None:
         """Kill the child (if it still runs) and, with ``wait``, reap it."""

@@ -24,14 +24,30 @@ from ..commit import UnitLog, load_unit
 from ..context import describe_variables
 from ..failures import (
     ASK_INTERRUPTED,
-    DECLINED,
     changed_meanwhile,
     dropped_note,
     failed_after,
     failure,
     refused_message,
 )
-from ..protocol import Commit, Reply, RunRequest
+from ..protocol import (
+    Ack,
+    Cancel,
+    Closed,
+    Commit,
+    Describe,
+    Question,
+    Ready,
+    Reply,
+    Request,
+    Reset,
+    Restore,
+    RunRequest,
+    Started,
+    Units,
+    Verdict,
+    read_request,
+)
 from ..runner import CHANGE_REFUSED
 from ..walls import WallPlan
 from ._children import Child, widen_pipe
@@ -45,7 +61,6 @@ STDIN, STDOUT = 0, 1
 # waits), and the run goes from twin to twin without waiting for a fork; one is enough for
 # that (each costs a process of about 3 MB).
 MAX_TWINS = 1
-Frame = wire.Frame
 # Asks the person about a change: None when it is to land, else why not
 Asker = Callable[[Change], tuple[str, str] | None]
 
@@ -81,7 +96,7 @@ class Worker:
         self.walls_key: tuple[str, list[str]] | None = None
         self.python_tools = PythonTools()  # the tool modules the children inherit
         # the last program's request, less its program: the next warm-up's
-        self.like = RunRequest("", os.getcwd())
+        self.like = RunRequest(program="", workspace=os.getcwd())
         self.recovered: set[str] = set()  # the workspaces whose interrupted commits it finished
 
     def serve(self) -> NoReturn:
@@ -91,7 +106,7 @@ class Worker:
         gc.freeze()
         self.spare = self.fork_spare()
         try:
-            wire.write_frame(STDOUT, {"ready": os.getpid()})
+            wire.write_frame(STDOUT, Ready(os.getpid()).to_frame())
             while True:
                 self.next_event()
         except BrokenPipeError:
@@ -144,18 +159,18 @@ class Worker:
         self.killed = [each for each in self.killed if not each.ended()]
         if (self.killed or self.wants_twin) and not wire.readable_within(child.from_child, QUIET):
             self.tidy()
-        event = child.first_frame()
-        if event is None:  # it died before it took a request (it was killed, or ran out of memory)
+        taken = child.first_frame()
+        if taken is None:  # it died before it took a request (it was killed, or ran out of memory)
             child.reap()
             self.spare = self.fork_spare()
             return
         self.spare = None
-        self.requests.feed(event["leftover"])
-        if event["kind"] == "closed":
+        self.requests.feed(taken.leftover)
+        if isinstance(taken, Closed):
             child.kill()
             self.exit()
-        if event["kind"] == "started":
-            request = RunRequest.from_frame(event["request"])
+        if isinstance(taken, Started):
+            request = taken.request
             self.fork_twin(request)
             self.changed = self.run(child, request)
             self.let_go(child)
@@ -167,7 +182,7 @@ class Worker:
             self.wants_twin = True
         else:
             child.kill()
-            if self.handle(event["request"]):
+            if self.handle(taken.request):
                 self.drop_twins()
             self.spare = self.fork_spare()
 
@@ -213,28 +228,26 @@ class Worker:
                 self.twins.append(self.fork_spare(held=True))
         self.wants_twin = False
 
-    def handle(self, request: Frame) -> bool:
+    def handle(self, request: Request) -> bool:
         """Answer a request a child handed back; returns whether a child forked before it
         could no longer run the next program (the session or the kind of program changed)."""
-        op = request.get("op")
-        if op == "run":  # for a child walled for its workspace: the next one reads it again
-            self.like = RunRequest.from_frame(request).without_program()
-            self.requests.buffer[0:0] = wire.dumps(request)
+        if isinstance(request, RunRequest):
+            # for a child walled for its workspace: the next one reads it again
+            self.like = request.without_program()
+            self.requests.buffer[0:0] = wire.dumps(request.to_frame())
             return True
-        if op == "describe":  # for a prompt: described here, so the caller never loads them
-            text = describe_variables(self.session, previews=bool(request.get("previews", True)))
-            wire.write_frame(STDOUT, {"ok": True, "description": text})
+        if isinstance(request, Describe):
+            # for a prompt: described here, so the caller never loads them
+            text = describe_variables(self.session, previews=request.previews)
+            wire.write_frame(STDOUT, Ack(text).to_frame())
             return False
-        if op == "approve":  # late: its question was settled by a cancel
-            return False
-        if op == "reset":
+        if isinstance(request, Reset):
             self.replace_session({}, [])
-        elif op == "restore":
-            units = [(list(names), blob) for names, blob in request["units"]]
-            self.replace_session(restored(units), units)
-        else:
-            raise wire.WireError(f"unknown request {str(op)[:40]!r}")
-        wire.write_frame(STDOUT, {"ok": True})
+        elif isinstance(request, Restore):
+            self.replace_session(restored(request.units), request.units)
+        else:  # late, for a program that ended (a child reads past them): nothing to answer
+            return False
+        wire.write_frame(STDOUT, Ack().to_frame())
         return True
 
     def run(self, child: Child, request: RunRequest) -> bool:
@@ -245,7 +258,7 @@ class Worker:
         if reply is None:  # stdin closed
             self.exit()
         commit, reply.commit = (reply.commit if request.keep else None), None
-        staged = [path for path in reply.result["trace"]["files_modified"] if type(path) is str]
+        staged = list(reply.result.trace.files_modified)
         loaded: dict[str, Any] = {}
         if commit is not None:
             try:  # read back before anyone relies on it
@@ -255,13 +268,13 @@ class Worker:
                 commit = None
         folder = stage_folder(os.path.realpath(request.workspace), child.pid)
         if staged and request.dry:  # a dry run (a candidate a model wrote): nothing lands
-            reply.result["notes"].append("nothing was written: a dry run's file changes are dropped")
+            reply.result.notes.append("nothing was written: a dry run's file changes are dropped")
             discard_stage(folder)
             staged = []
         landed = None
         if staged:
             reply, landed = settle_files(reply, request, folder, staged, self.ask)
-            commit = commit if reply.result["success"] else None
+            commit = commit if reply.result.success else None
         if commit is not None and not commit.empty:
             self.drop_twins()  # forked with the session as it was: before anyone sees the reply
         wire.write_frame(STDOUT, reply.to_frame())
@@ -278,23 +291,23 @@ class Worker:
     def ask(self, change: Change) -> tuple[str, str] | None:
         """Send ``change`` up and wait, with no deadline, for the kernel's answer: None to
         let it land, else the error type and why not (a ``cancel`` refuses it)."""
-        wire.write_frame(STDOUT, {"approve": change.to_frame()})
+        wire.write_frame(STDOUT, Question(change).to_frame())
         while True:
-            message = self.requests.next_frame()
-            if message is None:
+            frame = self.requests.next_frame()
+            if frame is None:
                 data = os.read(STDIN, wire.READ_CHUNK)
                 if not data:
                     self.exit()
                 self.requests.feed(data)
                 continue
-            op = message.get("op") if type(message) is dict else None
-            if op == "cancel":
+            try:
+                message = read_request(frame)
+            except wire.WireError as exc:
+                return CHANGE_REFUSED, f"the kernel's answer was not understood ({exc})"
+            if isinstance(message, Cancel):
                 return "KeyboardInterrupt", ASK_INTERRUPTED
-            if op == "approve":
-                if message.get("apply") is True:
-                    return None
-                reason = message.get("reason")
-                return CHANGE_REFUSED, reason[:2000] if type(reason) is str else DECLINED
+            if isinstance(message, Verdict):
+                return None if message.apply else (CHANGE_REFUSED, message.reason[:2000])
             # else a late answer of a tool call: dropped
 
     def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
@@ -303,8 +316,7 @@ class Worker:
         self.session.update(loaded)
         self.log.apply(commit)
 
-    def replace_session(self, session: dict[str, Any], units: list[tuple[list[str], bytes]]
-                        ) -> None:
+    def replace_session(self, session: dict[str, Any], units: Units) -> None:
         self.session = session
         self.log.clear()
         for names, blob in units:
@@ -322,8 +334,8 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
     """Commit the files the program staged in ``folder`` when it ended well (once ``ask``
     let them, when the request wants approval), else note that they were dropped; the
     reply (a failure when the commit was refused: nothing written then) and what landed."""
-    if not reply.result["success"]:
-        reply.result["notes"].append(dropped_note(paths))
+    if not reply.result.success:
+        reply.result.notes.append(dropped_note(paths))
         return reply, None
     try:
         if len(paths) > WRITE_BUDGET_FILES:  # a child past its budget forged them
@@ -340,14 +352,14 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
             refused = CHANGE_REFUSED, changed_meanwhile(moved)
         if refused is not None:
             error_type, why = refused
-            return failed_after(reply.result["trace"], error_type, refused_message(paths, why)), None
+            return failed_after(reply.result.trace, error_type, refused_message(paths, why)), None
         return reply, commit_changes(workspace, changes)
     except OSError as exc:
-        return failed_after(reply.result["trace"], type(exc).__name__,
+        return failed_after(reply.result.trace, type(exc).__name__,
                             f"the program's file changes were not written: {exc}"), None
 
 
-def restored(units: list[tuple[list[str], bytes]]) -> dict[str, Any]:
+def restored(units: Units) -> dict[str, Any]:
     """The session held by ``units`` (read with the plain-data unpickler)."""
     session: dict[str, Any] = {}
     for names, blob in units:

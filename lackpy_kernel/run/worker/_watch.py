@@ -10,15 +10,12 @@ import time
 
 from .. import wire
 from ..failures import failure, too_big_message
-from ..protocol import Commit, Reply, RunRequest
-from ..runner import ExecutionResult
+from ..protocol import Modified, Reply, RunRequest, ToolCall, read_event
 from ._calls import CallRelay, checked_call
 from ._children import Child
 
 STDIN, STDOUT = 0, 1
 INTERRUPTED = "interrupted: the program was stopped before it finished"
-Frame = wire.Frame
-
 
 
 def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Reply | None:
@@ -39,7 +36,7 @@ def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Repl
             return _stop(child, frames.bad(exc, request))
         while frames.final is None:
             while (message := requests.next_frame()) is not None:
-                if not relay.pass_down(message):  # not an answer: only "cancel" comes else
+                if not relay.pass_down(message):  # not about a call: only a cancel comes else
                     return _stop(child, frames.failed("KeyboardInterrupt", INTERRUPTED))
             remaining = deadline + relay.stood - time.monotonic()
             if remaining <= 0 and relay.asking_since is None:
@@ -76,29 +73,28 @@ class _ChildFrames:
         self.reader.max_body = request.max_result_bytes + wire.READ_CHUNK
         self.request = request
         self.modified: list[str] = []
-        self.calls: list[Frame] = []
+        self.calls: list[ToolCall] = []
         self.calls_made = 0
         self.final: Reply | None = None
 
     def feed(self, data: bytes) -> None:
+        """Read what the child sent. Raises WireError for a frame it may not send."""
         self.reader.feed(data)
         while self.final is None and (frame := self.reader.next_frame()) is not None:
-            kind = frame.get("kind") if type(frame) is dict else None
-            if kind == "modified" and type(frame.get("path")) is str:
-                if frame["path"] not in self.modified:
-                    self.modified.append(frame["path"])
-            elif kind == "call":
-                self.calls.append(checked_call(frame, self.request, self.calls_made))
+            event = read_event(frame)
+            if isinstance(event, Modified):
+                if event.path not in self.modified:
+                    self.modified.append(event.path)
+            elif isinstance(event, ToolCall):
+                self.calls.append(checked_call(event, self.request, self.calls_made))
                 self.calls_made += 1
-            elif kind == "done":
-                self.final = _checked(frame)
             else:
-                raise wire.WireError(f"unexpected frame {str(kind)[:40]!r}")
+                self.final = event
 
     def failed(self, error_type: str, message: str) -> Reply:
         """A failure that still lists the files the program changed before it stopped."""
         reply = failure(error_type, message)
-        reply.result["trace"]["files_modified"] = list(self.modified)
+        reply.result.trace.files_modified = list(self.modified)
         return reply
 
     def bad(self, exc: wire.WireError, request: RunRequest) -> Reply:
@@ -107,16 +103,6 @@ class _ChildFrames:
             return self.failed("ResultTooLarge", too_big_message(request))
         return self.failed("SandboxError", f"the program's process sent a bad reply: {exc}; "
                            "it was stopped")
-
-
-def _checked(frame: Frame) -> Reply:
-    """The child's final frame as the parent will read it; WireError if it is malformed."""
-    try:
-        result = ExecutionResult.from_dict(frame["result"]).to_dict()
-    except (KeyError, TypeError, ValueError) as exc:
-        raise wire.WireError(f"malformed result: {type(exc).__name__}") from None
-    commit = frame.get("commit")
-    return Reply(result, None if commit is None else Commit.from_frame(commit))
 
 
 def _collect(child: Child, frames: _ChildFrames, request: RunRequest) -> Reply:

@@ -1,0 +1,404 @@
+"""The one run pipeline: every validated program runs through :meth:`RunPipeline.run`.
+
+A caller (the service, a session, an agent's tools, a plan step, a Temporal activity)
+describes a run as a :class:`RunSpec` and picks a :class:`Place`; ``run(spec, place)``
+validates the program, asks the hooks, runs it in the place, settles its staged writes and
+gathers the notes. So every gate (validation, the limits, the call cap, per-call approval,
+Kibitzer) holds on every path, and nothing outside this module builds a runner or a stage.
+
+The places:
+
+* :class:`PoolPlace`: sandbox workers, a program each, on an empty namespace (the
+  service's pool, or an agent's own);
+* :class:`WorkerPlace`: a session's own sandbox worker, which keeps its variables;
+* :class:`HerePlace`: this process (the sandbox off or missing), staged as in the sandbox,
+  under the call cap, a write-graded tool asked at its call; keeps variables when given.
+
+Hooks (:class:`RunHooks`) watch runs without being call sites: ``refusal`` judges the
+validated program before it runs, outside the place; ``wrap`` gives the kit the place runs
+(for a sandbox, the kit's kernel-side tools and a gate the child asks before its own
+tools: it runs inside the child); ``change_refusal`` judges the files the program staged,
+by path, whatever tool staged them, outside the place at the commit (the approver the
+place asks is wrapped, so it is asked even where no person is); ``after`` hears of the run
+from its trace and adds notes, outside the place. A gate that must hold against a hostile
+program is judged outside the child: the validator, the limits, the approval and
+``change_refusal``; ``wrap``'s gate inside the child is a coach's check, not a wall.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import sys
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from lackpy_kernel import telemetry
+from lackpy_kernel.errors import ChangeRefusedError
+from lackpy_kernel.kibitzer import Watch, watched_kit
+from lackpy_kernel.kit import ResolvedKit, Toolbox
+from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.lang import Rule, ValidationResult, validate
+from lackpy_kernel.run import (
+    ExecutionResult,
+    RestrictedRunner,
+    Sandbox,
+    SandboxLimits,
+    sandbox_supported,
+    validation_failure,
+)
+from lackpy_kernel.run.here import HereStage
+from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver, SandboxPool, asked_first
+
+__all__ = ["HerePlace", "KibitzerHooks", "Place", "PoolPlace", "RunHooks", "RunPipeline",
+           "RunSpec", "WorkerPlace", "trace_sources", "validate_for"]
+
+# The most time validating one program may take in the caller (a 1 MB program takes ~3 s).
+VALIDATION_SECONDS = 30.0
+OnThread = Callable[[Callable[[], ExecutionResult]], Awaitable[ExecutionResult]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """One run: the ``program``, the resolved ``kit``, its ``params``, extra ``rules``, the
+    ``names`` its place already holds (a session's variables), whether it is ``dry`` (its
+    file changes dropped, unasked), who approves (``approve``), whether its file changes and
+    write-graded calls wait for that approval (``ask``), and the ``max_tool_calls`` cap."""
+
+    program: str
+    kit: ResolvedKit
+    params: Mapping[str, Any] = field(default_factory=dict)
+    rules: tuple[Rule, ...] = ()
+    names: frozenset[str] = frozenset()
+    dry: bool = False
+    approve: Approver | None = None
+    ask: bool = False
+    max_tool_calls: int | None = None
+
+
+class RunHooks(Protocol):
+    """What watches runs: see the module docstring for where each part runs."""
+
+    def refusal(self, check: ValidationResult, kit: ResolvedKit) -> str | None:
+        """Why a valid program may not run (None: it may)."""
+
+    def wrap(self, kit: ResolvedKit, *, here: bool) -> ResolvedKit:
+        """``kit`` as the place runs it (``here``: every tool in this process)."""
+
+    def change_refusal(self, paths: list[str]) -> str | None:
+        """Why the program's staged writes of ``paths`` may not land (None: they may)."""
+
+    def after(self, result: ExecutionResult) -> None:
+        """Hear of a finished run; may add to ``result.notes``."""
+
+
+class Place(Protocol):
+    """Where a validated program runs. ``here`` says whether it runs in this process."""
+
+    here: bool
+
+    def guard(self) -> AbstractContextManager[None]:
+        """Around the work done on the caller's thread (validation, a program run here)."""
+
+    async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
+        """Run ``spec`` (its kit already wrapped by the hooks) and settle its writes."""
+
+
+class PoolPlace:
+    """Sandbox workers, a program each on an empty namespace; the variables it set come
+    back in the result. ``close`` stops the workers."""
+
+    here = False
+
+    def __init__(self, pool: SandboxPool) -> None:
+        self.pool = pool
+
+    def guard(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+    async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
+        return await self.pool.run_async(spec.program, spec.kit, dict(spec.params),
+                                         return_variables=True, dry=spec.dry,
+                                         approve=spec.approve, ask=spec.ask)
+
+    @property
+    def size(self) -> int:
+        """How many workers the pool holds now."""
+        return self.pool.size
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the pool's first worker while it runs, else None."""
+        return self.pool.worker_pid
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The process ids of the pool's workers that run."""
+        return self.pool.worker_pids
+
+    def close(self) -> None:
+        """Stop the pool's workers."""
+        self.pool.close()
+
+
+class WorkerPlace:
+    """A session's own sandbox worker: it keeps the variables from one program to the next
+    (a failed program leaves them as they were)."""
+
+    here = False
+
+    def __init__(self, sandbox: Sandbox, guard: Callable[[], AbstractContextManager[None]]
+                 = nullcontext) -> None:
+        self.sandbox = sandbox
+        self._guard = guard
+
+    def guard(self) -> AbstractContextManager[None]:
+        return self._guard()
+
+    async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
+        return await self.sandbox.run_async(spec.program, spec.kit, dict(spec.params),
+                                            dry=spec.dry, approve=spec.approve, ask=spec.ask)
+
+
+class HerePlace:
+    """This process: the program's writes staged as in the sandbox and settled after it,
+    under the call cap, each write-graded tool asking ``approve`` at its call. With
+    ``variables`` (not None) it keeps them from one program to the next, as a worker does.
+    ``on_thread`` runs the program (default: on the caller's thread, inside ``guard``)."""
+
+    here = True
+
+    def __init__(self, workspace: Path, protected: Collection[str], *,
+                 variables: dict[str, Any] | None = None, on_thread: OnThread | None = None,
+                 guard: Callable[[], AbstractContextManager[None]] = nullcontext) -> None:
+        self.workspace = workspace
+        self.protected = protected
+        self.variables = variables
+        self.on_thread = on_thread
+        self._guard = guard
+
+    def guard(self) -> AbstractContextManager[None]:
+        return self._guard()
+
+    async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
+        kept = self.variables
+        scratch = None if kept is None else copy.deepcopy(kept)  # a failure changes nothing
+        runner = RestrictedRunner(max_tool_calls=spec.max_tool_calls)
+        callables = asked_first(spec.kit, spec.approve) if spec.ask else spec.kit.callables
+        stage = HereStage(self.workspace, self.protected)
+
+        def program_run() -> ExecutionResult:
+            return stage.run(lambda: runner.run_validated(
+                spec.program, check, callables, dict(spec.params), scratch,
+                sources=trace_sources(spec.kit)))
+
+        try:
+            result = await self._call(program_run)
+            if not spec.dry:  # a dry run's staged files are dropped below, unasked
+                result = await stage.settle(result, ask=spec.ask, approve=spec.approve)
+        finally:
+            stage.discard()
+        if kept is not None and result.success:
+            self.variables = result.variables
+        return result
+
+    async def _call(self, program_run: Callable[[], ExecutionResult]) -> ExecutionResult:
+        if self.on_thread is not None:
+            return await self.on_thread(program_run)
+        with self.guard():
+            return program_run()
+
+
+class KibitzerHooks:
+    """Kibitzer as run hooks: it refuses a program before it runs, is asked before each
+    tool call, and hears of the calls afterwards; its fresh suggestions become notes."""
+
+    def __init__(self, watch: Watch) -> None:
+        self.watch = watch
+
+    @classmethod
+    def open(cls, workspace: Path, *, enabled: bool | None, mode: str | None,
+             notice: Callable[[str], None]) -> KibitzerHooks | None:
+        """Kibitzer's hooks for ``workspace``; None when it is off or not installed."""
+        watch = Watch.open(workspace, enabled=enabled, mode=mode, notice=notice)
+        return None if watch is None else cls(watch)
+
+    def refusal(self, check: ValidationResult, kit: ResolvedKit) -> str | None:
+        return self.watch.program_refusal(check.tree, kit)
+
+    def wrap(self, kit: ResolvedKit, *, here: bool) -> ResolvedKit:
+        return watched_kit(kit, self.watch, here=here)
+
+    def change_refusal(self, paths: list[str]) -> str | None:
+        return self.watch.write_refusal(paths)
+
+    def after(self, result: ExecutionResult) -> None:
+        self.watch.after_run(result.trace.entries)
+        result.notes.extend(self.watch.take_fresh())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """What the pipeline needs of a workspace's config: where programs run and their limits."""
+
+    workspace: Path
+    kits_dir: Path
+    limits: SandboxLimits
+    sandbox: bool  # [sandbox] enabled
+    asks_writes: bool  # [sandbox] approve = "write"
+    workers: int  # [sandbox] workers: the service pool's size
+
+
+class RunPipeline:
+    """The runs of one workspace: builds specs and places, and runs a spec in a place.
+    ``shared`` is the pool of workers for one-shot runs, up to ``[sandbox] workers``.
+
+    ``toolbox`` resolves kits in the worker; ``protected`` is what a program may not write;
+    ``hooks`` watch every run; ``notice`` hears what the pipeline says once (no sandbox).
+    """
+
+    def __init__(self, settings: Settings, toolbox: Toolbox, protected: Collection[str], *,
+                 hooks: Sequence[RunHooks] = (), notice: Callable[[str], None] = print) -> None:
+        self.settings = settings
+        self.toolbox = toolbox
+        self.protected = protected
+        self.hooks = tuple(hooks)
+        self._notice = notice
+        self.shared = PoolPlace(SandboxPool(self._sandbox, size=settings.workers))
+
+    @property
+    def asks_writes(self) -> bool:
+        """Whether a program's file changes wait for a person (``[sandbox] approve``)."""
+        return self.settings.asks_writes
+
+    def spec(self, program: str, kit: ResolvedKit, *, params: Mapping[str, Any] | None = None,
+             rules: Sequence[Rule] | None = None, names: Collection[str] = (),
+             dry: bool = False, approve: Approver | None = None,
+             ask: bool | None = None) -> RunSpec:
+        """The spec of a run under this workspace's limits (``ask`` None: as configured)."""
+        return RunSpec(program=program, kit=kit, params=dict(params or {}),
+                       rules=tuple(rules or ()), names=frozenset(names), dry=dry,
+                       approve=approve, ask=self.asks_writes if ask is None else ask,
+                       max_tool_calls=self.settings.limits.max_tool_calls)
+
+    def sandboxed(self, requested: bool | None = None) -> bool:
+        """Whether programs run in the sandbox (``requested`` overrides the config); says
+        once why not when the platform rules it out."""
+        wanted = self.settings.sandbox if requested is None else requested
+        if wanted and not sandbox_supported():
+            self._notice(f"no sandbox on {sys.platform}: programs run in this process, "
+                         "without time or memory limits")
+            return False
+        return wanted
+
+    def place(self, sandbox: bool | None = None) -> Place:
+        """The place of a one-shot run: the shared pool of workers, or this process."""
+        return self.shared if self.sandboxed(sandbox) else self.here()
+
+    def new_pool(self) -> PoolPlace:
+        """A pool of workers of its own, unbounded (the caller bounds its runs and closes it)."""
+        return PoolPlace(SandboxPool(self._sandbox, size=None))
+
+    def worker(self, guard: Callable[[], AbstractContextManager[None]] = nullcontext
+               ) -> WorkerPlace:
+        """A worker of its own that keeps variables (a session's); close its ``sandbox``."""
+        return WorkerPlace(self._sandbox(), guard)
+
+    def here(self, *, variables: dict[str, Any] | None = None, on_thread: OnThread | None = None,
+             guard: Callable[[], AbstractContextManager[None]] = nullcontext) -> HerePlace:
+        """This process, staged as in the sandbox (see ``HerePlace``)."""
+        return HerePlace(self.settings.workspace, self.protected, variables=variables,
+                         on_thread=on_thread, guard=guard)
+
+    @telemetry.traced_run
+    async def run(self, spec: RunSpec, place: Place) -> ExecutionResult:
+        """Validate ``spec``'s program, ask the hooks, run it in ``place`` and settle its
+        writes. Returns a failed result (never raises) for an invalid or refused program, a
+        runtime error, a limit or a refused change; KeyboardInterrupt raised by the caller
+        inside ``place.guard()`` propagates, nothing written."""
+        with place.guard():
+            check = validate_for(spec.program, spec.kit, {*spec.params, *spec.names},
+                                 list(spec.rules))
+        if not check.valid:
+            return validation_failure(check.issues)
+        for hook in self.hooks:
+            reason = hook.refusal(check, spec.kit)
+            if reason is not None:
+                return ExecutionResult(False, error=reason, error_type="ToolCallError")
+        kit = spec.kit
+        for hook in self.hooks:
+            kit = hook.wrap(kit, here=place.here)
+        result = await place.execute(self._judged(replace(spec, kit=kit)), check)
+        for hook in self.hooks:
+            hook.after(result)
+        return result
+
+    def close(self) -> None:
+        """Stop the shared pool's workers."""
+        self.shared.close()
+
+    def _judged(self, spec: RunSpec) -> RunSpec:
+        """``spec`` whose staged writes the hooks judge at the commit: its approver asks them
+        first, and is asked whether or not a person is (``ask``)."""
+        if not self.hooks or spec.dry:
+            return spec
+        hooks, person, approve = self.hooks, spec.ask, spec.approve
+
+        def judge(change: Change) -> None:
+            if change.call is not None:
+                return
+            paths = change.paths
+            for hook in hooks:
+                reason = hook.change_refusal(paths)
+                if reason is not None:
+                    raise ChangeRefusedError(reason)
+
+        def checked(change: Change) -> bool:
+            judge(change)
+            return _asked(approve, change) if person else True
+
+        async def checked_async(change: Change) -> bool:
+            judge(change)
+            verdict = approve(change) if approve is not None else _asked(None, change)
+            return (await verdict if inspect.isawaitable(verdict) else verdict) is True
+
+        asynchronous = person and approve is not None and _is_async(approve)
+        return replace(spec, ask=True, approve=checked_async if asynchronous else checked)
+
+    def _sandbox(self) -> Sandbox:
+        return Sandbox(self.settings.workspace, self.settings.limits, self.settings.kits_dir,
+                       toolbox=self.toolbox, protected=self.protected,
+                       approve_writes=self.asks_writes)
+
+
+def validate_for(program: str, resolved: ResolvedKit, names: Collection[str],
+                 rules: Sequence[Rule] | None) -> ValidationResult:
+    """Validate against a kit's tools plus ``names``, refusing assignments to the tools,
+    within ``VALIDATION_SECONDS`` (a program too large to check in time is invalid)."""
+    with telemetry.span("lackpy.validate") as checking:
+        checked = validate(program, {*resolved.callables, *names}, list(rules or ()),
+                           protected_names=resolved.callables,
+                           deadline=time.monotonic() + VALIDATION_SECONDS)
+        checking.set({"lackpy.ok": checked.valid, "lackpy.issues": len(checked.errors)})
+    return checked
+
+
+def _asked(approve: Approver | None, change: Change) -> bool:
+    """``approve``'s blocking answer about ``change``; a refusal when there is no one to ask."""
+    if approve is None:
+        raise ChangeRefusedError(NO_ONE_TO_ASK)
+    return approve(change) is True
+
+
+def _is_async(approve: Approver) -> bool:
+    return inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
+        type(approve).__call__)
+
+
+def trace_sources(resolved: ResolvedKit) -> dict[str, str]:
+    """Alias -> where its tool comes from (``ToolSpec.source``), for the trace."""
+    return {alias: spec.source for alias, spec in resolved.tools.items()}

@@ -1,0 +1,61 @@
+"""Kibitzer's mode judges a program's staged writes by path at the commit, whatever tool
+staged them (issue 39 item 8): a Python tool that writes README.md through lackpy's
+workspace API, which Kibitzer's per-call gate never hears of by name, is refused in
+``implement`` mode, in the sandbox and in this process, with or without a person to ask;
+a write inside the mode's paths lands."""
+
+from __future__ import annotations
+
+import pytest
+
+from lackpy_kernel.kit.changes import Change
+from lackpy_kernel.run import sandbox_supported
+from lackpy_kernel.service import LackpyService
+from tests.support.kernel import make_workspace
+
+pytestmark = pytest.mark.asyncio
+
+MODULE = '''
+from lackpy_kernel.kit import write_text
+
+
+def keep(path: str, text: str) -> str:
+    """Write a file through lackpy's workspace API."""
+    return write_text(path, text)
+'''
+SOURCE = '\n[tools.providers.mine]\nplugin = "python"\npath = "tools/mine.py"\ngrade = "read"\n'
+WHERE = [False, pytest.param(True, marks=pytest.mark.skipif(
+    not sandbox_supported(), reason="the worker needs Linux"))]
+
+
+def workspace_in(tmp_path, approve: str):
+    make_workspace(tmp_path, f'[kibitzer]\nmode = "implement"\n\n[sandbox]\napprove = "{approve}"'
+                             f'\ntimeout = 30\n{SOURCE}')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "mine.py").write_text(MODULE)
+    (tmp_path / "README.md").write_text("the real readme\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("sandbox", WHERE)
+@pytest.mark.parametrize("approve", ["never", "write"])
+async def test_a_tools_own_staged_write_outside_the_mode_is_refused(tmp_path, sandbox, approve):
+    workspace = workspace_in(tmp_path, approve)
+    asked: list[Change] = []
+
+    def yes(change: Change) -> bool:
+        asked.append(change)
+        return True
+
+    with LackpyService(workspace) as service:
+        refused = await service.run_program("keep('README.md', 'pwned')", ["keep"],
+                                            sandbox=sandbox, approve=yes)
+        landed = await service.run_program("keep('src/a.py', 'x = 1')", ["keep"],
+                                           sandbox=sandbox, approve=yes)
+    assert refused.error_type == "ChangeRefusedError", refused.error
+    assert "Kibitzer (implement mode) refused the program's file changes" in refused.error
+    assert (workspace / "README.md").read_text() == "the real readme\n"
+    assert landed.success, landed.error
+    assert (workspace / "src" / "a.py").read_text() == "x = 1"
+    # the person is asked only where the config says so, and never about a refused change
+    assert [change.paths for change in asked] == ([] if approve == "never" else [["src/a.py"]])
