@@ -48,9 +48,16 @@ plain prompt as a completion (``/v1/completions``), for a model without a chat t
 Ollama: ``--plugin ollama --host http://127.0.0.1:11434 --model qwen2.5-coder:1.5b``
 (no ``grammar``). Or name a provider table of a lackpy config: ``--config
 .lackpy/config.toml --provider NAME`` (each configuration's keys override the table's).
-``-v`` prints each intent's programs; ``--only N`` runs the first N intents, ``--intents 6,11``
-the intents with those numbers (``-v`` shows them); ``--configs raw,samples`` picks
-configurations.
+``-v`` prints each intent's programs; ``--only N`` runs the first N intents of each set,
+``--intents 6,11`` (or ``g012,g040``) the intents with those numbers in the set or those ids
+(``-v`` shows them); ``--configs raw,samples`` picks configurations.
+
+The intents (``--set``, comma-separated, default ``dev``): ``dev`` and ``test`` are the two parts
+of ``generation/intents.json`` (177 intents, split at random with a recorded seed in
+``generation/split.json``), ``project`` the 36 intents below, on which the project's examples were
+swept. Tune on dev only; report test; a change is kept only if it helps dev without hurting test
+(``generation/PROTOCOL.md``). ``--set dev,test`` prints each part's figures apart. The plain prompt
+is ``generation/baseline_prompt.txt``, frozen with the intents.
 """
 
 from __future__ import annotations
@@ -82,6 +89,9 @@ from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 from lackpy_kernel.lang import validate
 from lackpy_kernel.run.runner import RestrictedRunner
 from lackpy_kernel.service import LackpyService
+
+GENERATION = Path(__file__).resolve().parent / "generation"
+BASELINE_PROMPT = GENERATION / "baseline_prompt.txt"
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "chat": {"raw": False},
@@ -134,6 +144,7 @@ class Intent:
     expected: Any
     rules: bool = False  # the rules tier can answer it (not one of the model-only intents)
     check: Callable[[Any, Any], bool] | None = None
+    label: str = ""  # its id in generation/intents.json; "" for the project's intents
 
     def correct(self, output: Any) -> bool:
         return (self.check or same)(output, self.expected)
@@ -162,6 +173,28 @@ def same_paths(output: Any, expected: Any) -> bool:
 
 def mentions(*needles: str) -> Callable[[Any, Any], bool]:
     return lambda output, expected: all(needle in json.dumps(output, default=str) for needle in needles)
+
+
+def same_or_numbers(output: Any, expected: Any) -> bool:
+    """Equal, or the same list of texts of numbers given as numbers (``[36, 41]`` for ``['36', '41']``)."""
+    if same(output, expected):
+        return True
+    return isinstance(output, list | tuple) and [str(x) for x in output] == expected
+
+
+CHECKS: dict[str, Callable[[Any, Any], bool]] = {"same": same, "paths": same_paths,
+                                                 "same_or_numbers": same_or_numbers}
+
+
+def correct_output(record: dict[str, Any], output: Any) -> bool:
+    """Whether ``output`` meets the expectation of one record of ``generation/intents.json``."""
+    return intent_of(record).correct(output)
+
+
+def intent_of(record: dict[str, Any]) -> Intent:
+    """One record of ``generation/intents.json`` (see ``generation/make_intents.py``) as an Intent."""
+    check = (mentions(*record["needles"]) if record["check"] == "mentions" else CHECKS[record["check"]])
+    return Intent(record["intent"], record["expected"], check=check, label=record["id"])
 
 
 INTENTS = [
@@ -278,10 +311,15 @@ class Bench:
         outcome.calls = counted.calls
         return self.run_program(outcome, case)
 
-    async def plain(self, case: Intent, provider: ModelProvider, raw: bool) -> Outcome:
-        """One call with a plain 5-shot prompt: the tools, five examples, the intent; stop at a blank line."""
+    def plain_prompt(self) -> str:
+        """The plain 5-shot prompt's fixed part: the tools and the first five examples of the kit."""
         examples = "\n\n".join(format_example(Example.coerce(e)) for e in self.pool[:5])
-        system = f"Tools:\n{self.kit.description}\n\n{examples}"
+        return f"Tools:\n{self.kit.description}\n\n{examples}"
+
+    async def plain(self, case: Intent, provider: ModelProvider, raw: bool) -> Outcome:
+        """One call with a plain 5-shot prompt: ``generation/baseline_prompt.txt`` (written once,
+        before any tuning; see PROTOCOL.md), the intent; stop at a blank line."""
+        system = BASELINE_PROMPT.read_text().rstrip("\n")
         sampling = Sampling(stop=("\n\n",), max_tokens=256)
         started = time.perf_counter()
         if raw:
@@ -305,25 +343,43 @@ async def main(args: argparse.Namespace) -> int:
         plain_provider = model_provider(args, workspace, {**settings, "raw": args.plain_raw})
         if plain_provider is None or not providers:
             raise SystemExit("no configuration can be used with this provider")
-        cases = chosen_intents(args)
+        parts = {name: chosen_intents(args, intent_set(name)) for name in args.set}
+        runs = {}
         with LackpyService(workspace) as service:
             bench = Bench(workspace, service)
-            # One side after the other, so a server that reuses a shared prompt prefix can for each.
-            results = {name: [await bench.pipeline(case, provider) for case in cases]
-                       for name, provider in providers.items()}
-            results["plain"] = [await bench.plain(case, plain_provider, args.plain_raw) for case in cases]
-        if args.verbose:
-            for index, case in enumerate(cases):
-                show(case, {name: outcomes[index] for name, outcomes in results.items()})
-    return report(cases, results, providers)
+            for part, cases in parts.items():
+                # One side after the other, so a server that reuses a shared prompt prefix can for each.
+                results = {name: [await bench.pipeline(case, provider) for case in cases]
+                           for name, provider in providers.items()}
+                results["plain"] = [await bench.plain(case, plain_provider, args.plain_raw) for case in cases]
+                if args.verbose:
+                    for index, case in enumerate(cases):
+                        show(case, index, {name: outcomes[index] for name, outcomes in results.items()})
+                runs[part] = results
+    status = 0
+    for part, results in runs.items():
+        print(f"\n##### set {part}")
+        status = report(parts[part], results, providers) or status
+    return status
 
 
-def chosen_intents(args: argparse.Namespace) -> list[Intent]:
-    """The intents ``--only`` and ``--intents`` leave (all by default)."""
-    cases = INTENTS[:args.only] if args.only else INTENTS
+def intent_set(name: str) -> list[Intent]:
+    """``project`` (the intents above, which the project's examples were tuned on), or the ``dev`` or
+    ``test`` part of ``generation/intents.json`` as ``generation/split.json`` draws them."""
+    if name == "project":
+        return INTENTS
+    records = {record["id"]: record for record in json.loads((GENERATION / "intents.json").read_text())}
+    split = json.loads((GENERATION / "split.json").read_text())
+    return [intent_of(records[label]) for label in split[name]]
+
+
+def chosen_intents(args: argparse.Namespace, cases: list[Intent]) -> list[Intent]:
+    """The intents of one set that ``--only`` and ``--intents`` leave (all by default)."""
     if args.intents:
-        cases = [INTENTS[number - 1] for number in args.intents if INTENTS[number - 1] in cases]
-    return cases
+        wanted = set(args.intents)
+        cases = [case for number, case in enumerate(cases, 1)
+                 if str(number) in wanted or case.label in wanted]
+    return cases[:args.only] if args.only else cases
 
 
 def model_provider(args: argparse.Namespace, workspace: Path, settings: dict[str, Any]
@@ -352,8 +408,9 @@ def provider_settings(args: argparse.Namespace) -> dict[str, Any]:
     return settings
 
 
-def show(case: Intent, outcomes: dict[str, Outcome]) -> None:
-    print(f"\n=== {INTENTS.index(case) + 1}. {case.intent}  (expected {case.expected!r})")
+def show(case: Intent, index: int, outcomes: dict[str, Outcome]) -> None:
+    print(f"\n=== {index + 1}. {case.label + ' ' if case.label else ''}{case.intent}  "
+          f"(expected {case.expected!r})")
     for name, outcome in outcomes.items():
         mark = "correct" if outcome.correct else ("valid" if outcome.valid else "invalid")
         print(f"--- {name}: {mark}, {outcome.calls} call(s), {outcome.seconds:.1f} s"
@@ -369,7 +426,10 @@ def report(cases: list[Intent], results: dict[str, list[Outcome]],
            providers: dict[str, ModelProvider]) -> int:
     model_only = [index for index, case in enumerate(cases) if not case.rules]
     print(f"\n{len(cases)} intents, {len(model_only)} model-only")
-    for label, indexes in (("all intents", range(len(cases))), ("model-only intents", model_only)):
+    tables = [("all intents", range(len(cases)))]
+    if len(model_only) < len(cases):
+        tables.append(("model-only intents", model_only))
+    for label, indexes in tables:
         count = len(indexes) or 1
         plain_correct = sum(results["plain"][i].correct for i in indexes)
         print(f"\n{label} ({len(indexes)}):")
@@ -399,13 +459,8 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else ("inf" if a else "-")
 
 
-def intent_numbers(text: str) -> list[int]:
-    """``"6,11"`` as intent numbers; an argparse error names one out of range."""
-    numbers = [int(part) for part in text.split(",") if part.strip()]
-    wrong = [number for number in numbers if not 1 <= number <= len(INTENTS)]
-    if wrong:
-        raise argparse.ArgumentTypeError(f"no intent {wrong[0]}; they are numbered 1-{len(INTENTS)}")
-    return numbers
+def comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def parse_args() -> argparse.Namespace:
@@ -423,13 +478,20 @@ def parse_args() -> argparse.Namespace:
                         help="send the plain prompt as a completion, for a model without chat")
     parser.add_argument("--rounds", type=int, help="correction_rounds (default: the provider's, 2)")
     parser.add_argument("--only", type=int, help="run only the first N intents")
-    parser.add_argument("--intents", type=intent_numbers,
-                        help=f"run only these intents, by number (1-{len(INTENTS)}, comma-separated)")
+    parser.add_argument("--intents", type=comma_list,
+                        help="run only these intents of each set: numbers in the set (-v shows them) "
+                             "or ids of generation/intents.json, comma-separated")
+    parser.add_argument("--set", default=["dev"], type=comma_list,
+                        help="which intents, comma-separated: dev and test (generation/split.json), "
+                             "project (the intents the project's examples were tuned on); default dev")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     unknown = sorted(set(args.configs) - set(CONFIGS))
     if unknown:
         parser.error(f"unknown configurations {unknown}; known: {', '.join(CONFIGS)}")
+    if set(args.set) - {"dev", "test", "project"}:
+        parser.error(f"unknown sets {sorted(set(args.set) - {'dev', 'test', 'project'})}; "
+                     "known: dev, test, project")
     return args
 
 

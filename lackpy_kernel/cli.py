@@ -17,12 +17,14 @@ from lackpy_kernel.engines.plans import PlanLibrary, RunStatus
 from lackpy_kernel.errors import (
     ChangeRefusedError,
     ConfigError,
+    GenerationError,
     KitError,
     LackpyError,
     UsageError,
     error_text,
 )
-from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, undo_last
+from lackpy_kernel.infer import failure_text
+from lackpy_kernel.kit import NOTHING_TO_UNDO, Workspace, WorkspaceError, drop_last, undo_last
 from lackpy_kernel.kit.changes import Change
 from lackpy_kernel.notebook.approval import converse
 from lackpy_kernel.notebook.bundles import output_text, table_bundle
@@ -142,8 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     add("mcp", "serve the lackpy tools over MCP (stdio)")
     add("doctor", "say what works here and what to fix: the sandbox's walls, extras, "
                   "reachable tiers, tool sources, the kernelspec, the config")
-    add("undo", "take back the file changes of the last program that wrote files (again: "
-                "the one before)")
+    undo = add("undo", "take back the file changes of the last program that wrote files "
+                       "(again: the one before)")
+    undo.add_argument("--skip-changed", action="store_true",
+                      help="take back the files that did not change since, leave the others")
+    undo.add_argument("--drop", action="store_true",
+                      help="forget the last commit's undo record (no file changes)")
     commands.add_parser("acp", help="be an agent for Zed, jupyter-ai or marimo: the Agent "
                         "Client Protocol over stdio", description=ACP_HELP,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -221,13 +227,16 @@ def main(argv: list[str] | None = None) -> int:
                 return COMMANDS[args.command](service, args)
         except (KitError, UsageError) as exc:
             return _fail(error_text(exc), EXIT_USAGE)
+        except GenerationError as exc:  # what to do, in this command's words
+            return _fail(failure_text(exc, "cli"), EXIT_FAILED)
         except LackpyError as exc:
             return _fail(error_text(exc), EXIT_FAILED)
 
 
 def cmd_undo(args: argparse.Namespace, workspace: Path) -> int:
     try:
-        done = undo_last(Workspace(workspace))
+        ws = Workspace(workspace)
+        done = drop_last(ws) if args.drop else undo_last(ws, skip_changed=args.skip_changed)
     except WorkspaceError as exc:
         return _fail(str(exc), EXIT_FAILED)
     return _show(args, {"undone": done}, "\n".join(done) or NOTHING_TO_UNDO)

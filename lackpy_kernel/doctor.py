@@ -26,7 +26,7 @@ from lackpy_kernel.config import LackpyConfig, config_path, load_config
 from lackpy_kernel.errors import ConfigError
 from lackpy_kernel.infer import KIND_MODEL
 from lackpy_kernel.infer.models import ModelProvider
-from lackpy_kernel.install import KERNEL_NAME
+from lackpy_kernel.install import KERNEL_NAME, lab_extension_dir, lab_extension_missing
 from lackpy_kernel.run.walls import os_walls
 from lackpy_kernel.service import LackpyService
 
@@ -104,7 +104,7 @@ def diagnose(workspace: str | os.PathLike[str] | None = None, *,
                      for section in ("tiers", "tool sources")]
     else:
         findings += _service_checks(root, config, timeout)
-    findings += _kernelspec()
+    findings += [*_kernelspec(), *_lab_extension()]
     return Report(findings)
 
 
@@ -246,3 +246,13 @@ def _kernelspec() -> Iterator[Finding]:
                       f"{spec.resource_dir} runs {python}, which is gone: {INSTALL_KERNEL}")
         return
     yield Finding("jupyter", f"kernelspec {KERNEL_NAME}", OK, f"{spec.resource_dir} (runs {python})")
+
+
+def _lab_extension() -> Iterator[Finding]:
+    if not _installed("jupyterlab"):
+        return  # the lab extra's line says how to install JupyterLab
+    found = lab_extension_dir()
+    if found is None:
+        yield Finding("jupyter", "lab extension", OFF, lab_extension_missing())
+    else:
+        yield Finding("jupyter", "lab extension", OK, str(found))

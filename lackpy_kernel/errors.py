@@ -193,7 +193,24 @@ class TemplateError(LackpyError, ValueError):
 
 
 class GenerationError(LackpyError, RuntimeError):
-    """No inference provider wrote a valid program; the message lists each and why."""
+    """No inference provider wrote a valid program; the message lists each and why, then what to do.
+
+    The facts behind the message, for a surface to say it in its own commands
+    (``lackpy_kernel.infer.failure_text``): ``intent``; ``failures``, a line per tier
+    (``"rules: no program for this intent"``); ``models``, what the model tiers did (``"none"``
+    configured; ``"unreachable"``: not available, or their calls failed; ``"failed"``: one
+    answered, with no valid program); and, when a template,
+    rule or recording has a program for the intent that calls tools outside the kit, ``kit`` (the
+    tools a kit needs for it to run), ``missing`` (those outside the kit) and ``source`` (who has it:
+    ``"the template summarise"``).
+    """
+
+    def __init__(self, message: str, *, intent: str = "", failures: tuple[str, ...] = (),
+                 models: str = "failed", kit: tuple[str, ...] = (), missing: tuple[str, ...] = (),
+                 source: str = "") -> None:
+        super().__init__(message)
+        self.intent, self.failures, self.models = intent, failures, models
+        self.kit, self.missing, self.source = kit, missing, source
 
 
 class ProviderError(LackpyError, RuntimeError):

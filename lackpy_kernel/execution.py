@@ -52,7 +52,13 @@ from lackpy_kernel.run import (
     validation_failure,
 )
 from lackpy_kernel.run.here import HereStage
-from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK, Approver, SandboxPool, asked_first
+from lackpy_kernel.run.kernel_side import (
+    NO_ONE_TO_ASK,
+    Approver,
+    SandboxPool,
+    asked_first,
+    is_async_approver,
+)
 
 __all__ = ["HerePlace", "KibitzerHooks", "Place", "PoolPlace", "RunHooks", "RunPipeline",
            "RunSpec", "WorkerPlace", "trace_sources", "validate_for"]
@@ -366,7 +372,7 @@ class RunPipeline:
             verdict = approve(change) if approve is not None else _asked(None, change)
             return (await verdict if inspect.isawaitable(verdict) else verdict) is True
 
-        asynchronous = person and approve is not None and _is_async(approve)
+        asynchronous = person and approve is not None and is_async_approver(approve)
         return replace(spec, ask=True, approve=checked_async if asynchronous else checked)
 
     def _sandbox(self) -> Sandbox:
@@ -392,11 +398,6 @@ def _asked(approve: Approver | None, change: Change) -> bool:
     if approve is None:
         raise ChangeRefusedError(NO_ONE_TO_ASK)
     return approve(change) is True
-
-
-def _is_async(approve: Approver) -> bool:
-    return inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
-        type(approve).__call__)
 
 
 def trace_sources(resolved: ResolvedKit) -> dict[str, str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 KERNEL_NAME = "lackpy"
+LAB_EXTENSION = "lackpy-kernel"  # the Lab extension's folder under share/jupyter/labextensions
 
 # The files of a kernelspec directory that are installed (anything else there, such as the script that
 # draws the logos, stays behind).
@@ -51,6 +53,30 @@ def spec_source_dir() -> Path:
             return candidate
     looked = ", ".join(str(c) for c in candidates)
     raise FileNotFoundError(f"no lackpy kernelspec (kernel.json) found; looked in {looked}")
+
+
+def lab_extension_dir() -> Path | None:
+    """Where JupyterLab finds the lackpy Lab extension (``labextensions/lackpy-kernel``), or None
+    when it is in none of the places JupyterLab looks (an install from source without Node.js)."""
+    from jupyter_core.paths import jupyter_path
+
+    for folder in jupyter_path("labextensions"):
+        if (Path(folder) / LAB_EXTENSION / "package.json").is_file():
+            return Path(folder) / LAB_EXTENSION
+    return None
+
+
+def lab_extension_missing() -> str:
+    """What to say when JupyterLab is here and the Lab extension is not: what that costs and how to
+    add it."""
+    return (
+        "the JupyterLab extension (live validation, the approval dialog, traces) is not installed; "
+        "JupyterLab runs lackpy without it. An install from source leaves it out when Node.js 20.19+ "
+        "is missing. To add it: install Node.js 20.19 or newer (Debian 12 and Ubuntu 22.04 carry an "
+        "older one: NodeSource's packages, or conda install -c conda-forge nodejs), then run the pip "
+        "install again (in the checkout: pip install '.[lab]'); or install a built wheel, which "
+        "carries the extension and needs no Node.js"
+    )
 
 
 def in_virtual_env() -> bool:
@@ -227,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     if prefix is not None and not _jupyter_looks_in(os.path.dirname(dest)):
         data_dir = os.path.join(os.path.abspath(prefix), "share", "jupyter")
         print(f"Note: Jupyter does not look there by default; set JUPYTER_PATH={data_dir} to use it.")
+    if importlib.util.find_spec("jupyterlab") is not None and lab_extension_dir() is None:
+        print(f"Note: {lab_extension_missing()}.")
     return 0
 
 

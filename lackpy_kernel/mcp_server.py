@@ -61,8 +61,8 @@ except ImportError as exc:  # no SDK, or a 1.x SDK (where the server class was F
     ) from exc
 
 import lackpy_kernel
-from lackpy_kernel.errors import ChangeRefusedError, LackpyError, error_text
-from lackpy_kernel.infer import GenerationResult
+from lackpy_kernel.errors import ChangeRefusedError, GenerationError, LackpyError, error_text
+from lackpy_kernel.infer import GenerationResult, failure_text
 from lackpy_kernel.kit import Kit as KitSpec
 from lackpy_kernel.kit.changes import Change, change_digest
 from lackpy_kernel.run.kernel_side import NO_ONE_TO_ASK
@@ -417,7 +417,7 @@ def _call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         with span(f"lackpy.mcp {fn.__name__.lstrip('_')}"):
             return fn(*args, **kwargs)
     except LackpyError as exc:
-        raise ToolError(error_text(exc)) from exc
+        raise ToolError(_message(exc)) from exc
 
 
 async def _acall(fn: Callable[_P, Awaitable[_T]], *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -426,7 +426,12 @@ async def _acall(fn: Callable[_P, Awaitable[_T]], *args: _P.args, **kwargs: _P.k
         with span(f"lackpy.mcp {fn.__name__.lstrip('_')}"):
             return await fn(*args, **kwargs)
     except LackpyError as exc:
-        raise ToolError(error_text(exc)) from exc
+        raise ToolError(_message(exc)) from exc
+
+
+def _message(exc: LackpyError) -> str:
+    """What a ToolError says: the error's message, a GenerationError's next step in MCP's terms."""
+    return failure_text(exc, "mcp") if isinstance(exc, GenerationError) else error_text(exc)
 
 
 def _json_dict(value: Mapping[str, Any]) -> dict[str, Any]:

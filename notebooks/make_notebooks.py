@@ -323,8 +323,8 @@ way, and the cell `%delegate` inserts says which variables it relies on:
     code("%delegate --run which note is the longest", inserts=(
         "# uses the notebook's notes\nmax(notes, key=lambda path: len(notes[path]))")),
     md("""
-A request that nothing recorded, and no rule or template knows, fails and says
-what each tier answered:
+A request that nothing recorded, and no rule or template knows, fails, says
+what each tier answered, and what to do next:
 """),
     code("%delegate --run summarise the notes in one sentence", error=True),
 ]

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from acp import RequestError, image_block
 from acp.schema import HttpHeader, HttpMcpServer
+from markdown_it import MarkdownIt
 
 from lackpy_kernel.acp_server import MODES
 from lackpy_kernel.acp_server._commands import COMMANDS
 from tests.support import agents, loopback
-from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
+from tests.support.acp_client import block, lackpy_acp, prompt, settled, template, tool_server
 from tests.support.mcp_servers import http_tool_server
 from tests.support.processes import children_of, gone_within, workers_of
 
@@ -58,7 +59,7 @@ async def test_a_prompt_the_rules_answer_shows_the_program_then_its_result(works
         shown = call.content[0].content.text
         assert shown.startswith("```python\n") and "read_file('notes.txt')" in shown
         assert client.statuses() == ["in_progress", "completed"]
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
         *_, done = client.call_updates(call.tool_call_id)  # for clients that show raw output
         assert done.raw_output == "content = read_file('notes.txt')\ncontent\n\n→ remember the milk\n"
 
@@ -69,8 +70,56 @@ async def test_a_template_answers_with_no_model(workspace):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, session.session_id, "What should I remember")
         assert "written by templates" in client.tool_calls()[0].title
-        assert client.messages() == ("remember the milk\n\n\nlackpy: answered by the template "
-                                     "milk: no model call")
+        assert client.messages() == (block("remember the milk") + "\n\nlackpy: answered by the "
+                                     "template milk: no model call")
+
+
+async def test_a_result_is_a_code_block_the_chat_shows_as_the_notebook_does(workspace):
+    (workspace / "packaging").mkdir()
+    (workspace / "packaging" / "__init__.py").write_text("")
+    (workspace / "todo.md").write_text("- first\n**not bold**\nlast ``` line\n")
+    template(workspace, "package", "what is in the package", "find_files('packaging/*.py')")
+    template(workspace, "todo", "show the todo", "read_file('todo.md')")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "what is in the package")
+        result, _, note = client.messages().partition("\n\nlackpy: ")
+        assert result == block("['packaging/__init__.py']")
+        assert MarkdownIt().render(result) == (
+            '<pre><code class="language-text">[\'packaging/__init__.py\']\n</code></pre>\n')
+        client.clear()
+        await prompt(conn, session.session_id, "show the todo")
+        result = client.messages().partition("\n\nlackpy: ")[0]
+        assert result == "````text\n- first\n**not bold**\nlast ``` line\n````"  # a longer fence
+        assert MarkdownIt().render(result) == ('<pre><code class="language-text">- first\n**not bold**\n'
+                                               'last ``` line\n</code></pre>\n')
+
+
+async def test_no_tier_for_a_prompt_says_what_to_do_in_the_chats_commands(workspace):
+    template(workspace, "defs", "find the main definition", "find_definitions('main')")
+    async with lackpy_acp(workspace) as (conn, client, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "summarise the notes")
+        tiers, _, advice = client.messages().partition("\n\n")
+        assert tiers == block("no tier could write a program for 'summarise the notes':\n"
+                              "  - templates: no program for this intent\n"
+                              "  - rules: no program for this intent")
+        assert advice.startswith("Next: templates, rules and recordings answer only the requests "
+                                 "they know, and no model tier is configured. Configure one")
+        assert "(`%%create NAME --pattern 'summarise the notes'` over it in a notebook" in advice
+        client.clear()
+        await prompt(conn, session.session_id, "/kit read_file")
+        client.clear()
+        await prompt(conn, session.session_id, "find the main definition")
+        assert client.messages().endswith(
+            "Next: `/kit read_file,find_definitions`, then ask again (the template defs calls "
+            "find_definitions).")
+        assert not [u for u in client.updates if "retry" in getattr(getattr(u, "content", None), "text", "")]
+        client.clear()
+        await prompt(conn, session.session_id, "/kit read_file,find_definitions")
+        client.clear()
+        await prompt(conn, session.session_id, "find the main definition")
+        assert "written by templates" in client.tool_calls()[0].title
 
 
 async def test_plan_mode_shows_the_program_and_runs_nothing(workspace):
@@ -105,7 +154,7 @@ async def test_a_write_is_shown_as_a_diff_and_lands_once_the_person_applies_it(w
         assert diff.type == "diff" and diff.path == str(workspace / "copy.txt")
         assert diff.old_text is None and diff.new_text == "remember the milk"
         assert client.statuses() == ["in_progress", "completed"]
-        assert client.messages().startswith("copied")
+        assert client.messages().startswith(block("copied"))
     assert (workspace / "copy.txt").read_text() == "remember the milk\n"
 
 
@@ -126,7 +175,7 @@ async def test_a_write_refused_or_that_no_one_can_approve_changes_nothing(
         assert why in client.messages()
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")  # still works
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
     assert not (workspace / "copy.txt").exists()
 
 
@@ -173,7 +222,7 @@ async def test_cancel_stops_a_running_program(workspace):
         client.clear()
         after = await prompt(conn, session.session_id, "read the file notes.txt")
         assert after.stop_reason == "end_turn"
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 async def _program_child(pid: int) -> int:
@@ -204,7 +253,7 @@ async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(wo
         assert process.returncode is None
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 async def test_a_kept_session_is_loaded_by_a_new_agent_with_its_conversation_and_mode(workspace):
@@ -219,10 +268,25 @@ async def test_a_kept_session_is_loaded_by_a_new_agent_with_its_conversation_and
         assert loaded.modes.current_mode_id == "plan"
         assert client.said() == "read the file notes.txt"
         assert "read_file('notes.txt')" in client.tool_calls()[0].content[0].content.text
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
         assert "plan mode" in client.messages()
+
+
+async def test_jupyter_ai_which_keeps_the_chat_itself_gets_no_replay_and_no_repeat(workspace):
+    """jupyter-ai's ACP client would attach a replay to its next reply (issue 42): it gets
+    none, and its next prompt's reply is that prompt's alone."""
+    async with lackpy_acp(workspace) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await prompt(conn, session.session_id, "read the file notes.txt")
+    async with lackpy_acp(workspace, client_name="Jupyter AI") as (conn, client, _):
+        await settled(conn.load_session(cwd=str(workspace), session_id=session.session_id,
+                                        mcp_servers=[]))
+        assert (client.said(), client.messages(), client.tool_calls()) == ("", "", [])
+        await prompt(conn, session.session_id, "read the file notes.txt")
+        assert client.messages() == block("remember the milk")
+        assert len(client.tool_calls()) == 1
 
 
 async def test_loading_a_session_that_is_not_kept_is_an_invalid_params_error(workspace, tmp_path):
@@ -243,7 +307,7 @@ async def test_an_mcp_server_passed_at_session_new_is_a_tool_source_of_that_sess
     async with lackpy_acp(workspace) as (conn, client, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[tool_server()])
         await prompt(conn, session.session_id, "add 2 and 40")
-        assert client.messages().startswith("42\n")
+        assert client.messages().startswith(block("42"))
         client.clear()
         plain = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt(conn, plain.session_id, "add 2 and 40")  # not in that session's kit
@@ -313,7 +377,7 @@ async def test_an_mcp_server_over_http_with_its_headers_is_a_tool_source_too(wor
         async with lackpy_acp(workspace) as (conn, client, _):
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
             await prompt(conn, session.session_id, "which client am I")
-            assert client.messages().startswith("zed\n")
+            assert client.messages().startswith(block("zed"))
 
 
 async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session_works(
@@ -326,7 +390,7 @@ async def test_a_server_that_cannot_start_is_left_out_saying_why_and_the_session
         assert "the MCP server 'broken' is left out" in said and "was not found" in said
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 def _model_config(workspace: Path, url: str) -> None:
@@ -345,13 +409,13 @@ async def test_a_model_answer_then_create_makes_the_same_prompt_need_no_model(
         await prompt(conn, session.session_id, "what is in my notes")
         *_, title = [u.title for u in client.call_updates("program-1") if u.title]
         assert title.startswith("lackpy program (written by local in ")
-        assert client.messages().startswith("remember the milk\n")
+        assert client.messages().startswith(block("remember the milk"))
         assert "/create NAME saves this program as a template" in client.messages()
         asked = len(model_server.requests)
         client.clear()
         await prompt(conn, session.session_id, "/create notes")
-        assert client.messages().startswith("saved .lackpy/templates/notes.tmpl (pattern: "
-                                            "what is in my notes)")
+        assert client.messages().startswith("saved `.lackpy/templates/notes.tmpl` (pattern: "
+                                            "`what is in my notes`)")
         client.clear()
         await prompt(conn, session.session_id, "What is in my notes")
         assert "written by templates" in client.tool_calls()[0].title
@@ -387,7 +451,7 @@ async def test_a_model_program_grows_in_its_tool_call_as_it_streams_then_is_chec
         assert _text(final) == "```python\nread_file('notes.txt')\n```"  # sanitized
         assert "checked: valid lackpy, calling read_file" in client.thoughts()
         assert client.statuses() == ["in_progress", "completed"]
-        assert client.messages().startswith("remember the milk\n")
+        assert client.messages().startswith(block("remember the milk"))
     kept = json.loads((workspace / ".lackpy" / "acp" / f"{session.session_id}.json").read_text())
     passing = [u for u in kept["history"] if u.get("toolCallId") == "program-1"
                and u["sessionUpdate"] == "tool_call_update" and "status" not in u
@@ -416,7 +480,7 @@ async def test_create_says_what_is_missing(workspace):
         assert client.messages().startswith("not saved: ")
         client.clear()
         await prompt(conn, session.session_id, "/create notes show the notes")
-        assert "(pattern: show the notes)" in client.messages()
+        assert "(pattern: `show the notes`)" in client.messages()
         client.clear()
         await prompt(conn, session.session_id, "/explode")
         assert client.messages().startswith("unknown command /explode; the commands are /create")
@@ -432,11 +496,11 @@ async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspac
             await asyncio.sleep(0.05)
         assert [command.name for command in client.commands()] == ["create", "kit"]
         await prompt(conn, session.session_id, "/kit")
-        assert client.messages().startswith("kit: debug")
+        assert client.messages().startswith("```text\nkit: debug")
         assert "from builtin: read_file, find_files" in client.messages()
         client.clear()
         await prompt(conn, session.session_id, "/kit find_files")
-        assert client.messages().startswith("kit: find_files")
+        assert client.messages().startswith("```text\nkit: find_files")
         client.clear()
         await prompt(conn, session.session_id, "/kit no_such_tool")
         assert client.messages().startswith("the kit is unchanged: ")
@@ -448,7 +512,7 @@ async def test_kit_shows_and_sets_the_kit_and_a_loaded_session_keeps_it(workspac
                                         mcp_servers=[]))
         client.clear()
         await prompt(conn, session.session_id, "/kit")
-        assert client.messages().startswith("kit: find_files")
+        assert client.messages().startswith("```text\nkit: find_files")
 
 
 @pytest.mark.parametrize("permission", ["apply", "discard"])
@@ -514,7 +578,7 @@ async def test_cancel_while_an_agents_write_is_asked_writes_nothing(
         client.clear()
         await conn.set_session_mode(session_id=session.session_id, mode_id="run")
         await prompt(conn, session.session_id, "read the file notes.txt")  # the session goes on
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
     assert not (workspace / "copy.txt").exists()
 
 
@@ -559,7 +623,7 @@ async def test_an_agent_runs_calls_saved_with_create_answer_the_next_time_with_n
         assert "/create NAME saves the run's tool calls as one program" in client.messages()
         client.clear()
         await prompt(conn, session.session_id, "/create remember")
-        assert client.messages().startswith("saved .lackpy/templates/remember.tmpl")
+        assert client.messages().startswith("saved `.lackpy/templates/remember.tmpl`")
         asked = len(model_server.requests)
         await conn.set_session_mode(session_id=session.session_id, mode_id="run")
         client.clear()

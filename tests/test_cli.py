@@ -90,6 +90,24 @@ def test_undo_takes_back_the_last_runs_file_changes(workspace):
     assert not (workspace / "sub" / "new.txt").exists()
 
 
+@pytest.mark.parametrize("way", ["--skip-changed", "--drop"])
+def test_a_stuck_undo_names_its_ways_past_and_each_works(workspace, way):
+    done = lackpy("run", "-", "--kit", "read_file,write_file", "--yes", cwd=workspace,
+                  stdin="write_file('notes.txt', 'changed')\nwrite_file('sub/new.txt', 'n')")
+    assert done.returncode == 0, done.stderr
+    (workspace / "sub" / "new.txt").write_text("edited by hand")
+    refused = lackpy("undo", cwd=workspace)
+    assert refused.returncode == 1 and "--skip-changed" in refused.stderr
+    assert "--drop" in refused.stderr
+    past = lackpy("undo", way, cwd=workspace)
+    assert past.returncode == 0, past.stderr
+    assert (workspace / "sub" / "new.txt").read_text() == "edited by hand"  # kept either way
+    restored = (workspace / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    assert restored is (way == "--skip-changed")
+    again = lackpy("undo", cwd=workspace)  # the stuck commit is gone: nothing older is kept
+    assert again.stdout == "nothing to undo: no program's file changes are kept\n"
+
+
 def test_a_param_that_is_not_a_literal_is_a_string(workspace):
     done = lackpy("run", "-", "--param", "who=ada lovelace", cwd=workspace, stdin="who.title()")
     assert done.stdout == "Ada Lovelace\n"
@@ -163,10 +181,35 @@ def test_generate_prints_the_program(workspace):
     assert "files = find_files('**/*.txt')" in done.stdout
 
 
-def test_delegate_with_no_provider_fails_clearly(workspace):
+def test_delegate_with_no_provider_fails_clearly_and_says_what_to_do(workspace):
     done = lackpy("delegate", "write me a poem", cwd=workspace)
     assert done.returncode == 1
     assert "rules: no program for this intent" in done.stderr
+    assert "no model tier is configured. Configure one ([inference] in .lackpy/config.toml; " \
+           "`lackpy doctor` shows which tiers are reachable)" in done.stderr
+    assert "or write the program in a file and keep it as a template with " \
+           "`lackpy create FILE --name NAME --pattern 'write me a poem'`." in done.stderr
+    assert "%%create" not in done.stderr  # a shell's words, not a notebook's
+
+
+def test_a_template_needing_another_kit_names_the_kit_that_runs_it(workspace):
+    (workspace / "defs.py").write_text("find_definitions('main')\n")
+    saved = lackpy("create", "defs.py", "--name", "defs", "--pattern", "find the main definition",
+                   "--kit", "find_definitions", cwd=workspace)
+    assert saved.returncode == 0, saved.stderr
+    done = lackpy("delegate", "find the main definition", "--kit", "read_file,find_files", cwd=workspace)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1:] == [
+        "  - templates: the template defs has a program for this, but it calls find_definitions, "
+        "which the kit (find_files, read_file) does not have",
+        "  - rules: no program for this intent",
+        "Next: run it with `--kit find_files,read_file,find_definitions` "
+        "(the template defs calls find_definitions).",
+    ]
+    again = lackpy("delegate", "find the main definition", "--kit", "find_files,read_file,find_definitions",
+                   cwd=workspace)
+    assert again.returncode == 0, again.stderr
+    assert "generation_tier: templates" in again.stdout
 
 
 def test_kit_commands(workspace):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import sys
 
-import pytest
-
-from tests.support.hosts import HOSTS, Host, running_host
+from lackpy_kernel.infer.tiers import format_template
+from lackpy_kernel.notebook.bundles import PROGRESS_MIME
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import make_workspace
 from tests.support.mcp_servers import TOOL_SERVER
 
@@ -36,13 +36,14 @@ def count_words(text: str) -> int:
 '''
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), CONFIG)
+def words_workspace(folder):
+    workspace = make_workspace(folder, CONFIG)
     (workspace / "tools").mkdir()
     (workspace / "tools" / "words.py").write_text(WORDS)
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+    return workspace
+
+
+host = host_with(words_workspace)
 
 
 def test_delegate_inserts_the_program_as_the_hosts_cell(host: Host):
@@ -69,11 +70,33 @@ def test_delegate_says_what_is_wrong_with_its_line(host: Host):
     assert unapproved.ename == "UsageError" and "use it with --run" in unapproved.evalue
 
 
-def test_delegate_failure_lists_the_tiers(host: Host):
+def test_delegate_failure_lists_the_tiers_and_says_what_to_do_once(host: Host):
     shown = host.run("%delegate write me a sonnet")
     assert shown.ename == "GenerationError"
     assert "rules: no program for this intent" in shown.evalue
-    assert "no provider could write a program\n" in shown.stdout
+    assert "no model tier is configured. Configure one ([inference] in .lackpy/config.toml" in shown.evalue
+    assert "or write the program in a cell under `%%create NAME --pattern 'write me a sonnet'`" \
+        in shown.evalue
+    assert "no provider could write" not in shown.stdout  # the card and the error say it
+
+
+def test_delegate_names_the_kit_a_template_needs_and_asks_no_model_again(host: Host):
+    template = host.kernel.workspace / ".lackpy" / "templates" / f"defs-{host.name}.tmpl"
+    template.parent.mkdir(parents=True, exist_ok=True)
+    template.write_text(format_template(f"defs-{host.name}", "find the main definition",
+                                        "find_definitions('main')"))
+    try:
+        shown = host.run("%delegate --kit read_file find the main definition")
+    finally:
+        template.unlink()
+    assert shown.ename == "GenerationError"
+    assert (f"templates: the template defs-{host.name} has a program for this, but it calls "
+            "find_definitions, which the kit (read_file) does not have") in shown.evalue
+    assert "Next: `%kit read_file,find_definitions`, then delegate again" in shown.evalue
+    assert "did you mean" not in shown.evalue
+    steps = [item["name"] for update in shown.updates if PROGRESS_MIME in update
+             for item in update[PROGRESS_MIME]["items"]]
+    assert steps and not [step for step in steps if step.endswith(("retry", "fixer", "cleanup"))]
 
 
 def test_kit_show_and_set(host: Host):

@@ -178,6 +178,14 @@ def test_delegate_inserts_a_lackpy_cell(shell, capsys):
     assert shell.run_cell(cell).result == "alpha\nbeta\n"
 
 
+def test_delegate_in_a_terminal_ends_its_line_failed_and_the_error_says_what_to_do(shell, capsys):
+    with pytest.raises(LackpyDelegateError) as failed:
+        shell.run_line_magic("delegate", "--kit read_file write me a sonnet")
+    assert capsys.readouterr().out == "delegating: write me a sonnet ... failed\n"
+    assert "no model tier is configured" in str(failed.value)
+    assert "`%%create NAME --pattern 'write me a sonnet'`" in str(failed.value)
+
+
 def test_delegate_run_returns_the_output(shell):
     shell.rl_next_input = None
     out = shell.run_line_magic("delegate", "--kit read_file --run read the file notes.txt")

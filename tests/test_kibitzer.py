@@ -24,7 +24,7 @@ from lackpy_kernel.service import LackpyService
 from lackpy_kernel.session import LackpySession
 from tests.support import agents
 from tests.support import loopback as lb
-from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import make_workspace
 
 KIT = ["read_file", "write_file"]
@@ -289,11 +289,7 @@ async def test_kibitzer_enabled_false_leaves_it_out(tmp_path):
     assert not (workspace / ".kibitzer").exists()
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = kibitzer_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), None)
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+host = host_with(lambda folder: kibitzer_workspace(folder, None))
 
 
 def test_kibitzer_magic_and_its_suggestions_under_the_cell(host: Host):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lackpy_kernel.run import sandbox_supported
-from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import make_workspace
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the limits are the sandbox's")
@@ -14,11 +14,7 @@ pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the limits are 
 CONFIG = "[sandbox]\ntimeout = 2\nmemory_mb = 256\nmax_result_mb = 8\n"
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), CONFIG)
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+host = host_with(lambda folder: make_workspace(folder, CONFIG))
 
 
 @pytest.mark.parametrize(("program", "ename", "says"), [

@@ -253,6 +253,13 @@ async def test_generate_with_no_provider_able_is_a_tool_error(session):
     assert "rules" in text
 
 
+async def test_delegate_with_no_model_says_what_to_do_in_mcps_terms(session):
+    text = await call_error(session, "delegate", intent="compose a symphony", kit="read_file")
+    assert "no model tier is configured. Configure one ([inference] in .lackpy/config.toml" in text
+    assert "or write the program and keep it as a template with the create tool " \
+           "(pattern 'compose a symphony')" in text
+
+
 # -- kits, toolbox, docs --------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from lackpy_kernel.config import SCHEMA, TOOL_SOURCE_KEYS
 from lackpy_kernel.infer.models import COMMON_KEYS
 from lackpy_kernel.notebook.bundles import CHANGES_MIME
+from tests.support import acp_client
 from tests.support.kernel import KERNEL_NAME, Kernel
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -88,6 +89,52 @@ def test_lackpy_mcp_without_the_mcp_extra_names_the_extra(tmp_path):
                           text=True, timeout=60)
     assert done.returncode == 2
     assert "pip install 'lackpy-kernel[mcp]'" in done.stderr
+
+
+# -- a template that needs another kit: the error names it ------------------------------
+
+NEEDS_A_KIT = "the error names the\nkit that runs it"
+
+
+def test_a_template_needing_another_kit_fails_as_the_readme_shows(tmp_path):
+    section = README.read_text(encoding="utf-8").split(NEEDS_A_KIT, 1)[1]
+    command, *expected = section.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    (tmp_path / "defs.lackpy").write_text("find_definitions('main')\n")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for step in ("lackpy create defs.lackpy --name defs --pattern 'find the main definition' "
+                 "--kit find_definitions", command.removeprefix("$ ")):
+        done = subprocess.run(["bash", "-c", step], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert done.returncode == 1 and done.stdout.splitlines() == expected
+
+
+# -- the chat: the folder the README prepares, the prompt it writes ----------------------
+
+CHAT = "Open a chat there (File > New > Chat) and write `@lackpy "
+
+
+def chat_example() -> tuple[list[str], str]:
+    """The commands that prepare the chat's folder, and the prompt the README writes (less
+    the ``@lackpy`` that the persona takes off before it reaches ``lackpy acp``)."""
+    before, after = README.read_text(encoding="utf-8").split(CHAT, 1)
+    block = before.rsplit("```sh\n", 1)[1].split("```", 1)[0]
+    return block.splitlines(), after.split("`", 1)[0]
+
+
+async def test_the_chat_example_runs_as_written_in_an_empty_folder(tmp_path):
+    commands, said = chat_example()
+    assert said == "what should I remember"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in commands:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        assert done.returncode == 0, f"$ {command}\n{done.stdout}"
+    async with acp_client.lackpy_acp(tmp_path, client_name="Jupyter AI") as (conn, client, _):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await acp_client.prompt(conn, session.session_id, said)
+        assert client.tool_calls()[0].title.startswith("lackpy program (written by templates in ")
+        assert client.messages() == (acp_client.block("remember the milk") + "\n\nlackpy: answered by the "
+                                     "template remember: no model call")
 
 
 # -- the kernel tour's write: the change shown, the question, %undo ---------------------

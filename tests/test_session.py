@@ -10,7 +10,7 @@ import pytest
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.errors import GenerationError, UnknownKitError
-from lackpy_kernel.service import Delegation, LackpyService
+from lackpy_kernel.service import DelegateOptions, Delegation, LackpyService
 from lackpy_kernel.session import LackpySession
 from tests.support.audit import opened_paths, recorded_events
 from tests.support.processes import gone, workers_of
@@ -71,8 +71,8 @@ async def test_per_call_params_reach_the_program_but_not_the_session(session):
     session.params["prefix"] = ">"
     result = await session.run("prefix")
     assert result.output == ">"
-    delegation = await session.delegate("read the file notes.txt", run=True,
-                                        params={"extra": 1})
+    delegation = await session.delegate("read the file notes.txt",
+                                        DelegateOptions(params={"extra": 1}), run=True)
     assert delegation.success and session.params == {"prefix": ">"}
 
 

@@ -2,7 +2,8 @@
  * The renderers (a mime extension): the approval dialog (./dialog), the progress card
  * (./card) and the trace renderer: a program's tool calls (`application/vnd.lackpy.trace+json`, which
  * the kernel sends beside the trace's text/plain and text/html) as a table sorted by a
- * click on a column's head, and the files read and modified as links that open in Lab.
+ * click on a column's head, and the files read and modified as links that open in Lab (a
+ * workspace-relative path only; any other name is text).
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -10,7 +11,7 @@ import { Widget } from '@lumino/widgets';
 
 import { PROGRESS_MIME, ProgressView } from './card';
 import { CHANGES_MIME, ChangeDialog } from './dialog';
-import { ITrace, sortRows } from './trace';
+import { ITrace, sortRows, traceHref } from './trace';
 
 export const TRACE_MIME = 'application/vnd.lackpy.trace+json';
 
@@ -87,25 +88,31 @@ class TraceRenderer extends Widget implements IRenderMime.IRenderer {
     line.className = 'lackpy-Trace-files';
     line.append(`${label}: `);
     paths.forEach((path, index) => {
-      const link = document.createElement('a');
-      link.textContent = path;
-      link.href = path;
-      void this.openInLab(link, path);
-      line.append(...(index ? [', ', link] : [link]));
+      const href = traceHref(path);
+      const shown = document.createElement(href === null ? 'span' : 'a');
+      shown.textContent = path;
+      if (shown instanceof HTMLAnchorElement && href !== null) {
+        shown.href = href;
+        void this.openInLab(shown, href);
+      }
+      line.append(...(index ? [', ', shown] : [shown]));
     });
     return line;
   }
 
-  /** Makes `link` open `path` (relative to the notebook's folder) in Lab. */
-  private async openInLab(link: HTMLAnchorElement, path: string): Promise<void> {
+  /**
+   * Makes `link` open the file at `href` (a `traceHref`: relative to the notebook's folder)
+   * in Lab, as JupyterLab's own renderers do a local link.
+   */
+  private async openInLab(link: HTMLAnchorElement, href: string): Promise<void> {
     const { resolver, linkHandler } = this.options;
     if (!resolver || !linkHandler) {
       return;
     }
-    const resolved = await resolver.resolveUrl(path);
+    const resolved = await resolver.resolveUrl(href);
     if (!resolver.isLocal || resolver.isLocal(resolved)) {
+      linkHandler.handleLink(link, decodeURIComponent(resolved));
       link.href = await resolver.getDownloadUrl(resolved);
-      linkHandler.handleLink(link, resolved);
     }
   }
 }

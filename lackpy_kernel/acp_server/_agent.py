@@ -58,6 +58,8 @@ from ._permission import PermissionAsker
 from ._replies import (
     STOPPED,
     ContentBlock,
+    fenced,
+    generation_failure,
     held,
     intent_of,
     refusal,
@@ -78,6 +80,11 @@ DEFAULT_MODE = "run"
 MAX_SESSIONS = 8  # live at once: each holds a sandbox worker and its MCP servers
 MAX_AWAY = 1_000  # sessions put away to make room, reopened by their next prompt
 RECORDED = {"user_message_chunk", "agent_message_chunk", "tool_call", "tool_call_update"}
+# Clients (their ``client_info`` name) that keep a chat's history themselves, and to which
+# ``session/load`` replays nothing: jupyter-ai's ACP client (0.3) ignores updates only while
+# its load request is pending, and the SDK hands a notification over in a task of its own,
+# after the response; it would show the whole conversation again in its next reply.
+KEEPS_ITS_OWN_HISTORY = frozenset({"Jupyter AI"})
 _log = logging.getLogger(__name__)
 
 
@@ -117,6 +124,7 @@ class LackpyAgent:
         self._away: OrderedDict[str, _Away] = OrderedDict()
         self._opening = 0  # sessions being opened now (they hold a place)
         self._later: set[asyncio.Task[None]] = set()
+        self._replays = True  # session/load sends the conversation again (see KEEPS_ITS_OWN_HISTORY)
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -127,6 +135,7 @@ class LackpyAgent:
                          **kwargs: Any) -> InitializeResponse:
         """What this agent supports: text prompts, loading a session (its working directory
         is the workspace), MCP servers over stdio and HTTP."""
+        self._replays = client_info is None or client_info.name not in KEEPS_ITS_OWN_HISTORY
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -158,8 +167,9 @@ class LackpyAgent:
                            **kwargs: Any) -> LoadSessionResponse:
         """Reopen the session ``session_id`` kept in the workspace ``cwd`` (its mode, kit
         and last program; its variables start empty), replay its conversation as session
-        updates, and use the client's MCP servers. Raises invalid-params for a ``cwd`` or a
-        session that is not there, invalid-request while the session answers a prompt."""
+        updates (not to a client that keeps it itself: ``KEEPS_ITS_OWN_HISTORY``), and use
+        the client's MCP servers. Raises invalid-params for a ``cwd`` or a session that is
+        not there, invalid-request while the session answers a prompt."""
         workspace = _workspace(cwd)
         try:
             record = _store.load(workspace, session_id)
@@ -173,7 +183,8 @@ class LackpyAgent:
             await asyncio.to_thread(_close, self._chats.pop(session_id))
         self._away.pop(session_id, None)
         chat = await self._open(session_id, workspace, mcp_servers or (), record)
-        await self._replay(session_id, record.history)
+        if self._replays:
+            await self._replay(session_id, record.history)
         return LoadSessionResponse(modes=_modes(chat.record.mode))
 
     async def set_session_mode(self, session_id: str, mode_id: str,
@@ -410,8 +421,8 @@ class LackpyAgent:
                 chat.running.discard(call_id)
                 progress.put(update_tool_call(call_id, status="failed"))
             await progress.flush()
-            failed = "no tier could write a program: " if isinstance(exc, GenerationError) else ""
-            await self._say(session_id, failed + error_text(exc))
+            await self._say(session_id, generation_failure(exc) if isinstance(exc, GenerationError)
+                            else error_text(exc))
             return None
         except asyncio.CancelledError:
             progress.cancel()
@@ -459,9 +470,9 @@ class LackpyAgent:
         await self._update(session_id, update_tool_call(
             call_id, status="completed" if result.success else "failed",
             content=[shown(delegation.program), *asker.diffs.get(call_id, ()),
-                     tool_content(text_block(answer))],
+                     tool_content(text_block(fenced(answer)))],
             raw_output=with_result(delegation.program, answer)))
-        await self._say(session_id, answer)
+        await self._say(session_id, fenced(answer))
         return result.success
 
     async def _say(self, session_id: str, text: str) -> None:

@@ -14,6 +14,7 @@ from lackpy_kernel.infer import GenerationResult
 from lackpy_kernel.notebook.core import tool_sources
 from lackpy_kernel.session import LackpySession
 
+from ._replies import fenced, inline
 from ._store import SessionRecord
 
 COMMANDS = {
@@ -78,8 +79,8 @@ async def _create(rest: str, session: LackpySession, record: SessionRecord,
     if not saved["success"]:
         return "not saved: " + "; ".join(saved["errors"])
     path = Path(saved["path"]).relative_to(workspace)
-    return (f"saved {path} (pattern: {saved['pattern']}): the same request is now answered "
-            "by this template, with no model call")
+    return (f"saved {inline(str(path))} (pattern: {inline(saved['pattern'])}): the same request "
+            "is now answered by this template, with no model call")
 
 
 def _kit(rest: str, session: LackpySession, record: SessionRecord) -> str:
@@ -93,5 +94,5 @@ def _kit(rest: str, session: LackpySession, record: SessionRecord) -> str:
     kit = session.kit
     label = kit if isinstance(kit, str) else ",".join(kit or ())
     grade = resolved.grade
-    return "\n".join([f"kit: {label}  (grade w={grade.w} d={grade.d})", resolved.description,
-                      *tool_sources(resolved)])
+    return fenced("\n".join([f"kit: {label}  (grade w={grade.w} d={grade.d})", resolved.description,
+                             *tool_sources(resolved)]))  # as %kit shows it

@@ -1,7 +1,11 @@
 """What the agent says: a prompt's intent, why a prompt or a program is refused, a
-program as a tool call's content, and a run's result as the agent's message."""
+program as a tool call's content, and a run's result as the agent's message. Clients render
+the agent's text as Markdown, so what a program or a tier gave (a result, a traceback, a kit,
+each tier's answer) goes in a code block (``fenced``), shown as the notebook shows it."""
 
 from __future__ import annotations
+
+import re
 
 from acp import text_block, tool_content
 from acp.schema import (
@@ -14,6 +18,8 @@ from acp.schema import (
 )
 
 from lackpy_kernel.config import AUTO_RUN_LEVELS
+from lackpy_kernel.errors import GenerationError, error_text
+from lackpy_kernel.infer import next_step
 from lackpy_kernel.kit import ResolvedKit
 from lackpy_kernel.kit.builtin_specs import PROVIDER_NAME as STAGED
 from lackpy_kernel.notebook.bundles import output_text, program_error
@@ -57,8 +63,33 @@ def refusal(prompt: list[ContentBlock], intent: str) -> str:
 def shown(program: str) -> ContentToolCallContent:
     """``program`` as a tool call's content: a Markdown code block, so the client shows it
     as code."""
-    fence = "````" if "```" in program else "```"
-    return tool_content(text_block(f"{fence}python\n{program}\n{fence}"))
+    return tool_content(text_block(fenced(program, "python")))
+
+
+def fenced(text: str, language: str = "text") -> str:
+    """``text`` as a Markdown code block, which a chat shows as it is (no bold ``__init__``, no
+    lines run together, no bullets): fenced by more backticks than any run of them inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.removesuffix(chr(10))}\n{fence}"
+
+
+def inline(text: str) -> str:
+    """``text`` as Markdown inline code, shown as it is (a path, a pattern)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{ticks}{padded}{ticks}"
+
+
+def generation_failure(error: GenerationError) -> str:
+    """No tier wrote a program: what each answered, as a code block (their reasons quote
+    programs and paths), then what to do, in the chat's commands."""
+    if not error.failures:
+        return fenced(error_text(error))
+    tiers = [f"no tier could write a program for {error.intent!r}:",
+             *(f"  - {failure}" for failure in error.failures)]
+    return f"{fenced(chr(10).join(tiers))}\n\n{next_step(error, 'chat')}"
 
 
 def with_result(program: str, result: str) -> str:

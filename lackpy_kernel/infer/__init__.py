@@ -7,11 +7,13 @@
 - Behind the names below: the provider protocol (``_provider``), the dispatcher and its
   correction chain (``_dispatcher``, ``_correction``, ``_events``, ``_examples``), the dry
   runs of generated programs and their feedback (``_tryout``), the
-  providers a config names (``_factory``), recordings (``_recordings``).
+  providers a config names (``_factory``), recordings (``_recordings``), what to do when no
+  tier wrote a program, worded for each surface (``_advice``).
 """
 
 from lackpy_kernel.errors import TemplateError
 
+from ._advice import failure_text, next_step
 from ._correction import clean_reply, deterministic_cleanup
 from ._dispatcher import InferenceDispatcher, is_available, unavailable_reason
 from ._events import (
@@ -66,8 +68,10 @@ __all__ = [
     "build_system_prompt",
     "clean_reply",
     "deterministic_cleanup",
+    "failure_text",
     "format_params_description",
     "is_available",
+    "next_step",
     "not_dry_runnable",
     "record_generation",
     "runtime_feedback",

@@ -6,14 +6,16 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from lackpy_kernel.errors import GenerationError
 from lackpy_kernel.kibitzer import Watch, classify_failure, watching
-from lackpy_kernel.lang import Rule, validate
+from lackpy_kernel.lang import ALLOWED_BUILTINS, Rule, validate
 from lackpy_kernel.telemetry import span
 from lackpy_kernel.timing import ms_since as _ms_since
 
+from ._advice import MODELS_FAILED, MODELS_NONE, MODELS_UNREACHABLE, failure_text
 from ._correction import Cleaned, clean_reply, copies_prompt, has_code
 from ._events import (
     CorrectionStep,
@@ -27,7 +29,11 @@ from ._examples import general_examples
 from ._provider import (
     DEFAULT_ROUNDS,
     DEFAULT_SAMPLES,
+    DETERMINISTIC_KINDS,
     KIND_MODEL,
+    KIND_REPLAY,
+    KIND_RULES,
+    KIND_TEMPLATE,
     GenerationResult,
     InferenceProvider,
     provider_kind,
@@ -145,8 +151,9 @@ class InferenceDispatcher:
             "max_tokens": default_max_tokens(examples),
         }
         attempt = _Attempt(intent, namespace_desc, allowed, extra_rules, config, _Events(on_event),
-                           tryout, watch)
+                           tryout, watch, tools=tools)
         failures: list[str] = []
+        models = MODELS_NONE
         for provider in list(self.providers):
             with span(f"lackpy.tier {provider.name}", {"lackpy.tier": provider.name}) as tier:
                 outcome = await attempt.with_provider(provider)
@@ -156,10 +163,12 @@ class InferenceDispatcher:
                 outcome.generation_time_ms = _ms_since(started)
                 return outcome
             failures.append(f"{provider.name}: {outcome}")
-        raise GenerationError(
-            f"no provider could write a valid program for {intent!r}:\n"
-            + "\n".join(f"  - {failure}" for failure in failures)
-        )
+            if provider_kind(provider) == KIND_MODEL and models != MODELS_FAILED:
+                models = MODELS_FAILED if attempt.answered(provider) else MODELS_UNREACHABLE
+        error = GenerationError("", intent=intent, failures=tuple(failures), models=models,
+                                **attempt.kit_needed)
+        error.args = (failure_text(error),)
+        raise error
 
 
 class _Events:
@@ -225,7 +234,12 @@ class _Attempt:
 
     def __init__(self, intent: str, namespace_desc: str, allowed: set[str], extra_rules: list[Rule] | None,
                  config: dict[str, Any], events: _Events, tryout: TryoutRunner | None = None,
-                 watch: Watch | None = None) -> None:
+                 watch: Watch | None = None, *, tools: Collection[str] = ()) -> None:
+        self.tools = frozenset(tools)
+        self.tried: set[str] = set()  # the providers asked (they were available)
+        self.broken: set[str] = set()  # those whose call raised (a server down, a key refused)
+        # the kit a deterministic tier's program needs (GenerationError's kit, missing, source)
+        self.kit_needed: dict[str, Any] = {}
         self.tryout = tryout
         self.watch = watch
         self.intent = intent
@@ -245,6 +259,7 @@ class _Attempt:
             self.events.emit(ProviderUnavailable(provider.name, reason))
             return reason
         self.events.emit(ProviderTried(provider.name, provider_kind(provider)))
+        self.tried.add(provider.name)
         outcome = await self._write(provider)
         if isinstance(outcome, str):
             self.events.emit(ProviderFailed(provider.name, outcome))
@@ -276,8 +291,45 @@ class _Attempt:
         errors = self._check(program) if program.strip() else ["the provider returned an empty program"]
         if not errors:
             return _Candidate(raw, program)
+        if provider_kind(provider) in DETERMINISTIC_KINDS:  # fixed text: asking again gets the same
+            return self._fixed_text_invalid(provider, raw, program, errors)
         self._note(provider, "generate", "wrote a program that is not valid", program, errors)
         return await self._correct(provider, raw, budget)
+
+    def _fixed_text_invalid(self, provider: InferenceProvider, raw: str, program: str,
+                            errors: list[str]) -> str:
+        """Why a template's, rule's or recording's program cannot be used here (no correction
+        chain: fixed text gives the same answer again); when it only calls tools outside the
+        kit, the kit it needs is kept for the error's advice."""
+        source = _source_of(provider, raw)
+        missing = self._missing_tools(program)
+        if missing and not self._check_with(program, missing):
+            shown = ", ".join(sorted(self.tools)) or "no tools"
+            self._note(provider, "generate", f"{source} has a program that calls {', '.join(missing)}, "
+                       "outside the kit", program, errors)
+            if not self.kit_needed:
+                self.kit_needed = {"kit": (*sorted(self.tools), *missing), "missing": tuple(missing),
+                                   "source": source}
+            return (f"{source} has a program for this, but it calls {', '.join(missing)}, which the kit "
+                    f"({shown}) does not have")
+        self._note(provider, "generate", f"{source} has a program that is not valid here", program, errors)
+        return f"{source} has a program for this, not valid here: {'; '.join(errors[:3])}"
+
+    def _missing_tools(self, program: str) -> list[str]:
+        """The names ``program`` calls that are neither allowed here nor builtins nor its own."""
+        checked = validate(program)
+        own = set(checked.variables)
+        return sorted({name for name in checked.calls
+                       if name not in self.allowed and name not in ALLOWED_BUILTINS and name not in own})
+
+    def _check_with(self, program: str, more: Iterable[str]) -> list[str]:
+        """``program``'s errors were ``more`` names allowed too."""
+        return validate(program, self.allowed | set(more), self.extra_rules).errors
+
+    def answered(self, provider: InferenceProvider) -> bool:
+        """Whether ``provider`` answered in this dispatch: it was available and its calls did
+        not fail (a server down, a key refused)."""
+        return provider.name in self.tried and provider.name not in self.broken
 
     async def _correct(self, provider: InferenceProvider, raw: str, budget: _Budget,
                        steps: int = 0) -> _Candidate | str:
@@ -513,6 +565,7 @@ class _Attempt:
         except Exception as exc:  # a broken provider is skipped, not fatal
             self.events.raise_pending()
             reason = f"{type(exc).__name__}: {exc}"
+            self.broken.add(provider.name)
             self._note(provider, step, "failed", None, [reason])
             return _Failed(reason)
         self.events.raise_pending()
@@ -542,6 +595,14 @@ class _Attempt:
               errors: list[str], **extra: Any) -> None:
         self.log.append({"provider": provider.name, "step": step, "did": did, "program": program,
                          "errors": list(errors), **extra})
+
+
+def _source_of(provider: InferenceProvider, raw: str) -> str:
+    """Who has a deterministic tier's program, as the error says it: the template by name."""
+    source, kind = getattr(raw, "source", None), provider_kind(provider)
+    if kind == KIND_TEMPLATE:
+        return f"the template {PurePath(source).stem}" if source else "a template"
+    return {KIND_RULES: "a rule", KIND_REPLAY: "a recording"}.get(kind, f"the tier {provider.name}")
 
 
 def _hinted(watch: Watch | None) -> str:

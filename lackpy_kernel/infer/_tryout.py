@@ -31,6 +31,7 @@ from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.workspace import Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 
+from ._grounding import check_of, grounding_feedback
 from .prompt import FILE_NAME
 
 SHOWN_CHARS = 160  # at most this much of a value in a message to the model
@@ -105,7 +106,7 @@ SHAPES: dict[str, _Shape] = {
                              re.IGNORECASE),
                   _at_most, "at most {n} items", "a list of them, a slice such as items[:{n}]"),
 }
-ANSWER_CHECKS = frozenset({*SHAPES, "file", "folder", "words"})  # see runtime_feedback
+ANSWER_CHECKS = frozenset({*SHAPES, "file", "folder", "operation", "words"})  # see runtime_feedback
 # The methods whose first argument is a text a program looks for ("words", see runtime_feedback)
 NEEDLE_METHODS = frozenset({"count", "startswith", "endswith", "find", "rfind", "index", "rindex"})
 _LETTERS = re.compile(r"[a-z]{2,}")
@@ -235,8 +236,10 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
     ``"few"``, anything but a list of at most N items for "the first/last/top N ...s";
     ``"file"``, a ``program`` that neither names nor reads a workspace file the intent names;
     ``"folder"``, a pattern that looks in a folder the workspace does not have
-    (:func:`absent_folders`); ``"words"``, a ``program`` that looks for a word or a name
-    the intent does not use (:func:`unasked_needles`).
+    (:func:`absent_folders`); ``"operation"``, a ``program`` that counts, cases, picks an end or
+    an extreme other than the intent names, and ``"words"``, one whose literals (files, patterns,
+    names, texts) the intent does not name, with its candidates (:mod:`._grounding`), then one that
+    looks for a word the intent does not use (:func:`unasked_needles`).
     """
     if tryout.skipped is not None:
         return []
@@ -260,6 +263,9 @@ def runtime_feedback(intent: str, tryout: Tryout, *, checks: Collection[str] = A
         folders = sorted({path.split("/", 1)[0] for path in tryout.paths if "/" in path})
         return [f"{_LOOKS_IN} {absent[0]!r}, which the workspace does not have; its folders: "
                 f"{', '.join(folders[:SHOWN_FOLDERS]) or 'none'}"]
+    grounding = grounding_feedback(intent, program, tryout.paths, checks)  # "operation", "words"
+    if grounding:
+        return grounding
     unasked = unasked_needles(intent, program) if "words" in checks else []
     if unasked:
         return [f"{_LOOKS_FOR} {unasked[0]!r}, which the intent does not mention; "
@@ -350,6 +356,8 @@ def unread_files(intent: str, program: str, tryout: Tryout) -> list[str]:
 def answer_check(errors: Sequence[str]) -> str | None:
     """Which answer check gave ``errors`` (each is fed back once only), or None."""
     first = errors[0] if errors else ""
+    if check_of(first) is not None:
+        return check_of(first)
     if first.startswith(_NAMES_FILE):
         return "file"
     if first.startswith(_LOOKS_FOR):

@@ -24,7 +24,7 @@ from .registry import (
 from .spec import ArgSpec, ToolSpec
 from .tool_files import read_text, write_bytes, write_text
 from .toolbox import Toolbox, ToolProvider
-from .undo import NOTHING_TO_UNDO, undo_last
+from .undo import NOTHING_TO_UNDO, cannot_undo, drop_last, undo_last
 from .workspace import Workspace
 
 __all__ = [
@@ -53,6 +53,8 @@ __all__ = [
     "record_write",
     "recording",
     "resolve_kit",
+    "cannot_undo",
+    "drop_last",
     "undo_last",
     "workspace_kits_dir",
     "write_bytes",

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .undo import TooBig, read_bytes
+from .undo import TooBig, cannot_undo, read_bytes
 from .visible import cut, visible
 from .workspace import Workspace
 
@@ -92,8 +92,9 @@ class FileChange:
     instead (binary, too large to compare), and a digest of its whole ``content`` before and
     after, so that an approval covers what was not shown too. ``unseen`` says what of it
     was not shown ("" when all was), ``full`` is its whole rendering then (``rest``: what
-    even that leaves out), ``runs_code`` why the file runs code ("" when it does not), and
-    ``executable`` whether it is (and stays) executable."""
+    even that leaves out), ``runs_code`` why the file runs code ("" when it does not),
+    ``executable`` whether it is (and stays) executable, and ``undo`` why its change cannot
+    be undone ("" when it can)."""
 
     path: str
     status: str
@@ -108,6 +109,7 @@ class FileChange:
     rest: str = ""
     runs_code: str = ""
     executable: bool = False
+    undo: str = ""
 
     @property
     def counts(self) -> str:
@@ -123,6 +125,8 @@ class FileChange:
             parts.append("executable (mode kept)")
         if self.runs_code:
             parts.append(f"RUNS CODE: {self.runs_code}")
+        if self.undo:
+            parts.append(f"cannot be undone: {self.undo}")
         return "; ".join(part for part in parts if part)
 
     def in_full(self) -> FileChange:
@@ -137,7 +141,7 @@ class FileChange:
                 "removed": self.removed, "lines": list(self.lines), "omitted": self.omitted,
                 "note": self.note, "content": self.content, "unseen": self.unseen,
                 "full": list(self.full), "rest": self.rest, "runs_code": self.runs_code,
-                "executable": self.executable}
+                "executable": self.executable, "undo": self.undo}
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +251,9 @@ class Change:
         if code:
             said.append(f"{len(code)} file{' runs' if len(code) == 1 else 's run'} code: "
                         + "; ".join(code) + ".")
+        lasting = [f"{file.path} ({file.undo})" for file in self.files if file.undo]
+        if lasting:
+            said.append("Cannot be undone: " + "; ".join(lasting) + ".")
         unseen = self.unseen()
         if unseen:
             said.append("Not shown: " + "; ".join(unseen) + ".")
@@ -311,8 +318,11 @@ def describe_changes(workspace: Workspace, changes: Iterable[tuple[str, bytes | 
     to delete) would make to ``workspace``, as its files hold now."""
     budget = _Budget()
     extra = runs_code_patterns(workspace.root)
-    return Change(tuple(_marked(workspace, _described(workspace, path, after, budget), path,
-                                extra) for path, after in changes))
+    changes = list(changes)
+    lasting = cannot_undo(workspace, [path for path, _ in changes])
+    return Change(tuple(replace(_marked(workspace, _described(workspace, path, after, budget),
+                                        path, extra), undo=visible(lasting.get(path, "")))
+                        for path, after in changes))
 
 
 def runs_code(path: str, executable: bool = False,
@@ -563,7 +573,8 @@ def _described(workspace: Workspace, path: str, after: bytes | None, budget: _Bu
 def _file_from(item: Mapping[str, Any]) -> FileChange:
     path, status, lines, note = item["path"], item["status"], item["lines"], item["note"]
     counts, content = (item["added"], item["removed"], item["omitted"]), item.get("content", "")
-    texts = (item.get("unseen", ""), item.get("rest", ""), item.get("runs_code", ""))
+    texts = (item.get("unseen", ""), item.get("rest", ""), item.get("runs_code", ""),
+             item.get("undo", ""))
     full, executable = item.get("full", []), item.get("executable", False)
     if (type(path) is not str or status not in STATUSES or type(note) is not str
             or not all(type(n) is int and n >= 0 for n in counts)
@@ -572,7 +583,7 @@ def _file_from(item: Mapping[str, Any]) -> FileChange:
             or type(content) is not str or len(content) > 64):
         raise TypeError("a file change of the wrong shape")
     return FileChange(path, status, *counts[:2], tuple(lines), counts[2], note, content,
-                      texts[0], tuple(full), texts[1], texts[2], executable)
+                      texts[0], tuple(full), texts[1], texts[2], executable, texts[3])
 
 
 def _call_from(item: Any) -> ToolCall:

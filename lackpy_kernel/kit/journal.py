@@ -2,13 +2,17 @@
 of them at once, crash-safe.
 
 A commit of more than one file first writes a journal (``.lackpy/journal/<id>.journal``:
-the paths and their new contents, checksummed, fsynced), then replaces each file atomically
-without waiting for the disk and marks the journal applied, and, once the reply is out,
-fsyncs the files and removes the journal (``Landed.finish``). ``recover`` (run when a worker
-starts on a workspace) finishes a commit whose journal is whole and drops one that is torn
-or applied, so a kill at any point leaves all of a commit's files or none of them, and
-never writes them again over a change made since. A commit of one file needs no journal:
-its atomic replace is all or nothing already, and its fsync too waits for ``finish``.
+the paths, what each file was before (its inode, size and times, or "none"), and their new
+contents, checksummed, fsynced), then replaces each file atomically without waiting for the
+disk and marks the journal applied, and, once the reply is out, fsyncs the files and removes
+the journal (``Landed.finish``). ``recover`` (run when a worker starts on a workspace)
+finishes a commit whose journal is whole and drops one that is torn or applied, so a kill at
+any point leaves all of a commit's files or none of them. It never writes over a change made
+since: a file that is neither what the commit found nor what it wrote (a person edited,
+made or deleted it after the kill) is left as it is, the program's version is written beside
+it (``NAME.lackpy-recovered``), and ``Recovery.notes`` says so, naming both. A commit of one
+file needs no journal: its atomic replace is all or nothing already, and its fsync too waits
+for ``finish``.
 """
 
 from __future__ import annotations
@@ -18,31 +22,51 @@ import stat
 import zlib
 from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass, field
 
 from lackpy_kernel.config import CONFIG_DIR
 
 from .atomic import atomic_write_bytes_at
 from .errors import WorkspaceError
 from .staging import remove_tree
-from .undo import config_folder, keep_undo, pre_images
+from .undo import TooBig, config_folder, keep_undo, pre_images, read_bytes
+from .undo_record import digest
 from .workspace import STAGING, Workspace
 
 JOURNAL = "journal"  # the folder of the journals, in <workspace>/.lackpy/
 JOURNAL_SUFFIX, APPLIED_SUFFIX = ".journal", ".applied"  # a commit's, before and after
 MAX_STAGED_BYTES = 16 * 1024 * 1024  # a file tool writes at most this much to a file
-_MAGIC = b"lackpy-journal 1\n"
+RECOVERED_SUFFIX = ".lackpy-recovered"  # beside a file changed since a killed commit
+MAX_BESIDE = 100  # NAME.lackpy-recovered, NAME.lackpy-recovered-2, ... tried
+_MAGIC, _MAGIC_V1 = b"lackpy-journal 2\n", b"lackpy-journal 1\n"
+_ABSENT, _UNKNOWN = "-", "?"  # a file's stamp: it did not exist; unknown (a version 1 journal)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 Change = tuple[str, bytes]  # workspace-relative path, new content
+Entry = tuple[str, str, bytes]  # a journal's: path, the file's stamp before, new content
+
+
+@dataclass
+class Recovery:
+    """What ``recover`` did: the paths it wrote, each file it left as it was with where the
+    program's version went instead (None: nowhere), and a note per such file for the
+    person, naming it and saying what to do."""
+
+    written: list[str] = field(default_factory=list)
+    kept: dict[str, str | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 class Landed:
     """A commit's files, in place: ``finish`` makes them durable and removes the journal
-    (after the reply, off the critical path; until then the journal holds them)."""
+    (after the reply, off the critical path; until then the journal holds them). ``notes``
+    are for the person: a file whose change cannot be undone, an undo record not kept."""
 
     def __init__(self, workspace: Workspace, paths: list[str],
-                 journal: tuple[int, str, int] | None = None) -> None:
+                 journal: tuple[int, str, int] | None = None,
+                 notes: list[str] | None = None) -> None:
         self.workspace, self.paths, self.journal = workspace, paths, journal
+        self.notes = notes or []
 
     def finish(self) -> None:
         """Fsync each file, then remove the journal (if the commit kept one); once."""
@@ -91,9 +115,9 @@ def _commit(workspace: Workspace, changes: list[Change]) -> Landed:
     images = pre_images(workspace, changes)
     if len(changes) == 1:  # one atomic replace is all or nothing already
         _apply(workspace, changes, durable=False)
-        keep_undo(workspace, images)
-        return Landed(workspace, unique)
-    folder_fd, name, fd = _write_journal(workspace, changes)
+        return Landed(workspace, unique, notes=keep_undo(workspace, images))
+    entries = [(relative, _stamp(workspace, relative), data) for relative, data in changes]
+    folder_fd, name, fd = _write_journal(workspace, entries)
     try:
         _apply(workspace, changes, durable=False)
         # Applied: a recover after a kill now drops it rather than write its files again
@@ -103,32 +127,113 @@ def _commit(workspace: Workspace, changes: list[Change]) -> Landed:
     except BaseException:
         Landed(workspace, [], (folder_fd, name, fd)).finish()  # what was replaced stays so
         raise
-    keep_undo(workspace, images)
-    return Landed(workspace, unique, (folder_fd, applied, fd))
+    notes = keep_undo(workspace, images)
+    return Landed(workspace, unique, (folder_fd, applied, fd), notes)
 
 
-def recover(root: str | os.PathLike[str]) -> list[str]:
+def recover(root: str | os.PathLike[str]) -> Recovery:
     """Finish the commits a kill interrupted in the workspace at ``root`` (drop a torn
     journal, and one marked applied), and drop the staging folders of processes that are
-    gone; the paths the finished commits wrote."""
+    gone. A file changed since the commit is never written over: the program's version goes
+    beside it (see the module's docstring). What was done, for the person."""
     config = os.path.join(os.fspath(root), CONFIG_DIR)
-    written = []
+    recovery = Recovery()
     workspace: Workspace | None = None
     for name, fd, folder in _journals(config):
         try:
-            changes = _read_journal(fd) if name.endswith(JOURNAL_SUFFIX) else []
+            entries = _read_journal(fd) if name.endswith(JOURNAL_SUFFIX) else []
             workspace = workspace or Workspace(root)
-            with suppress(OSError):  # one it may not write now (or planted) is dropped
-                for relative, _ in changes:
+            try:  # one it may not write now (or planted) is dropped, and said so
+                for relative, _, _ in entries:
                     _check_target(workspace, relative)
-                _apply(workspace, changes)
-                written += [relative for relative, _ in changes]
+                _finish(workspace, entries, recovery)
+            except OSError as error:
+                paths = ", ".join(relative for relative, _, _ in entries)
+                recovery.notes.append(
+                    f"a program's commit of {paths} was interrupted and could not be "
+                    f"finished ({error.strerror or error}); what it had not written yet is "
+                    "left undone: run the program again if you want its change")
             with suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=folder)
         finally:
             os.close(fd)
     _drop_stale_stages(os.path.join(config, STAGING))
-    return written
+    return recovery
+
+
+def _finish(workspace: Workspace, entries: list[Entry], recovery: Recovery) -> None:
+    """Write each file of a killed commit that is still as the commit found it; keep the
+    program's version beside each one changed since."""
+    states = [_state(workspace, entry) for entry in entries]
+    # Files are replaced in order: one before the last that landed was replaced too, so
+    # one of them that is "as found" (gone, as it was before) was deleted since.
+    reached = max((at for at, state in enumerate(states) if state == "replaced"), default=-1)
+    pending = [entry for at, (entry, state) in enumerate(zip(entries, states, strict=True))
+               if state == "found" and at > reached]
+    _apply(workspace, [(relative, data) for relative, _, data in pending])
+    recovery.written += [relative for relative, _, _ in pending]
+    for at, (entry, state) in enumerate(zip(entries, states, strict=True)):
+        if state == "changed" or (state == "found" and at < reached):
+            _keep_beside(workspace, entry, recovery)
+
+
+def _state(workspace: Workspace, entry: Entry) -> str:
+    """Where one file of a killed commit stands: ``landed`` (it holds the new content; as
+    ``replaced`` when the commit's own replace put it there), ``found`` (as the commit
+    found it), or ``changed`` (neither: a change made since)."""
+    relative, before, data = entry
+    stamp = _stamp(workspace, relative)
+    try:
+        now = read_bytes(workspace, relative, len(data))
+    except (OSError, TooBig):  # unreadable, or larger than the new content: not it
+        now = None
+    if now is not None and len(now) == len(data) and digest(now) == digest(data):
+        return "replaced" if stamp != before and before != _UNKNOWN else "landed"
+    return "found" if stamp == before and before != _UNKNOWN else "changed"
+
+
+def _keep_beside(workspace: Workspace, entry: Entry, recovery: Recovery) -> None:
+    """Write the program's version of a file changed since beside it, and say so."""
+    relative, _, data = entry
+    gone = not os.path.lexists(workspace.root / relative)
+    what = "was deleted" if gone else "was changed"
+    try:
+        beside = _beside_name(workspace, relative)
+        _apply(workspace, [(beside, data)])
+    except OSError as error:
+        recovery.kept[relative] = None
+        recovery.notes.append(
+            f"{relative} {what} after a program's commit that wrote it was interrupted, so "
+            f"lackpy left it as it is; the program's version could not be kept beside it "
+            f"({error.strerror or error}): run the program again if you want its change")
+        return
+    recovery.kept[relative] = beside
+    recovery.notes.append(
+        f"{relative} {what} after a program's commit that wrote it was interrupted, so "
+        f"lackpy left it as it is and wrote the program's version beside it, as {beside}: "
+        f"compare the two, keep what you want, then delete {beside}")
+
+
+def _beside_name(workspace: Workspace, relative: str) -> str:
+    """A name beside ``relative`` that is free and may be written. Raises OSError."""
+    for number in range(1, MAX_BESIDE + 1):
+        beside = relative + RECOVERED_SUFFIX + ("" if number == 1 else f"-{number}")
+        if not os.path.lexists(workspace.root / beside):
+            _check_target(workspace, beside)
+            return beside
+    raise FileExistsError(f"{relative}{RECOVERED_SUFFIX} to -{MAX_BESIDE} all exist")
+
+
+def _stamp(workspace: Workspace, relative: str) -> str:
+    """What the file at ``relative`` is now, to tell later whether it changed: its inode,
+    size and times, or ``_ABSENT``."""
+    try:
+        info = os.lstat(workspace.root / relative)
+    except FileNotFoundError:
+        return _ABSENT
+    except OSError:
+        return _UNKNOWN
+    return f"{info.st_ino}.{info.st_size}.{info.st_mtime_ns}.{info.st_ctime_ns}"
 
 
 def _staged_bytes(folder: str, relative: str) -> bytes:
@@ -205,7 +310,7 @@ def _sync(workspace: Workspace, relative: str) -> None:
         os.close(file)
 
 
-def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, str, int]:
+def _write_journal(workspace: Workspace, entries: list[Entry]) -> tuple[int, str, int]:
     """The journal folder's fd, the journal's name and its fd (locked while the commit
     runs, so ``recover`` in another process leaves it alone), written and fsynced."""
     journal = _journal_folder(str(workspace.root))
@@ -218,9 +323,10 @@ def _write_journal(workspace: Workspace, changes: list[Change]) -> tuple[int, st
         raise
     try:
         _lock(fd, wait=True)
-        header = "\0".join(f"{len(data)} {relative}" for relative, data in changes).encode()
+        header = "\0".join(f"{len(data)} {before} {relative}"
+                            for relative, before, data in entries).encode()
         body = b"".join([_MAGIC, b"%d\n" % len(header), header,
-                         *(data for _, data in changes)])
+                         *(data for _, _, data in entries)])
         with os.fdopen(os.dup(fd), "wb") as stream:
             stream.write(body + b"%08x\n" % zlib.crc32(body))
             stream.flush()
@@ -275,26 +381,29 @@ def _same_file(fd: int, name: str, folder: int) -> bool:
     return (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
 
 
-def _read_journal(fd: int) -> list[Change]:
-    """The changes a whole journal holds; none for a torn or foreign one (its commit never
-    began to replace files)."""
+def _read_journal(fd: int) -> list[Entry]:
+    """The entries a whole journal holds; none for a torn or foreign one (its commit never
+    began to replace files). A version 1 journal's files have no stamp (``_UNKNOWN``)."""
     with os.fdopen(os.dup(fd), "rb") as stream:
         data = stream.read()
     body, crc = data[:-9], data[-9:-1]
-    if not body.startswith(_MAGIC) or not data.endswith(b"\n") or \
-            crc != b"%08x" % zlib.crc32(body):
+    version = 2 if body.startswith(_MAGIC) else 1 if body.startswith(_MAGIC_V1) else 0
+    if not version or not data.endswith(b"\n") or crc != b"%08x" % zlib.crc32(body):
         return []
     size_line, _, rest = body[len(_MAGIC):].partition(b"\n")
     try:
         header, contents = rest[:int(size_line)], rest[int(size_line):]
-        changes, at = [], 0
-        for entry in header.decode().split("\0"):
-            size, _, relative = entry.partition(" ")
-            changes.append((relative, contents[at:at + int(size)]))
+        entries, at = [], 0
+        for line in header.decode().split("\0"):
+            size, _, relative = line.partition(" ")
+            before = _UNKNOWN
+            if version == 2:
+                before, _, relative = relative.partition(" ")
+            entries.append((relative, before, contents[at:at + int(size)]))
             at += int(size)
     except ValueError:
         return []
-    return changes
+    return entries
 
 
 def _drop_stale_stages(staging: str) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from lackpy_kernel.errors import GenerationError, UsageError
-from lackpy_kernel.infer import GenerationEvent
-from lackpy_kernel.kit import NOTHING_TO_UNDO, ResolvedKit, Workspace, undo_last
+from lackpy_kernel.infer import GenerationEvent, failure_text
+from lackpy_kernel.kit import NOTHING_TO_UNDO, ResolvedKit, Workspace, drop_last, undo_last
 from lackpy_kernel.lang import free_names
 from lackpy_kernel.notebook.bundles import (
     GenerationProgress,
@@ -50,6 +50,10 @@ REPLACE = Option("--replace", "flag", "put the program in this cell instead of t
 NO_SANDBOX = Option("--no-sandbox", "flag", "run in this process, without time or memory limits")
 OUT = Option("--out", "value", "also assign the program's output to this Python variable", "NAME")
 CLEAR = Option("--clear", "flag", "forget every parameter first")
+SKIP_CHANGED = Option("--skip-changed", "flag", "take back the files that did not change since, "
+                      "and leave the others as they are now")
+DROP = Option("--drop", "flag", "forget the last commit's undo record (no file changes); the "
+              "next %undo takes back the commit before it")
 PATTERN = Option("--pattern", "value", "the intents it answers, with {placeholders}; default: "
                  "the intent that last produced this program", "P")
 LACKPY_SUMMARY = ("validate the cell as a lackpy program and run it (in the sandbox, unless "
@@ -138,9 +142,9 @@ class CoreMagics(MagicFamily):
                     kit=options.kit, params=options.params, on_event=progress.show,
                     sandbox=options.sandbox, variables=self.port.notebook_values()),
                     run=options.run, approved=options.yes)
-        except GenerationError:
+        except GenerationError as exc:  # the card shows each tier; the error, what to do
             progress.close("failed")
-            self.port.stream("stdout", "no provider could write a program\n")
+            exc.args = (failure_text(exc, "notebook"),)
             raise
         except BaseException as exc:  # a bug, a refused change, or the stop button
             progress.close("failed" if isinstance(exc, Exception) else "interrupted")
@@ -242,9 +246,13 @@ class CoreMagics(MagicFamily):
         self.port.display({"text/plain": "\n".join(usages)})
 
     @magic("undo", "take back the file changes of the last program that wrote files (again: "
-           "the one before); refused, naming the file, when one changed since")
+           "the one before); refused, naming the file, when one changed since: "
+           "--skip-changed takes back the rest, --drop forgets that commit's record",
+           options=(SKIP_CHANGED, DROP))
     def undo(self, line: MagicLine) -> None:
-        done = undo_last(Workspace(self.workspace))
+        workspace = Workspace(self.workspace)
+        done = (drop_last(workspace) if line.options.get("--drop")
+                else undo_last(workspace, skip_changed=bool(line.options.get("--skip-changed"))))
         self.port.display({"text/plain": "\n".join(done) or NOTHING_TO_UNDO})
 
     @magic("diff", "show all of the last change a program asked to make, nothing cut or "
@@ -300,6 +308,9 @@ class _LiveProgress:
 
     def close(self, state: str, delegation: Delegation | None = None) -> None:
         """Show the title alone again as text (the status line follows it), and the card in
-        ``state`` (with ``delegation``, the program it wrote)."""
+        ``state`` (with ``delegation``, the program it wrote); where displays do not update,
+        a failure ends the title's line with ``state``."""
         if self.display_id is not None:
             self.port.update_display(self.progress.last_bundle(state, delegation), self.display_id)
+        elif delegation is None:
+            self.port.stream("stdout", f"{state}\n")

@@ -68,7 +68,9 @@ class HereStage:
                 why = changed_meanwhile(moved) if moved else answer.reason
                 if not answer.apply or moved:
                     return _failed(result, CHANGE_REFUSED, refused_message(paths, why))
-            commit_changes(workspace, changes).finish()
+            landed = commit_changes(workspace, changes)
+            landed.finish()
+            result.notes.extend(landed.notes)
         except OSError as exc:
             return _failed(result, type(exc).__name__,
                            f"the program's file changes were not written: {exc}")

@@ -14,9 +14,15 @@ temporalio's interceptor, :func:`temporal_interceptors`).
 The sandbox's child opens no socket: a run's tool calls come back in its trace (tool,
 arguments, ms, ok), and :meth:`RunSpan.finish` makes their spans here, laid end to end
 in call order so that the last ends as the result comes back (the trace keeps durations,
-not start times). A tool
-call's arguments are summarised: a path or pattern as given (bounded), any other value by
-its type and size, unless ``[telemetry] include_values = true``; results only then.
+not start times).
+
+Values stay out of spans unless ``[telemetry] include_values = true``: a tool call's
+arguments are shown by their type and size (a path or pattern as given only when it is one
+of the program's own string literals, never a value a tool returned), its result is left
+out, and a failure (a tool's, a run's, a step's, or an exception leaving a span) is told by
+its type alone, never by its message, which may quote what a program read. With values on,
+arguments and results are shown (bounded), failures with their messages, and an exception
+is recorded as OpenTelemetry records it.
 
 ``otlp`` sends OTLP over HTTP (the ``otel`` extra: ``opentelemetry-sdk`` and
 ``opentelemetry-exporter-otlp-proto-http``) to the endpoint and with the headers of the
@@ -44,6 +50,7 @@ TEXT_CHARS = 200  # the most of any text an attribute carries
 MAX_ARGUMENTS = 16  # of one tool call
 MAX_TOOL_SPANS = 500  # of one run; the rest are counted, not sent
 PATH_ARGUMENTS = frozenset({"path", "pattern", "paths"})
+VALUES_OFF = "its message is left out: [telemetry] include_values = false"
 Attributes = Mapping[str, str | bool | int | float | None]
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -98,6 +105,20 @@ def tracing() -> bool:
     return _state.tracer is not None
 
 
+def values_included() -> bool:
+    """Whether spans may carry values (``[telemetry] include_values``): a caller that puts
+    text derived from a program's data in a span asks this first."""
+    return _state.include_values
+
+
+def failure_text(kind: str, message: str | None) -> str:
+    """How a span tells a failure of type ``kind``: its ``message`` (bounded) with values
+    on, else the type alone, saying the message was left out."""
+    if _state.include_values and message:
+        return _bounded(message)
+    return f"{kind or 'error'} ({VALUES_OFF})"
+
+
 class SpanHandle:
     """A span in progress (or nothing, when telemetry is off): ``set`` adds attributes."""
 
@@ -109,12 +130,13 @@ class SpanHandle:
         if self.span is not None:
             self.span.set_attributes(_clean(attributes))
 
-    def fail(self, description: str) -> None:
-        """Mark the span failed, saying why (bounded)."""
+    def fail(self, kind: str, message: str | None = None) -> None:
+        """Mark the span failed with a ``kind`` of error, saying why (``failure_text``: the
+        ``message`` only with values on)."""
         if self.span is not None:
             from opentelemetry.trace import Status, StatusCode
 
-            self.span.set_status(Status(StatusCode.ERROR, _bounded(description)))
+            self.span.set_status(Status(StatusCode.ERROR, failure_text(kind, message)))
 
 
 _OFF = SpanHandle()
@@ -123,16 +145,22 @@ _OFF = SpanHandle()
 @contextmanager
 def span(name: str, attributes: Attributes | None = None) -> Iterator[SpanHandle]:
     """A span around the block, a child of the one in progress; an exception that leaves
-    the block marks it failed (``error.type``) and goes on."""
+    the block marks it failed (``error.type``, and with values on its message and an
+    exception event) and goes on."""
     tracer = _state.tracer
     if tracer is None:
         yield _OFF
         return
-    with tracer.start_as_current_span(name, attributes=_clean(attributes or {})) as current:
+    values = _state.include_values
+    with tracer.start_as_current_span(name, attributes=_clean(attributes or {}),
+                                      record_exception=values,
+                                      set_status_on_exception=values) as current:
         try:
             yield SpanHandle(current)
         except BaseException as exc:
             current.set_attribute("error.type", type(exc).__name__)
+            if not values:  # the message may quote what a program read: the type alone
+                SpanHandle(current).fail(type(exc).__name__)
             raise
 
 
@@ -176,10 +204,13 @@ class RunResultLike(Protocol):
 
 
 class RunSpan:
-    """The span of one program run; :meth:`finish` records its outcome and its tool calls."""
+    """The span of one program run; :meth:`finish` records its outcome and its tool calls.
+    ``program`` (its source, when known) lets a path argument that is one of its string
+    literals be shown as given with values off."""
 
-    def __init__(self, handle: SpanHandle) -> None:
+    def __init__(self, handle: SpanHandle, program: str | None = None) -> None:
         self.handle = handle
+        self.program = program
 
     def finish(self, result: RunResultLike) -> None:
         """The run's outcome, and a child span per tool call of ``result.trace``."""
@@ -187,13 +218,14 @@ class RunSpan:
         if parent is None:
             return
         entries = result.trace.entries
+        kind = result.error_type or "error"
         self.handle.set({"lackpy.ok": result.success, "lackpy.tool_calls": len(entries),
-                         "error.type": None if result.success else result.error_type or "error"})
+                         "error.type": None if result.success else kind})
         if not result.success:
-            self.handle.fail(result.error or "the program failed")
+            self.handle.fail(kind, result.error or "the program failed")
         if len(entries) > MAX_TOOL_SPANS:
             self.handle.set({"lackpy.tool_spans_dropped": len(entries) - MAX_TOOL_SPANS})
-        _tool_spans(parent, entries[:MAX_TOOL_SPANS])
+        _tool_spans(parent, entries[:MAX_TOOL_SPANS], _literals(self.program))
 
 
 R = TypeVar("R", bound=RunResultLike)
@@ -201,13 +233,15 @@ R = TypeVar("R", bound=RunResultLike)
 
 def traced_run(run: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
     """A decorator: each call of ``run`` (a coroutine function that runs a program and
-    returns its result) is a ``lackpy.run`` span with the outcome and a span per tool call."""
+    returns its result) is a ``lackpy.run`` span with the outcome and a span per tool call.
+    The program's source is the ``program`` attribute of the first argument that has one
+    (the run's spec), for :class:`RunSpan`."""
 
     @functools.wraps(run)
     async def spanned(*args: P.args, **kwargs: P.kwargs) -> R:
         with span("lackpy.run") as handle:
             result = await run(*args, **kwargs)
-            RunSpan(handle).finish(result)
+            RunSpan(handle, _program_of([*args, *kwargs.values()])).finish(result)
         return result
 
     return spanned
@@ -252,7 +286,7 @@ def traced_step(execute: Execute[StepT, S]) -> Execute[StepT, S]:
             handle.set({"lackpy.ok": error is None, "lackpy.ms": result.ms,
                         "error.type": None if error is None else error.type})
             if error is not None:
-                handle.fail(error.message)
+                handle.fail(error.type, error.message)
         return result
 
     return spanned
@@ -270,7 +304,31 @@ def temporal_interceptors() -> list[Any]:
     return [TracingInterceptor(_state.tracer)]
 
 
-def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike]) -> None:
+def _program_of(args: Sequence[Any]) -> str | None:
+    """The ``program`` attribute (a str) of the first of ``args`` that has one, or None."""
+    for arg in args:
+        program = getattr(arg, "program", None)
+        if isinstance(program, str):
+            return program
+    return None
+
+
+def _literals(program: str | None) -> frozenset[str]:
+    """The string literals of ``program`` (none when there is none, or it does not parse):
+    text the program's author wrote, not a value a tool returned."""
+    if not program or _state.include_values:
+        return frozenset()
+    import ast  # here: only while spans are made with values off
+
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return frozenset(node.value for node in ast.walk(tree)
+                     if isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+
+def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike], literals: frozenset[str]) -> None:
     from opentelemetry.trace import Status, StatusCode, set_span_in_context
 
     context = set_span_in_context(parent)
@@ -284,24 +342,33 @@ def _tool_spans(parent: Any, entries: Sequence[TraceEntryLike]) -> None:
             attributes=_clean({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": entry.tool,
                                "lackpy.tool.source": entry.source or None,
                                "lackpy.tool.ms": entry.duration_ms, "lackpy.ok": entry.success,
-                               **_arguments(entry.args),
+                               **_arguments(entry.args, literals),
                                "lackpy.tool.result": _bounded(entry.result)
                                if _state.include_values and entry.success else None}))
         if not entry.success:
             tool.set_attribute("error.type", "ToolError")
-            tool.set_status(Status(StatusCode.ERROR, _bounded(entry.error or "failed")))
+            tool.set_status(Status(StatusCode.ERROR, failure_text(
+                _error_kind(entry.error), entry.error or "failed")))
         tool.end(end_time=end)
         start = end
 
 
-def _arguments(args: Mapping[str, Any]) -> dict[str, str]:
-    """A tool call's arguments as attributes: values where allowed, else type and size."""
+def _arguments(args: Mapping[str, Any], literals: frozenset[str]) -> dict[str, str]:
+    """A tool call's arguments as attributes: values with values on; else a path or pattern
+    that is one of the program's ``literals`` as given, any other value by type and size."""
     shown = {}
     for name, value in list(args.items())[:MAX_ARGUMENTS]:
         key = f"lackpy.tool.arg.{str(name)[:40]}"
-        shown[key] = (_bounded(value) if _state.include_values or name in PATH_ARGUMENTS
-                      else _shape(value))
+        written = name in PATH_ARGUMENTS and isinstance(value, str) and value in literals
+        shown[key] = _bounded(value) if _state.include_values or written else _shape(value)
     return shown
+
+
+def _error_kind(error: str | None) -> str:
+    """The exception type a trace entry's ``error`` (``Type: message``) names, or
+    ``ToolError`` when it names none."""
+    kind = (error or "").partition(":")[0]
+    return kind if kind.isidentifier() else "ToolError"
 
 
 def _shape(value: Any) -> str:

@@ -35,6 +35,12 @@ pytestmark = [
                        reason=NO_JUPYTER_AI),
 ]
 WAIT_MS = CELL_TIMEOUT_S * 1000
+# A chat no page shows is freed within seconds (not a minute), its personas with it; opened
+# again, the persona loads its ACP session (session/load), as after a reload a minute later.
+FREED_AT_ONCE = ("--ChatManager.freeable_chat_grace_period=1",
+                 "--ChatManager.freeable_chat_scan_interval=1")
+FREED_S = 5
+TODO = "- tidy packaging/__init__.py\n**not bold**\nlast\n"  # what Markdown would mangle
 INPUT = ".jp-chat-input-container textarea[placeholder]"  # (MUI keeps a hidden twin)
 
 
@@ -49,21 +55,33 @@ def chat(tmp_path_factory):
     template(root, "milk", "what should I remember", "read_file('notes.txt')")
     template(root, "copy", "copy the notes", "write_file('copy.txt', read_file('notes.txt'))\n"
                                              "'copied'")
+    (root / "todo.md").write_text(TODO)
+    template(root, "todo", "show the todo", "read_file('todo.md')")
     (root / "lackpy.chat").write_text("")
     # only lackpy: jupyter-ai's own personas (Claude, Codex, ...) stay out of the chat
     env = {**os.environ, "JUPYTER_AI_ACP_CLIENT_E2E_TESTING_ONLY": "1"}
-    with lab_in_chromium(root, tmp_path_factory.mktemp("chat-state"), env) as (server, browser):
+    with lab_in_chromium(root, tmp_path_factory.mktemp("chat-state"), env, *FREED_AT_ONCE) as (
+            server, browser):
         page = browser.new_page(viewport={"width": 1200, "height": 800})
-        page.goto(server.url("lab/tree/lackpy.chat"))
-        # the persona's mode shows once its ACP session is open: messages reach it then
-        page.locator(".jp-jai-personaControls-control-value", has_text="run").last.wait_for(
-            timeout=START_TIMEOUT_S * 1000)
-        yield _Chat(page, root)
+        chat = _Chat(page, root, server.url("lab/tree/lackpy.chat"))
+        chat.open()
+        yield chat
 
 
 class _Chat:
-    def __init__(self, page, root: Path) -> None:
-        self.page, self.root = page, root
+    def __init__(self, page, root: Path, url: str) -> None:
+        self.page, self.root, self.url = page, root, url
+
+    def open(self) -> None:
+        """Open the chat, and wait until the persona's ACP session is open (its mode shows):
+        messages reach it then."""
+        self.page.goto(self.url)
+        self.page.locator(".jp-jai-personaControls-control-value", has_text="run").last.wait_for(
+            timeout=START_TIMEOUT_S * 1000)
+
+    def count(self, text: str) -> int:
+        """How many rendered messages show ``text``."""
+        return self.page.locator(".jp-chat-rendered-message", has_text=text).count()
 
     def send(self, text: str) -> None:
         box = self.page.locator(INPUT)
@@ -113,3 +131,33 @@ def test_a_write_asks_in_the_chat_with_its_diff_and_lands_only_when_applied(chat
     buttons.get_by_text("Apply the changes").click()
     chat.said("copied")
     assert (chat.root / "copy.txt").read_text() == "remember the milk\n"
+
+
+def test_a_result_shows_as_the_notebook_shows_it_not_as_markdown(chat):
+    """Issue 42: ``packaging/__init__.py`` once showed as ``packaging/init.py`` in bold, and a
+    file's lines ran together as bullets."""
+    chat.send("@lackpy show the todo")
+    answer = chat.said("packaging/__init__.py")
+    assert answer.locator("pre code").first.inner_text() == TODO.removesuffix("\n")  # a block
+    assert answer.locator("li, strong").count() == 0
+
+
+def test_after_a_reload_the_next_reply_is_that_prompts_alone(chat):
+    """Issue 42: jupyter-ai's ACP client attached the ``session/load`` replay (every earlier
+    reply) to the first reply after a page reload; lackpy replays nothing to that client, which
+    keeps the chat itself."""
+    chat.send("@lackpy what should I remember")
+    chat.said("answered by the template milk")
+    milk_before = chat.count("remember the milk")
+    chat.page.goto("about:blank")  # the page reloads once the chat was freed
+    chat.page.wait_for_timeout(FREED_S * 1000)
+    chat.open()
+    todos_before = chat.count("answered by the template todo")
+    chat.send("@lackpy show the todo")
+    chat.page.wait_for_function(
+        """([text, before]) => [...document.querySelectorAll('.jp-chat-rendered-message')].filter(
+               m => m.textContent.includes(text)).length > before""",
+        arg=["answered by the template todo", todos_before], timeout=WAIT_MS)
+    reply = chat.said("answered by the template todo")
+    assert "remember the milk" not in reply.inner_text()
+    assert chat.count("remember the milk") == milk_before

@@ -241,7 +241,7 @@ async def test_samples_and_rounds_bound_the_calls_together(tmp_path):
 async def test_samples_return_the_shortest_program_of_the_largest_group(tmp_path, model_server):
     model_server.script(
         lb.openai_answer("read_file('nope.txt')"),  # fails: dropped
-        lb.openai_answer("len(read_file('notes.txt'))"),  # 18, alone
+        lb.openai_answer("len(read_file('notes.txt'))"),  # counts characters: the operation check
         lb.openai_answer("lines = read_file('notes.txt').splitlines()\nlen(lines)"),  # 3
         lb.openai_answer("len(read_file('notes.txt').splitlines())"),  # 3, the shortest of the two
         lb.openai_answer("while True:\n    1"))  # not valid
@@ -255,7 +255,7 @@ async def test_samples_return_the_shortest_program_of_the_largest_group(tmp_path
     assert len(model_server.requests) == 5
     assert all(request.json["temperature"] == 0.8 for request in model_server.requests)
     shown = [event.did for event in events if getattr(event, "step", "") == "samples"]
-    assert shown == ["asked for 5: 4 valid, 3 passed their dry run; groups by output: 2, 1"]
+    assert shown == ["asked for 5: 4 valid, 2 passed their dry run; groups by output: 2"]
     assert generated.dry_run is not None and generated.dry_run.output == 3
 
 

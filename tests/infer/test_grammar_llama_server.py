@@ -88,6 +88,7 @@ def called_names(program: str) -> set[str]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
 
 
+@pytest.mark.timeout(START_SECONDS + 300 * len(INTENTS))  # the start, then each request's limit
 @pytest.mark.parametrize("raw", [True, False])
 async def test_every_program_under_the_grammar_parses_and_calls_only_known_names(llama_server, raw):
     provider = OpenAIProvider("gemma", model="gemma3-270m", base_url=llama_server, temperature=0.0,

@@ -169,7 +169,7 @@ def test_recover_drops_a_torn_journal_and_the_stages_of_dead_processes(ws):
     stale = Path(stage_folder(ws, int(dead)), "deep", "x.txt")
     stale.parent.mkdir(parents=True)
     stale.write_text("x")
-    assert recover(ws) == []
+    assert recover(ws).written == []
     assert list(journal.iterdir()) == [] and not stale.parent.parent.exists()
     assert (ws / "a.txt").read_text() == "old a"
 
@@ -182,6 +182,6 @@ def test_recover_never_writes_an_applied_commit_again_over_a_later_change(ws):
         os.close(fd)
     assert [p.suffix for p in journals(ws)] == [".applied"]
     (ws / "a.txt").write_text("edited since")
-    assert recover(ws) == []
+    assert recover(ws).written == []
     assert (ws / "a.txt").read_text() == "edited since" and journals(ws) == []
     discard_stage(folder)

@@ -70,19 +70,29 @@ def test_the_bound_on_records_drops_the_oldest(ws, monkeypatch):
     assert undo_last(Workspace(ws)) == []
 
 
-def test_the_bound_on_size_drops_the_oldest_and_an_oversized_record_keeps_none(ws, monkeypatch):
-    monkeypatch.setattr(undo_module, "MAX_UNDO_BYTES", 400)
-    (ws / "big.txt").write_text("x" * 250)
-    (ws / "huge.txt").write_text("x" * 500)
+def test_the_bound_on_size_drops_the_oldest_and_an_oversized_file_is_named_not_dropped(
+        ws, monkeypatch):
+    monkeypatch.setattr(undo_module, "MAX_UNDO_BYTES", 1000)
+    (ws / "big.txt").write_text("x" * 700)
+    (ws / "huge.txt").write_text("x" * 1200)
     commit(ws, {"a.txt": "one"})
-    commit(ws, {"big.txt": "y"})  # with its 250-byte pre-image, both records are over 400
+    commit(ws, {"big.txt": "y"})  # with its 700-byte pre-image, both records are over 1000
     assert len(records(ws)) == 1
     assert undo_last(Workspace(ws)) == ["restored big.txt"]
     assert undo_last(Workspace(ws)) == []
     commit(ws, {"a.txt": "two"})
-    commit(ws, {"huge.txt": "z"})  # over the bound alone: no record, and none older kept
-    assert records(ws) == []
-    assert (ws / "huge.txt").read_text() == "z"
+    commit(ws, {"huge.txt": "z"})  # over the bound alone: its record names it, the older stays
+    assert len(records(ws)) == 2
+    with pytest.raises(WorkspaceError, match=r"'huge.txt' cannot be undone: it is 1,200 bytes, "
+                                             r"over the 1,000 bytes an undo record keeps; "
+                                             "nothing was undone"):
+        undo_last(Workspace(ws))
+    assert (ws / "huge.txt").read_text() == "z" and len(records(ws)) == 2
+    assert undo_last(Workspace(ws), skip_changed=True) == [
+        "left huge.txt as it is: it cannot be undone: it is 1,200 bytes, over the 1,000 bytes "
+        "an undo record keeps"]
+    assert undo_last(Workspace(ws)) == ["restored a.txt"]
+    assert (ws / "a.txt").read_text() == "one"
 
 
 def test_programs_cannot_write_the_undo_records(ws):

@@ -14,7 +14,7 @@ import pytest
 from lackpy_kernel.engines import Store
 from tests.support import agents
 from tests.support import loopback as lb
-from tests.support.hosts import HOSTS, Host, run_error, running_host
+from tests.support.hosts import Host, host_with, run_error
 from tests.support.kernel import make_workspace
 
 INTENT = "how many lines does notes.txt have"  # no last ?: IPython reads it as help
@@ -26,18 +26,16 @@ def server():
         yield running
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory, server):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"agents-{request.param}"))
+def agents_workspace(folder, server: lb.LoopbackServer):
+    workspace = make_workspace(folder)
     agents.write_config(workspace, "anthropic", server, retry_delay=0.001,
                         extra='[agent]\nprovider = "loop"\nmodel = "claude-loop"\n'
                               "[sandbox]\ntimeout = 30\nmemory_mb = 256\n")
-    with pytest.MonkeyPatch.context() as env:  # what the host's process starts with
-        for name in agents.CLEARED_ENV:
-            env.delenv(name, raising=False)
-        env.setenv("ANTHROPIC_API_KEY", agents.KEY)
-        with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-            yield running
+    return workspace
+
+
+host = host_with(agents_workspace, prefix="agents", unset=agents.CLEARED_ENV,
+                 env={"ANTHROPIC_API_KEY": agents.KEY})
 
 
 @pytest.fixture

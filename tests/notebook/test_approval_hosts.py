@@ -6,24 +6,17 @@ the variables stay as they were; without stdin the change is refused naming the 
 
 from __future__ import annotations
 
-import pytest
-
 from lackpy_kernel.notebook.approval import QUESTION
 from lackpy_kernel.notebook.bundles import CHANGES_MIME
-from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import make_workspace
 
 WRITES = "write_file('notes.txt', 'changed\\n')\nwrite_file('sub/new.txt', 'n\\n')"
 BEFORE = ("alpha\nbeta\ngamma\n", False)
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"),
-                               "[sandbox]\ntimeout = 10\n")
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        assert running.run("kept = 1").ok
-        yield running
+host = host_with(lambda folder: make_workspace(folder, "[sandbox]\ntimeout = 10\n"),
+                 first="kept = 1")
 
 
 def writing_cell(host: Host) -> str:

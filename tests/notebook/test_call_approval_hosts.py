@@ -9,17 +9,13 @@ from __future__ import annotations
 import pytest
 
 from lackpy_kernel.notebook.bundles import CHANGES_MIME
-from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import outbox_workspace
 
 CALL_QUESTION = "Call post? [y/N] "  # the prompt says what it asks for: this call
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = outbox_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"))
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+host = host_with(outbox_workspace)
 
 
 @pytest.fixture

@@ -11,18 +11,14 @@ import time
 import pytest
 
 from lackpy_kernel.engines import Store
-from tests.support.hosts import HOSTS, Host, run_error, running_host
+from tests.support.hosts import Host, host_with, run_error
 from tests.support.kernel import make_workspace
 
 PLAN_STORE = ".lackpy/plans.sqlite"
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"plans-{request.param}"),
-                               '[sandbox]\ntimeout = 60\napprove = "never"\n')  # no one asked
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+host = host_with(lambda folder: make_workspace(
+    folder, '[sandbox]\ntimeout = 60\napprove = "never"\n'), prefix="plans")  # no one asked
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from lackpy_kernel.infer import (
     CorrectionStep,
     GenerationResult,
@@ -28,7 +26,7 @@ from lackpy_kernel.notebook.bundles import (
     turns_bundle,
 )
 from lackpy_kernel.service import Delegation
-from tests.support.hosts import HOSTS, running_host
+from tests.support.hosts import host_with
 from tests.support.kernel import make_workspace
 
 TITLE = "delegating: count the notes ..."
@@ -93,12 +91,8 @@ def test_plan_and_agent_cards_carry_their_rows_and_the_text_is_the_table():
     assert turns_bundle("agent: x", [])["text/plain"] == "agent: x"
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory):
-    workspace = make_workspace(tmp_path_factory.mktemp(f"cards-{request.param}"),
-                               '[sandbox]\ntimeout = 60\napprove = "never"\n')
-    with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-        yield running
+host = host_with(lambda folder: make_workspace(folder, '[sandbox]\ntimeout = 60\napprove = "never"\n'),
+                 prefix="cards")
 
 
 def test_delegate_sends_its_card_beside_the_text_and_ends_with_the_tier_that_answered(host):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_client import lackpy_acp, prompt, template
+from tests.support.acp_client import block, lackpy_acp, prompt, template
 
 SECRET = "TOPSECRET-acp"
 REPLY_TIMEOUT = 30
@@ -65,7 +65,7 @@ async def test_a_huge_prompt_gets_a_clear_message_and_the_server_stays_up(worksp
         assert "outside the workspace" in client.messages()
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 class RawAgent:

@@ -15,7 +15,7 @@ from acp.schema import EnvVariable, SseMcpServer
 
 from lackpy_kernel.acp_server import MAX_SESSIONS
 from tests.support import loopback
-from tests.support.acp_client import lackpy_acp, prompt, settled, template, tool_server
+from tests.support.acp_client import block, lackpy_acp, prompt, settled, template, tool_server
 from tests.support.mcp_servers import HOSTILE_SERVER
 from tests.support.processes import workers_of
 
@@ -38,7 +38,7 @@ async def test_sessions_past_the_cap_put_the_least_used_away_and_its_next_prompt
             ids.append((await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id)
             assert len(workers_of(process.pid)) <= MAX_SESSIONS
         await prompt(conn, ids[0], "read the file notes.txt")  # it was put away
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
         assert len(workers_of(process.pid)) <= MAX_SESSIONS
         assert process.returncode is None
 
@@ -98,7 +98,7 @@ async def test_hostile_mcp_server_command_lines_are_left_out_saying_why(workspac
         assert not (workspace / "pwned").exists()
         client.clear()
         await prompt(conn, session.session_id, "what is PLAIN")
-        assert client.messages().startswith("literal\n")
+        assert client.messages().startswith(block("literal"))
         client.clear()
         await prompt(conn, session.session_id, "what is STOLEN")
         assert "TOPSECRET" not in json.dumps([u.model_dump(mode="json") for u in client.updates])
@@ -125,7 +125,7 @@ async def test_a_server_that_crashes_at_the_handshake_is_left_out_and_the_sessio
         assert "the MCP server 'crashing' is left out" in said
         client.clear()
         await prompt(conn, session.session_id, "read the file notes.txt")
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 @pytest.mark.parametrize("session_id", [
@@ -197,7 +197,7 @@ async def test_a_records_replay_sends_only_conversation_and_a_bad_kit_falls_back
         assert said.startswith("kept") and "no longer resolves" in said
         client.clear()
         await prompt(conn, session_id, "read the file notes.txt")
-        assert client.messages() == "remember the milk\n"
+        assert client.messages() == block("remember the milk")
 
 
 async def test_a_prompt_of_many_parts_is_refused_unread(workspace):

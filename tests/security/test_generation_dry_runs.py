@@ -16,6 +16,8 @@ from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
 KIT = ["read_file", "write_file", "edit_file"]
+# names every file it touches: the grounding check leaves the program alone
+INTENT = "write pwned.txt and notes.txt, edit src/app.py, then read pwned.txt"
 WRITER = ("write_file('pwned.txt', 'owned')\nwrite_file('notes.txt', 'changed')\n"
           "edit_file('src/app.py', 'x = 1', 'x = 2')\nlen(read_file('pwned.txt'))")
 
@@ -50,7 +52,7 @@ async def test_a_candidate_that_writes_files_is_run_and_nothing_lands(tmp_path, 
     with lb.LoopbackServer(default=lb.openai_answer(WRITER)) as server:
         workspace = workspace_with(tmp_path, server.url, sandbox=True, samples=samples)
         with LackpyService(workspace) as service:
-            generated = await service.generate("write the files", kit=KIT)
+            generated = await service.generate(INTENT, kit=KIT)
         assert len(server.requests) == samples
     dry = generated.dry_run
     assert dry is not None and dry.success and dry.output == len("owned")  # it ran, and read its own write
@@ -65,7 +67,7 @@ async def test_a_candidate_that_writes_then_fails_leaves_nothing_and_its_fix_lea
         server.script(lb.openai_answer(failing), lb.openai_answer(WRITER))
         workspace = workspace_with(tmp_path, server.url, sandbox=True)
         with LackpyService(workspace) as service:
-            generated = await service.generate("write the files", kit=KIT)
+            generated = await service.generate(INTENT, kit=KIT)
     assert generated.program == WRITER and generated.correction_strategy == "feedback"
     assert untouched(workspace)
 
@@ -74,7 +76,7 @@ async def test_without_the_sandbox_a_program_that_writes_is_not_dry_run(tmp_path
     with lb.LoopbackServer(default=lb.openai_answer(WRITER)) as server:
         workspace = workspace_with(tmp_path, server.url, sandbox=False)
         with LackpyService(workspace) as service:
-            generated = await service.generate("write the files", kit=KIT)
+            generated = await service.generate(INTENT, kit=KIT)
     assert generated.dry_run is not None and generated.dry_run.skipped is not None
     assert "without the sandbox" in generated.dry_run.skipped
     assert untouched(workspace)

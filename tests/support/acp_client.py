@@ -35,6 +35,11 @@ from tests.support.mcp_servers import TOOL_SERVER
 SETTLE_ROUNDS = 20
 
 
+def block(text: str) -> str:
+    """``text`` as the agent says a result: a Markdown code block, which the chat shows as it is."""
+    return f"```text\n{text}\n```"
+
+
 def template(workspace: Path, name: str, pattern: str, body: str) -> None:
     """Save a template, so a prompt matching ``pattern`` is answered by ``body``."""
     folder = workspace / ".lackpy" / "templates"
@@ -111,14 +116,16 @@ class RecordingClient:
 
 
 @asynccontextmanager
-async def lackpy_acp(workspace: Path) -> AsyncIterator[tuple[ClientSideConnection, RecordingClient, Any]]:
-    """``lackpy acp`` started in ``workspace`` and initialized: (connection, client, process)."""
+async def lackpy_acp(workspace: Path, client_name: str = "tests"
+                     ) -> AsyncIterator[tuple[ClientSideConnection, RecordingClient, Any]]:
+    """``lackpy acp`` started in ``workspace`` and initialized by a client that calls itself
+    ``client_name``: (connection, client, process)."""
     client = RecordingClient()
     async with spawn_agent_process(client, sys.executable, "-m", "lackpy_kernel", "acp",
                                    cwd=workspace, env=os.environ) as (conn, process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION,
                               client_capabilities=ClientCapabilities(),
-                              client_info=Implementation(name="tests", version="0"))
+                              client_info=Implementation(name=client_name, version="0"))
         try:
             yield conn, client, process
         finally:

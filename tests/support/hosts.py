@@ -20,9 +20,10 @@ Python (``host.shown_text``).
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,4 +144,36 @@ def running_host(name: str, workspace: Path, ipython_dir: Path) -> Iterator[Host
         kernel.close()
 
 
-__all__ = ["HOSTS", "Host", "Shown", "run_error", "running_host"]
+def host_with(workspace: Callable[..., Path], *, prefix: str = "ws", unset: Iterable[str] = (),
+              env: Mapping[str, str] | None = None, first: str | None = None):
+    """A module-scoped ``host`` fixture that runs each test on both :data:`HOSTS`.
+
+    ``workspace(folder, ...)`` fills an empty folder (named ``{prefix}-{host}``) and returns
+    the host's workspace; its parameters after the first name fixtures it takes (a module's
+    ``server``). The host's process starts without the variables in ``unset`` and with
+    ``env``; ``first`` is a cell each host runs, and must pass, before the module's tests::
+
+        host = host_with(lambda folder: make_workspace(folder, CONFIG))
+    """
+    needs = list(inspect.signature(workspace).parameters)[1:]
+    unset, env = tuple(unset), dict(env or {})
+
+    @pytest.fixture(scope="module", params=HOSTS, name="host")
+    def host(request, installed_kernelspec, tmp_path_factory) -> Iterator[Host]:
+        given = {name: request.getfixturevalue(name) for name in needs}
+        folder = workspace(tmp_path_factory.mktemp(f"{prefix}-{request.param}"), **given)
+        with pytest.MonkeyPatch.context() as patch:  # what the host's process starts with
+            for name in unset:
+                patch.delenv(name, raising=False)
+            for name, value in env.items():
+                patch.setenv(name, value)
+            with running_host(request.param, folder, tmp_path_factory.mktemp("ipython")) as running:
+                if first is not None:
+                    started = running.run(first)
+                    assert started.ok, started
+                yield running
+
+    return host
+
+
+__all__ = ["HOSTS", "Host", "Shown", "host_with", "run_error", "running_host"]

@@ -106,12 +106,13 @@ def validation_server(factory: Any) -> Iterator[LabServer]:
 
 
 @contextmanager
-def lab_in_chromium(root: Path, state: Path, env: dict[str, str]) -> Iterator[tuple[LabServer, Any]]:
-    """JupyterLab serving ``root`` (its settings in ``state``) and Debian's Chromium
-    under Playwright: (server, browser); both closed after."""
+def lab_in_chromium(root: Path, state: Path, env: dict[str, str],
+                    *args: str) -> Iterator[tuple[LabServer, Any]]:
+    """JupyterLab serving ``root`` (its settings in ``state``; ``args``, more of the server's
+    options) and Debian's Chromium under Playwright: (server, browser); both closed after."""
     from playwright.sync_api import sync_playwright
 
-    server = LabServer(root, state, env)
+    server = LabServer(root, state, env, *args)
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)

@@ -13,7 +13,7 @@ import pytest
 from lackpy_kernel.telemetry import USAGE_FILE
 from tests.support import agents
 from tests.support import loopback as lb
-from tests.support.hosts import HOSTS, Host, running_host
+from tests.support.hosts import Host, host_with
 from tests.support.kernel import make_workspace
 
 PROGRAM = "content = read_file('notes.txt')\ncontent"
@@ -39,14 +39,7 @@ def server():
         yield running
 
 
-@pytest.fixture(scope="module", params=HOSTS)
-def host(request, installed_kernelspec, tmp_path_factory, server):
-    workspace = usage_workspace(tmp_path_factory.mktemp(f"ws-{request.param}"), server)
-    with pytest.MonkeyPatch.context() as env:
-        for name in agents.CLEARED_ENV:
-            env.delenv(name, raising=False)
-        with running_host(request.param, workspace, tmp_path_factory.mktemp("ipython")) as running:
-            yield running
+host = host_with(usage_workspace, unset=agents.CLEARED_ENV)
 
 
 def test_usage_after_a_template_a_rule_and_a_model(host: Host):

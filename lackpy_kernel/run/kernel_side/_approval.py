@@ -31,7 +31,7 @@ from ..plain import bounded_repr
 from ..protocol import Verdict
 
 __all__ = ["NO_ONE_TO_ASK", "Approver", "ask_call", "call_change", "judge",
-           "judge_async", "refused_call"]
+           "is_async_approver", "judge_async", "refused_call"]
 
 # Given the change: whether to apply it (True) or decline it (False)
 Approver = Callable[[Change], bool] | Callable[[Change], Awaitable[bool]]
@@ -63,7 +63,7 @@ async def judge_async(approve: Approver | None, change: Change) -> Verdict:
     if approve is None:
         return _answer(False, NO_ONE_TO_ASK)
     try:
-        if _is_async(approve):
+        if is_async_approver(approve):
             verdict = await _awaited(approve(change))
         else:
             verdict = await asyncio.to_thread(cast(Callable[[Change], bool], approve), change)
@@ -132,7 +132,7 @@ def _refusal(exc: BaseException) -> Verdict:
 def blocking(approve: Approver | None, loop: asyncio.AbstractEventLoop) -> Approver | None:
     """``approve`` as a thread may call it while ``loop`` runs: an ``async`` one runs on
     ``loop`` (where what it awaits lives), the thread waiting for its answer."""
-    if approve is None or not _is_async(approve):
+    if approve is None or not is_async_approver(approve):
         return approve
     asynchronous = approve
 
@@ -143,7 +143,7 @@ def blocking(approve: Approver | None, loop: asyncio.AbstractEventLoop) -> Appro
     return on_loop
 
 
-def _is_async(approve: Approver) -> bool:
+def is_async_approver(approve: Approver) -> bool:
     """Whether ``approve`` is an ``async`` function (or an object whose ``__call__`` is)."""
     return inspect.iscoroutinefunction(approve) or inspect.iscoroutinefunction(
         type(approve).__call__)

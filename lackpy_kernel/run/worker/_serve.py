@@ -98,6 +98,7 @@ class Worker:
         # the last program's request, less its program: the next warm-up's
         self.like = RunRequest(program="", workspace=os.getcwd())
         self.recovered: set[str] = set()  # the workspaces whose interrupted commits it finished
+        self.recovery_notes: list[str] = []  # what finishing them left for the next reply
 
     def serve(self) -> NoReturn:
         """Fork the first child, say so, then answer requests until the parent goes."""
@@ -123,7 +124,7 @@ class Worker:
         if self.like.workspace not in self.recovered:  # before any child of it reads a file
             self.recovered.add(self.like.workspace)
             with contextlib.suppress(OSError):  # a workspace it cannot write: nothing to finish
-                recover(os.path.realpath(self.like.workspace))
+                self.recovery_notes += recover(os.path.realpath(self.like.workspace)).notes
         self.python_tools.load(self.like)
         preresolve(self.like)
         walls = self.walls_for(self.like)
@@ -275,6 +276,8 @@ class Worker:
         if staged:
             reply, landed = settle_files(reply, request, folder, staged, self.ask)
             commit = commit if reply.result.success else None
+        reply.result.notes += [*self.recovery_notes, *(landed.notes if landed else [])]
+        self.recovery_notes = []
         if commit is not None and not commit.empty:
             self.drop_twins()  # forked with the session as it was: before anyone sees the reply
         wire.write_frame(STDOUT, reply.to_frame())
