@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -24,8 +23,8 @@ from lackpy_kernel import telemetry
 from lackpy_kernel.engines import Plan, Program, Step
 from lackpy_kernel.engines.temporal import TemporalRunner, TemporalWorker, connect
 from lackpy_kernel.service import LackpyService
-from tests.support import loopback as lb
 from tests.support.kernel import Kernel, make_workspace
+from tests.support.spans import exported_spans, otlp_receiver
 from tests.support.temporal import temporal_server  # noqa: F401 - the module's server fixture
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
@@ -181,31 +180,6 @@ def test_an_exception_leaving_a_span_is_recorded_by_type_unless_values_are_on(
         assert span.status.description.startswith("ValueError")
     assert ("TOKEN-7f3a9c" in everything(finished)) is include_values
     assert bool(finished[0].events) is include_values  # the exception event, with its text
-
-
-def otlp_receiver() -> lb.LoopbackServer:
-    """An OTLP/HTTP trace receiver on loopback that answers every export with success."""
-
-    def step(handler: BaseHTTPRequestHandler, request: lb.Request) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/x-protobuf")
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-
-    return lb.LoopbackServer(default=step)
-
-
-def exported_spans(server: lb.LoopbackServer) -> list:
-    """The spans the receiver was sent, as OTLP protobuf messages."""
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    found = []
-    for request in list(server.requests):
-        export = ExportTraceServiceRequest()
-        export.ParseFromString(request.body)
-        found += [span for resource in export.resource_spans for scope in resource.scope_spans
-                  for span in scope.spans]
-    return found
 
 
 @pytest.mark.parametrize("include_values", [False, True])

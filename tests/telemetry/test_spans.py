@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from lackpy_kernel import telemetry
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 from tests.support.kernel import Kernel, make_workspace
-from tests.support.spans import tree
+from tests.support.spans import exported_spans, otlp_receiver, tree
 
 PROGRAM = "content = read_file('notes.txt')\ncontent"
 SECRET = "the secret content of a file"
@@ -141,30 +140,6 @@ async def test_a_written_files_content_is_in_a_span_only_with_include_values(
 
 
 # -- a kernel cell, exported over OTLP/HTTP ---------------------------------------------------
-
-def otlp_receiver():
-    """An OTLP/HTTP trace receiver: answers every export with an empty success."""
-
-    def step(handler: BaseHTTPRequestHandler, request: lb.Request) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/x-protobuf")
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-
-    return lb.LoopbackServer(default=step)
-
-
-def exported_spans(server: lb.LoopbackServer) -> list:
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-    found = []
-    for request in list(server.requests):
-        export = ExportTraceServiceRequest()
-        export.ParseFromString(request.body)
-        found += [span for resource in export.resource_spans for scope in resource.scope_spans
-                  for span in scope.spans]
-    return found
-
 
 def test_a_kernel_cell_exports_one_trace_cell_validate_run_tool_calls(installed_kernelspec, tmp_path):
     pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
