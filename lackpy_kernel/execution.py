@@ -367,13 +367,16 @@ class RunPipeline:
             judge(change)
             return _asked(approve, change) if person else True
 
+        if not (person and approve is not None and is_async_approver(approve)):
+            return replace(spec, ask=True, approve=checked)
+        asynchronous = approve  # awaited on the caller's loop, where what it awaits lives
+
         async def checked_async(change: Change) -> bool:
             judge(change)
-            verdict = approve(change) if approve is not None else _asked(None, change)
+            verdict = asynchronous(change)
             return (await verdict if inspect.isawaitable(verdict) else verdict) is True
 
-        asynchronous = person and approve is not None and is_async_approver(approve)
-        return replace(spec, ask=True, approve=checked_async if asynchronous else checked)
+        return replace(spec, ask=True, approve=checked_async)
 
     def _sandbox(self) -> Sandbox:
         return Sandbox(self.settings.workspace, self.settings.limits, self.settings.kits_dir,
