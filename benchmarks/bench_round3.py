@@ -92,14 +92,18 @@ def summary(times: list[float]) -> tuple[float, float, float]:
     return ordered[0] * 1e3, statistics.median(ordered) * 1e3, p90 * 1e3
 
 
-async def alternate(pair: tuple[Sample, Sample], rounds: int) -> tuple[list[float], list[float]]:
-    """Seconds of each sample of both, taking turns, the order flipping each round."""
+async def alternate(pair: tuple[Sample, Sample], rounds: int, gap: float = 0.0
+                    ) -> tuple[list[float], list[float]]:
+    """Seconds of each sample of both, taking turns, the order flipping each round; ``gap``
+    seconds of quiet before each sample (not timed)."""
     times: tuple[list[float], list[float]] = ([], [])
     for side in (0, 1):  # warm up
         for _ in range(3):
             await pair[side]()
     for index in range(rounds):
         for side in ((0, 1) if index % 2 == 0 else (1, 0)):
+            if gap:
+                await asyncio.sleep(gap)
             started = time.perf_counter()
             await pair[side]()
             times[side].append(time.perf_counter() - started)

@@ -31,7 +31,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
                 "max_result_mb": (int,), "max_tool_calls": (int,), "approve": (str,),
-                "workers": (int,)},
+                "workers": (int,), "reuse": (int,)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
@@ -40,7 +40,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "approval": {"runs_code": (list,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
-            ("sandbox", "max_tool_calls"), ("sandbox", "workers")}
+            ("sandbox", "max_tool_calls"), ("sandbox", "workers"), ("sandbox", "reuse")}
 # [telemetry] exporter: where OpenTelemetry spans go (lackpy_kernel.telemetry)
 TELEMETRY_EXPORTERS = {"none": "nowhere: no spans", "console": "stderr", "otlp": "OTLP over HTTP"}
 CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
@@ -91,6 +91,7 @@ class LackpyConfig:
     sandbox_max_tool_calls: int = 10_000
     sandbox_approve: str = "write"  # see APPROVE_MODES
     sandbox_workers: int = 4  # programs of one service run side by side (run_many, bands)
+    sandbox_reuse: int = 10  # programs one walled process runs (protocol.DEFAULT_REUSE)
     # [approval] runs_code: glob patterns (workspace-relative) of more files that run code,
     # named as such when a program changes them (kit.changes.RUNS_CODE holds the defaults)
     approval_runs_code: list[str] = field(default_factory=list)
@@ -283,6 +284,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_max_tool_calls = sandbox.get("max_tool_calls", config.sandbox_max_tool_calls)
     config.sandbox_approve = sandbox.get("approve", config.sandbox_approve)
     config.sandbox_workers = sandbox.get("workers", config.sandbox_workers)
+    config.sandbox_reuse = sandbox.get("reuse", config.sandbox_reuse)
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
     agent = data.get("agent", {})

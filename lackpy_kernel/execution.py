@@ -73,7 +73,10 @@ class RunSpec:
     """One run: the ``program``, the resolved ``kit``, its ``params``, extra ``rules``, the
     ``names`` its place already holds (a session's variables), whether it is ``dry`` (its
     file changes dropped, unasked), who approves (``approve``), whether its file changes and
-    write-graded calls wait for that approval (``ask``), and the ``max_tool_calls`` cap."""
+    write-graded calls wait for that approval (``ask``), the ``max_tool_calls`` cap, and
+    whether a model wrote it and nobody has seen it run (``unseen``: it runs in a walled
+    process of its own, never shared with the person's programs), and the caller's
+    ``session`` (one-shot runs share a walled process only within one; None: none)."""
 
     program: str
     kit: ResolvedKit
@@ -84,6 +87,8 @@ class RunSpec:
     approve: Approver | None = None
     ask: bool = False
     max_tool_calls: int | None = None
+    unseen: bool = False
+    session: str | None = None
 
 
 class RunHooks(Protocol):
@@ -129,7 +134,8 @@ class PoolPlace:
     async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
         return await self.pool.run_async(spec.program, spec.kit, dict(spec.params),
                                          return_variables=True, dry=spec.dry,
-                                         approve=spec.approve, ask=spec.ask)
+                                         approve=spec.approve, ask=spec.ask, unseen=spec.unseen,
+                                         session=spec.session)
 
     @property
     def size(self) -> int:
@@ -167,7 +173,8 @@ class WorkerPlace:
 
     async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
         return await self.sandbox.run_async(spec.program, spec.kit, dict(spec.params),
-                                            dry=spec.dry, approve=spec.approve, ask=spec.ask)
+                                            dry=spec.dry, approve=spec.approve, ask=spec.ask,
+                                            unseen=spec.unseen)
 
 
 class HerePlace:
@@ -284,12 +291,14 @@ class RunPipeline:
     def spec(self, program: str, kit: ResolvedKit, *, params: Mapping[str, Any] | None = None,
              rules: Sequence[Rule] | None = None, names: Collection[str] = (),
              dry: bool = False, approve: Approver | None = None,
-             ask: bool | None = None) -> RunSpec:
+             ask: bool | None = None, unseen: bool = False,
+             session: str | None = None) -> RunSpec:
         """The spec of a run under this workspace's limits (``ask`` None: as configured)."""
         return RunSpec(program=program, kit=kit, params=dict(params or {}),
                        rules=tuple(rules or ()), names=frozenset(names), dry=dry,
                        approve=approve, ask=self.asks_writes if ask is None else ask,
-                       max_tool_calls=self.settings.limits.max_tool_calls)
+                       max_tool_calls=self.settings.limits.max_tool_calls, unseen=unseen,
+                       session=session)
 
     def sandboxed(self, requested: bool | None = None) -> bool:
         """Whether programs run in the sandbox (``requested`` overrides the config); says

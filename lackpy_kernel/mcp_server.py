@@ -231,7 +231,8 @@ def build_server(workspace: str | os.PathLike[str] | None = None) -> MCPServer:
         them (asked through elicitation; refused where the client cannot ask).
         """
         asking = Eliciting(ctx)
-        result = await _acall(service.run_program, program, kit, params, approve=asking)
+        result = await _acall(service.run_program, program, kit, params, approve=asking,
+                              unseen=True)
         if (question := asking.input_required()) is not None:
             return question
         if not include_variables:

@@ -405,20 +405,23 @@ class LackpyService:
                           params: dict[str, Any] | None = None, sandbox: bool | None = None,
                           rules: list[Rule] | None = None, extra_tools: list[str] | None = None,
                           *, approve: Approver | None = None, dry: bool = False,
-                          ask: bool | None = None) -> ExecutionResult:
+                          ask: bool | None = None, unseen: bool = False,
+                          session: str | None = None) -> ExecutionResult:
         """Validate, then run ``program`` on an empty namespace: in a sandbox worker unless
         the config or ``sandbox=False`` says otherwise (programs awaited together run side by
         side, each in a worker of its own, up to ``[sandbox] workers``). Its file changes land when it ends
         well, once ``approve`` let them where ``[sandbox] approve = "write"`` or ``ask``
         says so (without an approver they are refused: see ``Approver``); ``dry`` drops
-        them, unasked.
+        them, unasked. ``unseen``: a model wrote it and nobody has seen it run (it runs in a
+        walled process of its own, see ``RunSpec``); ``session`` names the caller's session,
+        within which one-shot runs may share a warm walled process (``[sandbox] reuse``).
 
         Returns a failed result rather than raising for an invalid program, a runtime error,
         a limit or a refused change; raises KitError for a kit that cannot be resolved.
         """
         resolved = self.resolve_kit(kit, extra_tools=extra_tools)
         spec = self.runs.spec(program, resolved, params=params, rules=rules, dry=dry,
-                              approve=approve, ask=ask)
+                              approve=approve, ask=ask, unseen=unseen, session=session)
         return await self.runs.run(spec, self.runs.place(sandbox))
 
     def tryout_runner(self, resolved: ResolvedKit, params: Mapping[str, Any],
@@ -473,7 +476,7 @@ class LackpyService:
             given = {**{name: variables[name] for name in delegation.uses},
                      **(options.params or {})}
             spec = self.runs.spec(delegation.program, resolved, params=given, rules=options.rules,
-                                  approve=options.approve)
+                                  approve=options.approve, unseen=True)
             started = time.perf_counter()
             self.record_run(delegation, await self.runs.run(spec, self.runs.place(options.sandbox)),
                             started)
@@ -607,7 +610,8 @@ class LackpyService:
         return Settings(workspace=self.workspace, kits_dir=self.kits_dir,
                         limits=SandboxLimits(config.sandbox_timeout, config.sandbox_memory_mb,
                                              config.sandbox_max_result_mb,
-                                             config.sandbox_max_tool_calls),
+                                             config.sandbox_max_tool_calls,
+                                             config.sandbox_reuse),
                         sandbox=config.sandbox_enabled,
                         asks_writes=config.sandbox_approve == "write",
                         workers=config.sandbox_workers)

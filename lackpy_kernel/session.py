@@ -8,6 +8,7 @@ public API, so a second surface (the IPython extension, a plan) can do the same.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,6 +57,7 @@ class LackpySession:
         self.stop_requested = False  # a stop that came before running_here (see _here)
         self.approve: Approver | None = None
         self._place: WorkerPlace | HerePlace | None = None  # where programs run, from the first
+        self.name = os.urandom(8).hex()  # its one-shot runs share a warm process (run_once)
 
     def resolved_kit(self, kit: KitOrResolved = None) -> ResolvedKit:
         """The session's kit (or ``kit``), resolved; raises KitError."""
@@ -147,7 +149,8 @@ class LackpySession:
         KitError."""
         result = await self.service.run_program(program, self.resolved_kit(kit),
                                                 self.params if params is None else params,
-                                                sandbox=sandbox, approve=self.approve)
+                                                sandbox=sandbox, approve=self.approve,
+                                                session=self.name)
         return self._finish(result)
 
     def context(self) -> NotebookContext:

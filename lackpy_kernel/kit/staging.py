@@ -177,16 +177,24 @@ def discard_stage(folder: str) -> None:
 def remove_tree(path: str) -> None:
     """Remove the folder ``path`` and everything below it, following no link; nothing if it
     is not there."""
+    if empty_folder(path):
+        with suppress(FileNotFoundError):
+            os.rmdir(path)
+
+
+def empty_folder(path: str) -> bool:
+    """Remove everything below the folder ``path``, following no link, and keep the folder
+    (a walled process that runs more programs may write its own stage only: that folder);
+    whether it was there."""
     try:
         fd = os.open(path, _DIR_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return False
     try:
         _empty(fd)
     finally:
         os.close(fd)
-    with suppress(FileNotFoundError):
-        os.rmdir(path)
+    return True
 
 
 def _empty(fd: int) -> None:

@@ -130,3 +130,21 @@ def load_unit(names: list[str], blob: bytes) -> dict[str, Any]:
     if type(values) is not dict or not set(names) <= values.keys():
         raise wire.WireError("a commit unit does not hold the variables it names")
     return {name: values[name] for name in names}
+
+
+def load_units(units: Iterable[tuple[list[str], bytes]]) -> dict[str, Any]:
+    """The variables ``units`` hold (read with the plain-data unpickler). Raises WireError."""
+    session: dict[str, Any] = {}
+    for names, blob in units:
+        session.update(load_unit(names, blob))
+    return session
+
+
+def apply_commit(session: dict[str, Any], log: UnitLog, commit: Commit,
+                 loaded: Mapping[str, Any]) -> None:
+    """Make ``session`` and its ``log`` what they are once ``commit`` (whose units read back
+    as ``loaded``) landed."""
+    for name in commit.deleted:
+        session.pop(name, None)
+    session.update(loaded)
+    log.apply(commit)

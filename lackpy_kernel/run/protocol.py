@@ -44,14 +44,21 @@ _NUMBER = (int, float)  # a limit from the config (an int or float); never a boo
 _T = TypeVar("_T")
 
 
+# [sandbox] reuse: the programs one walled process runs before it is replaced (DESIGN.md's
+# "Reuse": what one program could leave behind reaches at most the next nine of its key)
+DEFAULT_REUSE = 10
+
+
 @dataclass(frozen=True, slots=True)
 class SandboxLimits:
-    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls."""
+    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls, and
+    how many programs (of one key, see ``RunRequest.reuse``) one walled process may run."""
 
     timeout: float = 120.0
     memory_mb: int = 512
     max_result_mb: int = 64
     max_tool_calls: int = 10_000
+    reuse: int = DEFAULT_REUSE
 
     @property
     def max_result_bytes(self) -> int:
@@ -206,6 +213,10 @@ class RunRequest:
     max_tool_calls: int | None = DEFAULT_LIMITS.max_tool_calls
     dry: bool = False  # a dry run: whatever the program staged is dropped, never committed
     approve: bool = False
+    # the most programs of this request's key (all its fields but the program's, and the
+    # session as it stands) one walled process runs: 1 for a program nobody has seen run
+    reuse: int = 1
+    session: str = ""  # whose one-shot runs these are ("": a session's own worker's)
 
     def to_frame(self) -> wire.Frame:
         """Plain data for the wire."""
@@ -217,7 +228,8 @@ class RunRequest:
                 "return_variables": self.return_variables, "kits_dir": self.kits_dir,
                 "timeout": self.timeout, "memory_mb": self.memory_mb,
                 "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls,
-                "dry": self.dry, "approve": self.approve}
+                "dry": self.dry, "approve": self.approve, "reuse": self.reuse,
+                "session": self.session}
 
     @classmethod
     def from_frame(cls, frame: Any) -> RunRequest:
@@ -243,6 +255,8 @@ class RunRequest:
                                       default=DEFAULT_LIMITS.max_tool_calls),
             dry=fields.get("dry", bool, default=False),
             approve=fields.get("approve", bool, default=False),
+            reuse=fields.get("reuse", int, default=1),
+            session=fields.get("session", str, default=""),
         )
 
     def without_program(self) -> RunRequest:
@@ -699,6 +713,28 @@ class Go:
         return cls(_Fields(frame, "go", kind=cls.KIND).get("pending", bytes))
 
 
+@dataclass(frozen=True, slots=True)
+class Next:
+    """The worker hands a child that ran programs of ``request``'s key the next one, whose
+    frames the child seals with ``nonce`` (a first program's: 0)."""
+
+    KIND: ClassVar[str] = "next"
+    request: RunRequest
+    nonce: int
+
+    def to_frame(self) -> wire.Frame:
+        """Plain data for the wire."""
+        return {"kind": self.KIND, "request": self.request.to_frame(), "nonce": self.nonce}
+
+    @classmethod
+    def from_frame(cls, frame: Any) -> Next:
+        """The frame ``to_frame`` gave. Raises WireError for any other frame."""
+        fields = _Fields(frame, "next", kind=cls.KIND)
+        return cls(RunRequest.from_frame(fields.get("request", dict)), fields.get("nonce", int))
+
+
+# What the kernel sends during a program, found between programs when it came too late
+LATE = (Cancel, Answer, Asking, Asked, Verdict)
 Request = RunRequest | Cancel | Describe | Reset | Restore | Verdict | Answer | Asking | Asked
 Response = Ready | Ack | Reply | Question | ToolCall
 Taken = Started | HandedBack | Closed
@@ -736,9 +772,20 @@ def read_taken(frame: Any) -> Taken:
     return _read(frame, "kind", _TAKEN, "frame from the waiting child")
 
 
-def read_event(frame: Any) -> Event:
-    """The frame ``frame`` a running program's process sent. Raises WireError for any other."""
-    return _read(frame, "kind", _EVENTS, "frame from the program's process")
+def sealed(frame: wire.Frame, nonce: int) -> wire.Frame:
+    """``frame`` as a program's process sends it during the program whose ``nonce`` it is."""
+    return {"nonce": nonce, "event": frame}
+
+
+def read_event(frame: Any, nonce: int) -> Event:
+    """The event a running program's process sent, ``sealed`` with ``nonce`` (the current
+    program's). Raises WireError for any other frame, or one of another program."""
+    if type(frame) is not dict or frame.keys() != {"nonce", "event"}:
+        raise wire.WireError("a frame from the program's process that is not sealed")
+    if frame["nonce"] != nonce:
+        raise wire.WireError("a frame from the program's process that is not the current "
+                             "program's")
+    return _read(frame["event"], "kind", _EVENTS, "frame from the program's process")
 
 
 def _read(frame: Any, key: str, readers: Mapping[str, Callable[[Any], _T]], what: str) -> _T:

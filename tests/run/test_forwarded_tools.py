@@ -211,7 +211,7 @@ def test_forwarded_calls_count_against_the_tool_call_budget(sandbox, kernel_tool
 def test_arguments_over_the_reply_limit_are_not_sent(sandbox, kernel_tools):
     result = sandbox.run("echo('x' * 2000000)", ["echo"])
     assert result.error_type == "ToolCallError"
-    assert "the arguments of echo() are 2,000,0" in result.error
+    assert "the arguments of echo() are 2,000," in result.error
     assert "over the 1,000,000 a call may send" in result.error
     assert kernel_tools.calls == []
 

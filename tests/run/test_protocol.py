@@ -5,6 +5,7 @@ and which field (a program's process may send anything)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import textwrap
 
 import pytest
@@ -41,11 +42,16 @@ def _across(frame: dict) -> object:
     return wire.loads_body(wire.dumps(frame)[wire.HEADER_SIZE:])
 
 
+def _event(frame):
+    """The event in ``frame`` (as a program's process sends it, sealed with its nonce)."""
+    return p.read_event(p.sealed(frame, 7), 7)
+
+
 @pytest.mark.parametrize(("read", "sent"), [
     *((p.read_request, sent) for sent in REQUESTS),
     *((p.read_response, sent) for sent in RESPONSES),
     *((p.read_taken, sent) for sent in TAKEN),
-    *((p.read_event, sent) for sent in EVENTS),
+    *((_event, sent) for sent in EVENTS),
     (p.Go.from_frame, p.Go(b"next")),
     (p.Commit.from_frame, p.Commit()),
 ], ids=lambda value: type(value).__name__)
@@ -107,17 +113,21 @@ def _reply(**result: object) -> dict:
     (p.read_taken, {"kind": "handoff", "request": {"op": "explode"}, "leftover": b""},
      "unexpected request: 'explode'"),
     (p.read_taken, {"kind": "closed", "leftover": ""}, "'leftover' is str, not bytes"),
-    (p.read_event, {"kind": "modified", "path": 7}, "malformed modified: 'path' is int, not str"),
-    (p.read_event, {"kind": "call", "id": 1, "tool": "post", "args": (), "kwargs": {}},
+    (_event, {"kind": "modified", "path": 7}, "malformed modified: 'path' is int, not str"),
+    (functools.partial(p.read_event, nonce=7), {"kind": "modified", "path": "a.txt"},
+     "a frame from the program's process that is not sealed"),
+    (functools.partial(p.read_event, nonce=7), p.sealed({"kind": "modified", "path": "a.txt"}, 8),
+     "a frame from the program's process that is not the current program's"),
+    (_event, {"kind": "call", "id": 1, "tool": "post", "args": (), "kwargs": {}},
      "a malformed tool call"),
-    (p.read_event, {"kind": "call", "id": 1, "tool": 5, "args": [], "kwargs": {}},
+    (_event, {"kind": "call", "id": 1, "tool": 5, "args": [], "kwargs": {}},
      "a malformed tool call"),
-    (p.read_event, _reply(success="yes"), "malformed result: 'success' is str, not bool"),
-    (p.read_event, _reply(notes="kept"), "malformed result: 'notes' is str, not list"),
-    (p.read_event, _reply(trace={"files_modified": ["a.txt", 1]}),
+    (_event, _reply(success="yes"), "malformed result: 'success' is str, not bool"),
+    (_event, _reply(notes="kept"), "malformed result: 'notes' is str, not list"),
+    (_event, _reply(trace={"files_modified": ["a.txt", 1]}),
      "malformed result's trace: 'files_modified' holds something other than strings"),
-    (p.read_event, _reply(surprise=1), "malformed result: TypeError"),
-    (p.read_event, {**_reply(), "commit": {"units": [], "deleted": [1], "types": {}}},
+    (_event, _reply(surprise=1), "malformed result: TypeError"),
+    (_event, {**_reply(), "commit": {"units": [], "deleted": [1], "types": {}}},
      "malformed commit: 'deleted' holds something other than strings"),
     (p.Go.from_frame, {"kind": "go", "pending": "x"}, "malformed go: 'pending' is str, not bytes"),
 ])
@@ -139,7 +149,7 @@ def forge(frame: dict) -> str:
     while "snapshot" not in caller.f_locals:
         caller = caller.f_back
     channel = caller.f_locals["snapshot"].channel
-    wire.write_all(channel.up, wire.dumps(frame))
+    wire.write_all(channel.up, wire.dumps({"nonce": channel.nonce, "event": frame}))
     return str(channel._next_answer("forge"))
 '''
 

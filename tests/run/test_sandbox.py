@@ -20,6 +20,9 @@ from tests.support.processes import children_of, gone, gone_within, workers_of
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
 LIMITS = SandboxLimits(timeout=3, memory_mb=256, max_result_mb=8)
+# A process per program ([sandbox] reuse = 1): the spare and its twins (the default's kept
+# child is tested in tests/run/test_warm_process.py)
+FORKING = SandboxLimits(timeout=3, memory_mb=256, max_result_mb=8, reuse=1)
 KIT = ["read_file", "write_file", "find_files"]
 HOLDS = 2  # children held between programs once it is quiet: the spare and one twin, at first
 
@@ -33,6 +36,12 @@ def workspace(tmp_path):
 @pytest.fixture
 def sandbox(workspace):
     with Sandbox(workspace, LIMITS, approve_writes=False) as box:
+        yield box
+
+
+@pytest.fixture
+def forking(workspace):
+    with Sandbox(workspace, FORKING, approve_writes=False) as box:
         yield box
 
 
@@ -279,82 +288,82 @@ def test_start_twice_starts_one_worker(workspace):
         assert workers_of(os.getpid()) == [box.worker_pid]
 
 
-def test_each_program_runs_in_a_child_no_program_ran_in_before(sandbox):
+def test_each_program_runs_in_a_child_no_program_ran_in_before(forking):
     """Between programs the worker holds children forked from the session as it is: the
     spare, and its held twins, one of which becomes the spare when a program changes nothing."""
-    assert sandbox.wait_ready(timeout=60)
-    waiting = _waiting_children(sandbox.worker_pid, 1)
+    assert forking.wait_ready(timeout=60)
+    waiting = _waiting_children(forking.worker_pid, 1)
     for program in ("1 + 1", "x = 1", "1 + 1", "missing_name"):
-        assert sandbox.run(program, KIT).success is (program != "missing_name")
-        waiting = _waiting_children(sandbox.worker_pid, HOLDS, not_all_of=waiting)
+        assert forking.run(program, KIT).success is (program != "missing_name")
+        waiting = _waiting_children(forking.worker_pid, HOLDS, not_all_of=waiting)
 
 
-def test_a_program_that_changes_nothing_hands_over_to_a_twin(sandbox):
-    sandbox.run("x = 1", KIT)
-    before = set(_waiting_children(sandbox.worker_pid, HOLDS))
-    assert sandbox.run("x + 1", KIT).output == 2
-    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+def test_a_program_that_changes_nothing_hands_over_to_a_twin(forking):
+    forking.run("x = 1", KIT)
+    before = set(_waiting_children(forking.worker_pid, HOLDS))
+    assert forking.run("x + 1", KIT).output == 2
+    after = set(_waiting_children(forking.worker_pid, HOLDS, not_all_of=before))
     assert len(before & after) == 1  # the twin, now the spare
 
 
-def test_runs_of_programs_that_change_nothing_go_from_twin_to_twin(sandbox):
+def test_runs_of_programs_that_change_nothing_go_from_twin_to_twin(forking):
     """Programs that change nothing, back to back: each runs in the twin forked while the
     one before ran, so none waits for a fork, and the worker holds no more children for a
     long run than for one program (the spare and ``MAX_TWINS`` twin)."""
-    sandbox.run("x = 1", KIT)
-    before = set(_settled_children(sandbox.worker_pid))
+    forking.run("x = 1", KIT)
+    before = set(_settled_children(forking.worker_pid))
     assert len(before) == HOLDS == 1 + MAX_TWINS
     for _ in range(3):
-        _run_back_to_back(sandbox, 5)
-        assert len(_settled_children(sandbox.worker_pid)) == HOLDS
-    before = set(_settled_children(sandbox.worker_pid))
-    _run_back_to_back(sandbox, 1)
-    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+        _run_back_to_back(forking, 5)
+        assert len(_settled_children(forking.worker_pid)) == HOLDS
+    before = set(_settled_children(forking.worker_pid))
+    _run_back_to_back(forking, 1)
+    after = set(_waiting_children(forking.worker_pid, HOLDS, not_all_of=before))
     assert len(before & after) == 1  # the twin, now the spare
 
 
-def test_a_program_of_another_kind_lets_the_twin_go(sandbox):
+def test_a_program_of_another_kind_lets_the_twin_go(forking):
     """The twin held for programs with another kit is let go, and one for the new kind of
     programs is held instead."""
-    sandbox.run("x = 1", KIT)
+    forking.run("x = 1", KIT)
     for _ in range(2):
-        before = set(_settled_children(sandbox.worker_pid))
-        assert sandbox.run("x + 2", ["read_file"]).output == 3
-        after = set(_settled_children(sandbox.worker_pid))
+        before = set(_settled_children(forking.worker_pid))
+        assert forking.run("x + 2", ["read_file"]).output == 3
+        after = set(_settled_children(forking.worker_pid))
         assert len(after) == HOLDS and not before & after, (before, after)
-        assert sandbox.run("x + 1", KIT).output == 2
+        assert forking.run("x + 1", KIT).output == 2
 
 
-def test_a_waiting_child_holds_no_pipe_of_another_child(sandbox):
+def test_a_waiting_child_holds_no_pipe_of_another_child(forking):
     """Through one a program's process could give a held twin its go, with limits of its
     own, or read what another child sends."""
-    sandbox.run("x = 1", KIT)
-    children = _settled_children(sandbox.worker_pid)
+    forking.run("x = 1", KIT)
+    children = _settled_children(forking.worker_pid)
     assert len(children) == HOLDS
-    shared = _pipes(sandbox.worker_pid, (0, 1))  # the requests and the replies
+    shared = _pipes(forking.worker_pid, (0, 1))  # the requests and the replies
     own = [_pipes(child) - shared for child in children]
     assert all(len(pipes) == 2 for pipes in own), own
     assert len(set().union(*own)) == 2 * len(children)
 
 
-def test_a_program_that_changes_the_session_lets_the_twins_go(sandbox):
-    sandbox.run("x = 1", KIT)
-    before = set(_waiting_children(sandbox.worker_pid, HOLDS))
-    assert sandbox.run("x = 2", KIT).success
-    after = set(_waiting_children(sandbox.worker_pid, HOLDS, not_all_of=before))
+def test_a_program_that_changes_the_session_lets_the_twins_go(forking):
+    forking.run("x = 1", KIT)
+    before = set(_waiting_children(forking.worker_pid, HOLDS))
+    assert forking.run("x = 2", KIT).success
+    after = set(_waiting_children(forking.worker_pid, HOLDS, not_all_of=before))
     assert not before & after
-    assert sandbox.run("x", KIT).output == 2
+    assert forking.run("x", KIT).output == 2
 
 
 @pytest.mark.parametrize("which", ["all", "one"])
-def test_waiting_children_that_die_are_replaced(sandbox, which):
-    sandbox.run("kept = [1]", KIT)
-    waiting = _waiting_children(sandbox.worker_pid, HOLDS)
+def test_waiting_children_that_die_are_replaced(forking, which):
+    forking.run("kept = [1]", KIT)
+    waiting = _waiting_children(forking.worker_pid, HOLDS)
     for pid in waiting if which == "all" else waiting[:1]:
         os.kill(pid, signal.SIGKILL)
         assert gone_within(pid, 5)
     for _ in range(3):
-        assert sandbox.run("kept", KIT).output == [1]
+        assert forking.run("kept", KIT).output == [1]
 
 
 def test_a_session_holding_a_large_value_does_not_send_it_again(workspace):
@@ -424,7 +433,7 @@ def test_variable_types_follow_each_program(sandbox):
 
 
 def test_closing_leaves_no_process(workspace):
-    box = Sandbox(workspace, LIMITS)
+    box = Sandbox(workspace, FORKING)
     box.run("x = 1", KIT)
     worker = box.worker_pid
     processes = [worker, *_waiting_children(worker, HOLDS)]

@@ -30,11 +30,12 @@ def draw() -> list:
 RUN = 6
 
 
-def workspace_with_tool(folder):
-    workspace = make_workspace(folder, textwrap.dedent("""
+def workspace_with_tool(folder, reuse: int = 1):
+    workspace = make_workspace(folder, textwrap.dedent(f"""
         [sandbox]
         approve = "never"
         timeout = 30
+        reuse = {reuse}
 
         [tools.providers.dice]
         plugin = "python"
@@ -45,12 +46,15 @@ def workspace_with_tool(folder):
     return workspace
 
 
+@pytest.mark.parametrize("reuse", [1, 3])
 @pytest.mark.parametrize("thread", [False, True], ids=["one-thread", "tool-starts-a-thread"])
 async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_path, monkeypatch,
-                                                                         thread):
+                                                                         thread, reuse):
+    """With ``[sandbox] reuse = 1`` each program has a process of its own; with more, a
+    process runs at most that many (of one key), and never the worker's."""
     if thread:  # the worker then forks with a second thread running
         monkeypatch.setenv("LACKPY_TEST_TOOL_THREAD", "1")
-    with LackpyService(workspace_with_tool(tmp_path)) as service:
+    with LackpyService(workspace_with_tool(tmp_path, reuse)) as service:
         draws = []
         for _ in range(RUN):  # back to back: twin after twin
             result = await service.run_program("draw()", ["draw"], sandbox=True)
@@ -59,7 +63,8 @@ async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_p
         worker = service.sandbox_worker_pid
     numbers, pids = [number for number, _ in draws], [pid for _, pid in draws]
     assert len(set(numbers)) == RUN, numbers  # each child reseeded its generator
-    assert len(set(pids)) == RUN and worker not in pids, (pids, worker)
+    assert len(set(pids)) == RUN // reuse and worker not in pids, (pids, worker)
+    assert all(pids.count(pid) == reuse for pid in pids), pids
 
 
 async def test_a_program_in_a_twin_sees_only_its_session(tmp_path):

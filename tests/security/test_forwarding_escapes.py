@@ -44,8 +44,11 @@ def _channel():
     raise RuntimeError("no channel")
 
 
-def _frame(message):
-    return wire.dumps(message)
+def _frame(message, nonce=None):
+    """``message`` sealed as the program's process seals its frames (the attacker reads the
+    program's nonce from the channel)."""
+    return wire.dumps({"nonce": _channel().nonce if nonce is None else nonce,
+                       "event": message})
 
 
 def forge(attempt: str) -> str:
@@ -64,6 +67,8 @@ def forge(attempt: str) -> str:
         "malformed": [_frame({**call, "extra": "key"})],
         "kwargs_not_str": [_frame({**call, "kwargs": {1: "x"}})],
         "out_of_turn": [_frame({**call, "id": channel.made + 7})],
+        "unsealed": [wire.dumps(call)],
+        "another_programs": [_frame(call, nonce=channel.nonce + 1)],
         # one write: the worker reads both before the first is answered
         "two_at_once": [_frame(call) + _frame({**call, "id": channel.made + 2})],
         "non_plain": [struct.pack("!Q", len(body := pickle.dumps(
@@ -124,6 +129,9 @@ def sandbox(tmp_path, kernel_side):
     ("malformed", "SandboxError", "a malformed tool call"),
     ("kwargs_not_str", "SandboxError", "a malformed tool call"),
     ("out_of_turn", "SandboxError", "a tool call out of turn"),
+    ("unsealed", "SandboxError", "a frame from the program's process that is not sealed"),
+    ("another_programs", "SandboxError", "a frame from the program's process that is not the "
+                                         "current program's"),
     ("two_at_once", "SandboxError", "a tool call before the last one was answered"),
     ("non_plain", "SandboxError", "refusing to load posix.system: frames carry plain data only"),
     ("oversized", "ResultTooLarge", "over the 1 MB limit"),

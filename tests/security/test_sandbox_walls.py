@@ -148,10 +148,12 @@ def test_tcp_is_refused_even_on_an_open_socket(arena):
         listener.close()
 
 
-def test_the_sandbox_workers_children_run_behind_the_walls(tmp_path):
-    with Sandbox(tmp_path, SandboxLimits(timeout=10)) as box:
+@pytest.mark.parametrize(("reuse", "waiting"), [(1, 2), (10, 1)])
+def test_the_sandbox_workers_children_run_behind_the_walls(tmp_path, reuse, waiting):
+    """With a process per program the spare and its twin wait; with more, the kept one."""
+    with Sandbox(tmp_path, SandboxLimits(timeout=10, reuse=reuse)) as box:
         assert box.run("1 + 1", ["read_file"]).output == 2
-        statuses = _waiting_statuses(box.worker_pid)
+        statuses = _waiting_statuses(box.worker_pid, waiting)
     for status in statuses:
         if "no_new_privs" in UP:
             assert "NoNewPrivs:\t1" in status
@@ -166,15 +168,14 @@ def _status(pid: int) -> str:
         return ""
 
 
-def _waiting_statuses(worker: int) -> list[str]:
-    """/proc status of the worker's two waiting children (the spare and its twin), once
-    both are walled."""
+def _waiting_statuses(worker: int, count: int) -> list[str]:
+    """/proc status of the worker's ``count`` waiting children, once all are walled."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         children = [pid for pid in children_of(worker) if not gone(pid)]  # no zombie
         statuses = [_status(pid) for pid in children]
-        if len(children) == 2 and all(statuses) and ("seccomp" not in UP
+        if len(children) == count and all(statuses) and ("seccomp" not in UP
                                    or all("Seccomp:\t2" in status for status in statuses)):
             return statuses
         time.sleep(0.02)
-    raise AssertionError("the worker holds no two walled children")
+    raise AssertionError(f"the worker holds no {count} walled children")

@@ -198,7 +198,7 @@ class Toolset:
 
     async def _run_program(self, program: str, params: dict[str, Any]) -> ExecutionResult:
         runs = self.service.runs
-        spec = runs.spec(program, self._kit(), params=params, approve=self.approve)
+        spec = runs.spec(program, self._kit(), params=params, approve=self.approve, unseen=True)
         return await runs.run(spec, self._place())
 
     def _place(self) -> Place:

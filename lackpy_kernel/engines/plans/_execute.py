@@ -147,7 +147,7 @@ class ServiceExecutor:
         started = time.perf_counter()
         approve = self._approver(step, workspace, [], False, delegation.program)
         result = await service.run_program(delegation.program, kit, params, approve=approve,
-                                           ask=True)
+                                           ask=True, unseen=True)
         service.record_run(delegation, result, started)
         return delegation.program, result
 

@@ -15,20 +15,21 @@ from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.staging import make_stage, stage_folder
 
 from .. import wire
+from ..commit import apply_commit, load_units
 from ..failures import failure
 from ..protocol import (
+    LATE,
     Answer,
-    Asked,
-    Asking,
-    Cancel,
     Closed,
     Go,
     HandedBack,
     Modified,
+    Next,
+    Reply,
     RunRequest,
     Started,
-    Verdict,
     read_request,
+    sealed,
 )
 from ..walls import die_with_parent
 from ._program import WARM_UP_PROGRAM, encode, run_request
@@ -41,12 +42,12 @@ CHILD_FAILED = 3  # the exit status of a child that could not even report its fa
 # rather than wait for a warm-up; a person typing the next cell leaves it time to warm up.
 QUIET = 0.010
 MAX_FD = 2**31 - 1  # past the highest descriptor a process can have
-# What the kernel sends during a program, found by the next child when it came too late
-_LATE = (Cancel, Answer, Asking, Asked, Verdict)
 
 
 def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoReturn:
-    """Take one request from stdin, run it and write its frames up; never returns."""
+    """Take a request from stdin, run it and write its frames up; then, while the worker hands
+    it the next program of the same key (``Next``, at most ``request.reuse`` in all), run
+    that. Never returns."""
     request: RunRequest | None = None
     try:
         _die_with_parent(worker_pid)
@@ -62,19 +63,60 @@ def child_main(up: int, down: int, worker_pid: int, snapshot: Snapshot) -> NoRet
         request = _take_request(snapshot, up)
         _detach_standard_streams(null)
         _confine(request)
-        snapshot.channel.connect(up, down, request.max_result_bytes)
-        reply = run_request(request, snapshot, lambda path: wire.write_frame(
-            up, Modified(path).to_frame()))
-        wire.write_all(up, encode(reply, request))
-    except MemoryError:  # the program's own MemoryError is its result: this came after it
-        _send_failure(up, "MemoryError", _reply_memory_message(request))
     except BaseException as exc:
         _send_failure(up, "SandboxError",
-                      f"the sandbox could not finish the program: {type(exc).__name__}: {exc}")
+                      f"the sandbox could not start the program: {type(exc).__name__}: {exc}")
+        request = None
+    runs, nonce = 0, 0
+    while request is not None:
+        runs += 1
+        reply = _run_one(request, snapshot, up, down, runs, nonce)
+        if reply is None or runs >= request.reuse:
+            break
+        request, nonce = _next_request(snapshot, reply)
     # Wait to be killed: tearing this process down now would hold up the worker's reply.
     while os.read(down, wire.READ_CHUNK):
         pass
     os._exit(0)
+
+
+def _run_one(request: RunRequest, snapshot: Snapshot, up: int, down: int,
+             runs: int, nonce: int) -> Reply | None:
+    """Run ``request`` (the ``runs``-th program of this process) and send its reply up, each
+    frame sealed with ``nonce``; the reply, or None when it could not be sent whole or the
+    run failed outside the program."""
+    try:
+        _limit_cpu(request, first=runs == 1)
+        snapshot.channel.connect(up, down, request.max_result_bytes, nonce)
+        reply = run_request(request, snapshot, lambda path: wire.write_frame(
+            up, sealed(Modified(path).to_frame(), nonce)))
+        wire.write_all(up, encode(reply, request, nonce))
+        return reply
+    except MemoryError:  # the program's own MemoryError is its result: this came after it
+        _send_failure(up, "MemoryError", _reply_memory_message(request), nonce)
+    except BaseException as exc:
+        _send_failure(up, "SandboxError",
+                      f"the sandbox could not finish the program: {type(exc).__name__}: {exc}",
+                      nonce)
+    return None
+
+
+def _next_request(snapshot: Snapshot, last: Reply) -> tuple[RunRequest | None, int]:
+    """The next program the worker hands this process (``Next``) and its nonce, with the
+    session as the last program's reply left it; None when the worker lets it go instead.
+    (The worker hands one on only after a reply that went well, whose commit it kept.)"""
+    try:
+        while (frame := snapshot.channel.next_frame()) is not None:
+            if type(frame) is dict and frame.get("kind") == Next.KIND:
+                given = Next.from_frame(frame)
+                if last.result.success and (commit := last.commit) is not None:
+                    apply_commit(snapshot.session, snapshot.log, commit, load_units(commit.units))
+                return given.request, given.nonce
+            if type(frame) is not dict or frame.get("op") != Answer.OP:
+                break  # only a late answer to a call may come before it
+    except (wire.WireError, MemoryError):
+        pass
+    return None, 0
 
 
 def request_waiting(snapshot: Snapshot, requests: int = STDIN, *, wait: float = 0) -> bool:
@@ -97,10 +139,11 @@ def _close_inherited(keep: set[int]) -> None:
     os.closerange(low, MAX_FD)
 
 
-def _send_failure(up: int, error_type: str, message: str) -> None:
-    """Write a failed result as the child's last frame; exit at once where even that fails."""
+def _send_failure(up: int, error_type: str, message: str, nonce: int = 0) -> None:
+    """Write a failed result as the child's last frame (sealed with ``nonce``); exit at once
+    where even that fails."""
     try:
-        wire.write_all(up, wire.dumps(failure(error_type, message).to_frame()))
+        wire.write_all(up, wire.dumps(sealed(failure(error_type, message).to_frame(), nonce)))
     except BaseException:
         os._exit(CHILD_FAILED)
 
@@ -145,7 +188,7 @@ def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
             reader.feed(data)
             continue
         request = read_request(frame)
-        if isinstance(request, _LATE):
+        if isinstance(request, LATE):
             continue  # late, for a program that already finished
         if not isinstance(request, RunRequest) or not fits(request, snapshot):
             _hand_back(up, HandedBack(request, bytes(reader.buffer)))
@@ -209,9 +252,18 @@ def _confine(request: RunRequest) -> None:
     memory = int(request.memory_mb) * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    cpu = int(float(request.timeout)) + 2
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     os.chdir(request.workspace)
+
+
+def _limit_cpu(request: RunRequest, *, first: bool) -> None:
+    """Give the program ``request.timeout`` + 2 seconds of CPU from now (RLIMIT_CPU counts
+    the whole life of the process); the first program also fixes the most all of this
+    process's programs may take."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = int(usage.ru_utime + usage.ru_stime)
+    each = int(float(request.timeout)) + 2
+    hard = used + each * int(request.reuse) if first else resource.getrlimit(resource.RLIMIT_CPU)[1]
+    resource.setrlimit(resource.RLIMIT_CPU, (min(used + each, hard), hard))
 
 
 def _die_with_parent(worker_pid: int) -> None:

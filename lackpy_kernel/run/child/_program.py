@@ -16,7 +16,7 @@ from .. import wire
 from ..commit import UnitLog, changed_names, make_commit
 from ..failures import failed_after, failure, too_big_message
 from ..plain import display_problem, find_non_plain
-from ..protocol import Reply, RunRequest
+from ..protocol import Reply, RunRequest, sealed
 from ..runner import ExecutionResult, RestrictedRunner, names_in
 from ..trace import summarize
 from ._prepared import named_kits, resolve
@@ -78,10 +78,11 @@ def kit_for(request: RunRequest, snapshot: Snapshot) -> Tools:
     return tools, {**sources, **more_sources}
 
 
-def encode(reply: Reply, request: RunRequest) -> bytes:
-    """The child's final frame (its ``Reply``), or a failure's when it cannot be sent whole."""
+def encode(reply: Reply, request: RunRequest, nonce: int = 0) -> bytes:
+    """The child's final frame (its ``Reply``, ``sealed`` with ``nonce``), or a failure's
+    when it cannot be sent whole."""
     try:
-        data = wire.dumps(reply.to_frame())
+        data = wire.dumps(sealed(reply.to_frame(), nonce))
     except (RecursionError, MemoryError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else "too large"
         message = f"the program's result is {reason} to send back"
@@ -90,7 +91,7 @@ def encode(reply: Reply, request: RunRequest) -> bytes:
             return data
         message = too_big_message(request)
     failed = failed_after(reply.result.trace, "ResultTooLarge", message)
-    return wire.dumps(failed.to_frame())
+    return wire.dumps(sealed(failed.to_frame(), nonce))
 
 
 def _echo(value: Any) -> Any:

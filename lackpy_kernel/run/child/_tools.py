@@ -21,7 +21,7 @@ from lackpy_kernel.kit.tool_files import API_NAMES
 
 from .. import wire
 from ..failures import tool_timeout_message
-from ..protocol import Answer, PythonLoad, ToolCall, ToolDescription
+from ..protocol import Answer, PythonLoad, ToolCall, ToolDescription, sealed
 from ._prepared import PythonTools
 
 MAX_WRAPPED = 8
@@ -33,13 +33,26 @@ class ChildChannel:
 
     def __init__(self) -> None:
         self.up = self.down = -1
-        self.max_bytes = 0
+        self.max_bytes = self.nonce = 0
         self.made = 0
         self._answers = wire.FrameReader()
 
-    def connect(self, up: int, down: int, max_bytes: int) -> None:
-        """Use these pipes; a call may send at most ``max_bytes``."""
-        self.up, self.down, self.max_bytes = up, down, max_bytes
+    def connect(self, up: int, down: int, max_bytes: int, nonce: int) -> None:
+        """Use these pipes for the program that starts, whose frames carry ``nonce``; a call
+        may send at most ``max_bytes``."""
+        self.up, self.down, self.max_bytes, self.nonce = up, down, max_bytes, nonce
+        self.made = 0  # the worker counts each program's calls from one
+
+    def next_frame(self) -> Any:
+        """The next frame the worker sends down (None once it closes the pipe). Raises
+        WireError for one that cannot be read."""
+        reader = self._answers
+        while (frame := reader.next_frame()) is None:
+            data = os.read(self.down, reader.wanted())
+            if not data:
+                return None
+            reader.feed(data)
+        return frame
 
     def call(self, alias: str, tool: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Have the kernel's process call ``alias``; its result, or what it raised."""
@@ -47,7 +60,8 @@ class ChildChannel:
             raise ToolCallError(f"{tool}() cannot be called before the program starts")
         self.made += 1
         try:
-            data = wire.dumps(ToolCall(self.made, alias, list(args), kwargs).to_frame())
+            data = wire.dumps(sealed(ToolCall(self.made, alias, list(args), kwargs).to_frame(),
+                                     self.nonce))
         except RecursionError:
             raise ToolCallError(f"the arguments of {tool}() are nested too deeply to send") \
                 from None
@@ -63,12 +77,9 @@ class ChildChannel:
 
     def _next_answer(self, tool: str) -> Answer:
         """The answer of the call just made. Raises ToolCallError for any other frame."""
-        reader = self._answers
-        while (frame := reader.next_frame()) is None:
-            data = os.read(self.down, reader.wanted())
-            if not data:
-                raise ToolCallError(f"{tool}(): the sandbox's worker went away during the call")
-            reader.feed(data)
+        frame = self.next_frame()
+        if frame is None:
+            raise ToolCallError(f"{tool}(): the sandbox's worker went away during the call")
         try:
             answer = Answer.from_frame(frame)
         except wire.WireError as exc:

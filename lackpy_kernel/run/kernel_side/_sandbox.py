@@ -149,6 +149,8 @@ class Sandbox:
         dry: bool = False,
         approve: Approver | None = None,
         ask: bool | None = None,
+        unseen: bool = False,
+        session: str | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
@@ -156,11 +158,16 @@ class Sandbox:
         ``keep=True`` runs in the session and keeps its variables on success;
         ``keep=False`` runs on an empty namespace and leaves the session alone. ``dry``
         drops whatever the program staged (its file changes never land, nothing is asked).
+        Programs of the session (``keep``) or of the caller's ``session`` share a walled
+        process with the programs of their key, up to ``limits.reuse``; any other, and one
+        ``unseen`` (a model wrote it and nobody has seen it run) or ``dry``, runs in a
+        process of its own, replaced after it.
         ``approve`` is asked, on this thread, before the program's file changes land
         (``ask``, None for ``approve_writes``); its deadline does not run meanwhile.
         """
         ask = self.approve_writes if ask is None else ask
-        prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
+        prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask,
+                                 unseen or not (keep or session), session or "")
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
@@ -179,6 +186,8 @@ class Sandbox:
         dry: bool = False,
         approve: Approver | None = None,
         ask: bool | None = None,
+        unseen: bool = False,
+        session: str | None = None,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
@@ -188,10 +197,11 @@ class Sandbox:
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables, dry=dry,
                                     approve=blocking(approve, asyncio.get_running_loop()),
-                                    ask=ask)
+                                    ask=ask, unseen=unseen, session=session)
         try:
             ask = self.approve_writes if ask is None else ask
-            prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask)
+            prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask,
+                                     unseen or not (keep or session), session or "")
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
@@ -254,7 +264,7 @@ class Sandbox:
         return self.limits.timeout + GRACE_SECONDS
 
     def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool, dry: bool, ask: bool
+                 return_variables: bool, dry: bool, ask: bool, alone: bool, session: str
                  ) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
@@ -273,7 +283,8 @@ class Sandbox:
                           keep=keep, return_variables=return_variables, kits_dir=self.kits_dir,
                           timeout=limits.timeout, memory_mb=limits.memory_mb,
                           max_result_bytes=limits.max_result_bytes,
-                          max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask), plan
+                          max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask,
+                          reuse=1 if dry or alone else limits.reuse, session=session), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""

@@ -15,6 +15,26 @@ from ..child import Snapshot, child_main
 from ..protocol import Go, RunRequest, Taken, read_taken
 
 PIPE_SIZE = 1 << 20  # Linux's default /proc/sys/fs/pipe-max-size
+PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def resident_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB (0 where /proc does not say)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * PAGE_MB
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def stage_is_empty(folder: str) -> bool:
+    """Whether the staging folder ``folder`` is there and holds nothing (what a program left
+    there is never handed to the next)."""
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def widen_pipe(fd: int) -> None:
@@ -33,7 +53,10 @@ class Child:
         self.stage = stage  # the staging folder it makes, removed when it is reaped
         self.frames = wire.FrameReader()
         self.reaped = False
-        self.like = like  # the programs it was warmed up for
+        self.like = like  # the programs it was warmed up for, then those it ran
+        self.runs = 0  # the programs it was handed
+        self.nonce = 0  # the one the frames of its current program carry
+        self.first_size = 0.0  # its resident MB after its first program
 
     @classmethod
     def fork(cls, snapshot: Snapshot) -> Child:

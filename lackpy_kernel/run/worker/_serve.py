@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -16,11 +17,11 @@ from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.changes import Change, changed_since, describe_changes, snapshot
 from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
 from lackpy_kernel.kit.journal import Landed, commit_changes, commit_stage, recover, staged_changes
-from lackpy_kernel.kit.staging import discard_stage, stage_folder
+from lackpy_kernel.kit.staging import empty_folder, stage_folder
 
 from .. import wire
 from ..child import QUIET, PythonTools, Snapshot, preresolve, wall_plan
-from ..commit import UnitLog, load_unit
+from ..commit import UnitLog, apply_commit, load_units
 from ..context import describe_variables
 from ..failures import (
     ASK_INTERRUPTED,
@@ -31,11 +32,12 @@ from ..failures import (
     refused_message,
 )
 from ..protocol import (
+    LATE,
     Ack,
     Cancel,
     Closed,
-    Commit,
     Describe,
+    Next,
     Question,
     Ready,
     Reply,
@@ -50,7 +52,7 @@ from ..protocol import (
 )
 from ..runner import CHANGE_REFUSED
 from ..walls import WallPlan
-from ._children import Child, widen_pipe
+from ._children import Child, resident_mb, stage_is_empty, widen_pipe
 from ._watch import watch
 
 STDIN, STDOUT = 0, 1
@@ -61,6 +63,11 @@ STDIN, STDOUT = 0, 1
 # waits), and the run goes from twin to twin without waiting for a fork; one is enough for
 # that (each costs a process of about 3 MB).
 MAX_TWINS = 1
+# Seconds a child kept for the next program of its key waits for it before it is replaced
+REUSE_IDLE = 60.0
+# A kept child whose resident memory grew by more than this share of its limit since its
+# first program is replaced (what a program left in memory stays there)
+MEMORY_GROWTH = 0.25
 # Asks the person about a change: None when it is to land, else why not
 Asker = Callable[[Change], tuple[str, str] | None]
 
@@ -87,6 +94,7 @@ class Worker:
         self.log = UnitLog(keep_blobs=False)
         self.requests = wire.FrameReader()  # stdin, while no child is reading it
         self.spare: Child | None = None
+        self.live: Child | None = None  # ran programs of a key and waits for the next of it
         self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
         self.wants_twin = False  # a program ran since the last twin was used or let go
         self.changed = False  # whether the last program changed the session
@@ -154,7 +162,11 @@ class Worker:
         return self.walls
 
     def next_event(self) -> None:
-        """Wait for the child to take a request from stdin, and act on it."""
+        """Wait for the child to take a request from stdin (or, with a child kept for the
+        next program of its key, read it here), and act on it."""
+        if self.live is not None:
+            self.next_for_live(self.live)
+            return
         child = self.spare
         assert child is not None
         self.killed = [each for each in self.killed if not each.ended()]
@@ -171,21 +183,104 @@ class Worker:
             child.kill()
             self.exit()
         if isinstance(taken, Started):
-            request = taken.request
-            self.fork_twin(request)
-            self.changed = self.run(child, request)
-            self.let_go(child)
-            if self.twins and not self.changed and self.twins[0].like == self.like:
-                self.spare = self.release(self.twins.pop(0))
-            else:
-                self.spare = self.fork_spare()
-                self.drop_twins()
-            self.wants_twin = True
+            self.go_on(child, taken.request)
         else:
             child.kill()
             if self.handle(taken.request):
                 self.drop_twins()
             self.spare = self.fork_spare()
+
+    def go_on(self, child: Child, request: RunRequest) -> None:
+        """Run ``request`` in ``child``; then keep the child for the next program of its key
+        (``live``), or let it go and make the next spare ready."""
+        child.runs += 1
+        if child.runs >= request.reuse:  # its last: the next program needs another process
+            self.fork_twin(request)
+        self.changed, went_well = self.run(child, request)
+        child.like = request.without_program()
+        if went_well and self.keeps(child, request):
+            self.live = child
+            self.wants_twin = child.runs + 1 >= request.reuse  # its spare, ahead of its last
+            return
+        self.let_go(child)
+        self.ready_spare()
+        self.wants_twin = True
+
+    def keeps(self, child: Child, request: RunRequest) -> bool:
+        """Whether ``child``, whose program went well, may run the next of its key: it ran
+        fewer than ``request.reuse``, sent nothing after its reply, and its memory did not
+        grow past ``MEMORY_GROWTH`` of the limit since its first program."""
+        if child.runs >= request.reuse or child.reaped or child.frames.buffer:
+            return False
+        size = resident_mb(child.pid)
+        if child.runs == 1:
+            child.first_size = size
+        return size - child.first_size <= MEMORY_GROWTH * request.memory_mb
+
+    def ready_spare(self) -> None:
+        """The next spare: the held twin when the session and the kind of program stayed as
+        they were when it was forked, else a fork."""
+        if self.twins and not self.changed and self.twins[0].like == self.like:
+            self.spare = self.release(self.twins.pop(0))
+        else:
+            self.spare = self.fork_spare()
+            self.drop_twins()
+
+    def next_for_live(self, child: Child) -> None:
+        """Read the next request here while ``child`` waits for the next program of its key:
+        hand such a program to it, answer a description, and for anything else (or an idle
+        ``REUSE_IDLE``, or a child that sent something meanwhile) let it go and let a spare
+        take the request."""
+        frame = self.wait_request(child)
+        request = None if frame is None else read_request(frame)
+        if isinstance(request, RunRequest) and self.fits(child, request):
+            self.live = None
+            child.nonce = int.from_bytes(os.urandom(8)) | 1  # never a first program's 0
+            try:
+                wire.write_frame(child.to_child, Next(request, child.nonce).to_frame())
+            except OSError:  # it died meanwhile
+                self.requests.buffer[0:0] = wire.dumps(frame)
+                self.retire(child)
+                return
+            self.go_on(child, request)
+        elif isinstance(request, Describe):
+            self.handle(request)
+        elif not isinstance(request, LATE):
+            if frame is not None:
+                self.requests.buffer[0:0] = wire.dumps(frame)
+            self.retire(child)
+
+    def fits(self, child: Child, request: RunRequest) -> bool:
+        """Whether the live ``child`` runs ``request``: a program of the key it ran (every
+        field of the request but the program's, the session as the child left it), below
+        its ``reuse``, its Python tools imported, and its stage left empty."""
+        return (request.without_program() == child.like and child.runs < request.reuse
+                and self.python_tools.has_tried(request) and stage_is_empty(child.stage))
+
+    def wait_request(self, child: Child) -> Any:
+        """The next request's frame from stdin; None once ``REUSE_IDLE`` passed since the last
+        reply, or when ``child`` sent something or died meanwhile."""
+        while (frame := self.requests.next_frame()) is None:
+            if (self.killed or self.wants_twin) and not wire.readable_within(STDIN, QUIET):
+                self.tidy()
+            remaining = self.replied + REUSE_IDLE - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([STDIN, child.from_child], [], [], remaining)
+            if child.from_child in ready:
+                return None
+            if ready:
+                data = os.read(STDIN, wire.READ_CHUNK)
+                if not data:
+                    self.exit()
+                self.requests.feed(data)
+        return frame
+
+    def retire(self, child: Child) -> None:
+        """Let the live ``child`` go; a spare takes the next request."""
+        self.live = None
+        self.let_go(child)
+        self.ready_spare()
 
     def fork_twin(self, request: RunRequest) -> None:
         """In a run of programs back to back (``request`` came within ``QUIET`` of the last
@@ -245,15 +340,15 @@ class Worker:
         if isinstance(request, Reset):
             self.replace_session({}, [])
         elif isinstance(request, Restore):
-            self.replace_session(restored(request.units), request.units)
+            self.replace_session(load_units(request.units), request.units)
         else:  # late, for a program that ended (a child reads past them): nothing to answer
             return False
         wire.write_frame(STDOUT, Ack().to_frame())
         return True
 
-    def run(self, child: Child, request: RunRequest) -> bool:
+    def run(self, child: Child, request: RunRequest) -> tuple[bool, bool]:
         """Watch the child run its program; reply, and keep what it changed. Returns whether
-        the session changed."""
+        the session changed, and whether the program went well (its commit, if any, kept)."""
         self.like = request
         reply = watch(child, request, self.requests)
         if reply is None:  # stdin closed
@@ -263,14 +358,14 @@ class Worker:
         loaded: dict[str, Any] = {}
         if commit is not None:
             try:  # read back before anyone relies on it
-                loaded, reply.commit = restored(commit.units), commit
+                loaded, reply.commit = load_units(commit.units), commit
             except wire.WireError as exc:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
         folder = stage_folder(os.path.realpath(request.workspace), child.pid)
         if staged and request.dry:  # a dry run (a candidate a model wrote): nothing lands
             reply.result.notes.append("nothing was written: a dry run's file changes are dropped")
-            discard_stage(folder)
+            empty_folder(folder)
             staged = []
         landed = None
         if staged:
@@ -285,11 +380,12 @@ class Worker:
         if staged:  # after the reply: the disk, and a stage nothing reads any more
             if landed is not None:
                 landed.finish()
-            discard_stage(folder)
+            empty_folder(folder)  # kept: the child's walls let it write that folder only
+        went_well = reply.result.success
         if commit is None or commit.empty:
-            return False
-        self.apply(commit, loaded)
-        return True
+            return False, went_well
+        apply_commit(self.session, self.log, commit, loaded)
+        return True, went_well
 
     def ask(self, change: Change) -> tuple[str, str] | None:
         """Send ``change`` up and wait, with no deadline, for the kernel's answer: None to
@@ -313,12 +409,6 @@ class Worker:
                 return None if message.apply else (CHANGE_REFUSED, message.reason[:2000])
             # else a late answer of a tool call: dropped
 
-    def apply(self, commit: Commit, loaded: dict[str, Any]) -> None:
-        for name in commit.deleted:
-            self.session.pop(name, None)
-        self.session.update(loaded)
-        self.log.apply(commit)
-
     def replace_session(self, session: dict[str, Any], units: Units) -> None:
         self.session = session
         self.log.clear()
@@ -326,7 +416,7 @@ class Worker:
             self.log.add(names, blob)
 
     def exit(self) -> NoReturn:
-        for child in (self.spare, *self.twins, *self.killed):
+        for child in (self.spare, self.live, *self.twins, *self.killed):
             if child is not None:
                 child.kill()
         os._exit(0)
@@ -360,11 +450,3 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
     except OSError as exc:
         return failed_after(reply.result.trace, type(exc).__name__,
                             f"the program's file changes were not written: {exc}"), None
-
-
-def restored(units: Units) -> dict[str, Any]:
-    """The session held by ``units`` (read with the plain-data unpickler)."""
-    session: dict[str, Any] = {}
-    for names, blob in units:
-        session.update(load_unit(names, blob))
-    return session

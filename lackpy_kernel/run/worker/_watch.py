@@ -22,7 +22,7 @@ def watch(child: Child, request: RunRequest, requests: wire.FrameReader) -> Repl
     """The started child's reply, or a failure at the deadline, on a cancel or if it dies;
     None once stdin closes. Meanwhile its calls of tools that run in the kernel go up, and
     their answers down."""
-    frames = _ChildFrames(child.frames, request)
+    frames = _ChildFrames(child.frames, request, child.nonce)
     relay = CallRelay(child.to_child, request)
     timeout = float(request.timeout)
     deadline = time.monotonic() + timeout
@@ -68,8 +68,9 @@ class _ChildFrames:
     """What the child sent: the files it modified and the tools it called as it went, then
     its result frame."""
 
-    def __init__(self, reader: wire.FrameReader, request: RunRequest) -> None:
+    def __init__(self, reader: wire.FrameReader, request: RunRequest, nonce: int) -> None:
         self.reader = reader
+        self.nonce = nonce  # the program's: a frame with another is not its own
         self.reader.max_body = request.max_result_bytes + wire.READ_CHUNK
         self.request = request
         self.modified: list[str] = []
@@ -81,7 +82,7 @@ class _ChildFrames:
         """Read what the child sent. Raises WireError for a frame it may not send."""
         self.reader.feed(data)
         while self.final is None and (frame := self.reader.next_frame()) is not None:
-            event = read_event(frame)
+            event = read_event(frame, self.nonce)
             if isinstance(event, Modified):
                 if event.path not in self.modified:
                     self.modified.append(event.path)

@@ -1,0 +1,187 @@
+"""A walled process runs the programs of one key, at most ``[sandbox] reuse`` of them: the
+same key's next program finds it warm; another key (another session among them), a program
+nobody has seen run (a model wrote it), a one-shot run of no session, a failure, or a killed
+process gets a fresh one, and the session's variables survive from the copy held outside."""
+
+from __future__ import annotations
+
+import os
+import signal
+import textwrap
+
+import pytest
+
+from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.service import LackpyService
+from tests.support.processes import children_of, gone_within
+
+pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
+
+PROBE = '''
+import os
+
+
+def pid() -> int:
+    """The id of the process the program runs in."""
+    return os.getpid()
+'''
+
+
+def configure(workspace, reuse: int | None) -> None:
+    """A workspace whose programs may call ``pid()`` (a Python tool, run in the walled
+    process), with ``[sandbox] reuse`` set when given."""
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "probe.py").write_text(textwrap.dedent(PROBE))
+    (workspace / ".lackpy").mkdir()
+    reuse_line = f"reuse = {reuse}\n" if reuse is not None else ""
+    (workspace / ".lackpy" / "config.toml").write_text(
+        f'[sandbox]\napprove = "never"\n{reuse_line}\n'
+        '[tools.providers.probe]\nplugin = "python"\npath = "tools/probe.py"\ngrade = "read"\n')
+
+
+async def pids(service: LackpyService, count: int, **options) -> list[int]:
+    """The process ids ``count`` programs back to back ran in (one-shot runs of the session
+    "mine" unless ``options`` say otherwise)."""
+    ran = []
+    for _ in range(count):
+        result = await service.run_program("pid()", kit="pid,read_file",
+                                           **{"session": "mine", **options})
+        assert result.success, result.error
+        ran.append(result.output)
+    return ran
+
+
+@pytest.fixture
+def service(tmp_path):
+    configure(tmp_path, reuse=3)
+    with LackpyService(tmp_path) as running:
+        yield running
+
+
+async def test_programs_of_one_key_share_a_process_up_to_reuse(service):
+    first, second, third, fourth = await pids(service, 4)
+    assert first == second == third
+    assert fourth != third
+
+
+async def test_the_default_reuse_is_ten(tmp_path):
+    configure(tmp_path, reuse=None)
+    with LackpyService(tmp_path) as service:
+        ran = await pids(service, 11)
+    assert len(set(ran[:10])) == 1
+    assert ran[10] != ran[9]
+
+
+async def test_reuse_one_runs_each_program_in_a_process_of_its_own(tmp_path):
+    configure(tmp_path, reuse=1)
+    with LackpyService(tmp_path) as service:
+        ran = await pids(service, 3)
+    assert len(set(ran)) == 3
+
+
+@pytest.mark.parametrize("options", [{"unseen": True}, {"dry": True}])
+async def test_a_program_nobody_has_seen_run_gets_a_process_of_its_own(service, options):
+    """A program a model wrote (``unseen``), or a dry run of one, neither finds a process
+    a program ran in before nor leaves its process to the next."""
+    before = await pids(service, 1)
+    unseen = await pids(service, 2, **options)
+    after = await pids(service, 1)
+    assert len({*before, *unseen, *after}) == 4
+
+
+async def test_another_key_gets_another_process(service):
+    warm = await pids(service, 1)
+    other = await service.run_program("pid()", kit="pid", session="mine")  # another kit
+    assert other.success, other.error
+    assert other.output not in warm
+
+
+async def test_another_session_gets_another_process(service):
+    mine = await pids(service, 2)
+    theirs = await pids(service, 2, session="theirs")
+    assert len(set(mine)) == len(set(theirs)) == 1
+    assert set(mine).isdisjoint(theirs)
+
+
+async def test_one_shot_runs_of_no_session_never_share(service):
+    assert len(set(await pids(service, 3, session=None))) == 3
+
+
+async def test_a_failed_program_replaces_its_process(service):
+    before = await pids(service, 1)
+    failed = await service.run_program("pid() / 0", kit="pid,read_file", session="mine")
+    assert failed.error_type == "ZeroDivisionError"
+    after = await pids(service, 1)
+    assert after != before
+
+
+@pytest.fixture
+def session_box(tmp_path):
+    with Sandbox(tmp_path, SandboxLimits(timeout=10, reuse=10), approve_writes=False) as box:
+        yield box
+
+
+def kept_child(box: Sandbox) -> int:
+    """The worker's one child while a kept process waits for the next program."""
+    children = children_of(box.worker_pid)
+    assert len(children) == 1, children
+    return children[0]
+
+
+def test_variables_carry_on_in_the_kept_process_and_after_it_is_killed(session_box):
+    """The session's copy outside the walled process restores a replacement: killing the
+    kept process loses nothing of the last good program."""
+    box = session_box
+    assert box.run("items = [1]\nn = 1", ["read_file"]).success
+    assert box.run("items.append(2)\nn = n + 1", ["read_file"]).success
+    child = kept_child(box)
+    os.kill(child, signal.SIGKILL)
+    assert gone_within(child, 10)
+    result = box.run("[items, n]", ["read_file"])
+    assert result.success, result.error
+    assert result.output == [[1, 2], 2]
+
+
+def test_a_failed_program_leaves_the_kept_session_as_it_was(session_box):
+    box = session_box
+    assert box.run("items = [1]", ["read_file"]).success
+    failed = box.run("items.append(2)\n1 / 0", ["read_file"])
+    assert failed.error_type == "ZeroDivisionError"
+    assert box.run("items", ["read_file"]).output == [1]
+
+
+def test_a_reset_session_is_not_run_in_the_process_that_held_it(session_box):
+    box = session_box
+    assert box.run("secret = 'kept'", ["read_file"]).success
+    child = kept_child(box)
+    box.reset()
+    assert box.run("n = 1", ["read_file"]).success
+    assert kept_child(box) != child
+    assert gone_within(child, 10)
+    assert box.run("n", ["read_file"]).output == 1
+
+
+def test_a_staged_write_lands_once_and_the_stage_is_empty_for_the_next(session_box, tmp_path):
+    box = session_box
+    assert box.run("write_file('a.txt', 'one')", ["write_file", "read_file"]).success
+    assert box.run("read_file('a.txt')", ["write_file", "read_file"]).output == "one"
+    assert box.run("write_file('b.txt', 'two')", ["write_file", "read_file"]).success
+    assert (tmp_path / "a.txt").read_text() == "one"
+    assert (tmp_path / "b.txt").read_text() == "two"
+
+
+def test_a_process_whose_memory_grew_past_its_share_is_replaced(tmp_path):
+    """A quarter of ``memory_mb`` (128 MB of 512) is as much as a kept process may grow
+    since its first program: what a program left in memory does not stay for long."""
+    with Sandbox(tmp_path, SandboxLimits(timeout=30, memory_mb=512, reuse=10),
+                 approve_writes=False) as box:
+        assert box.run("n = 1", ["read_file"]).success
+        small = kept_child(box)
+        assert box.run("n = n + 1", ["read_file"]).success
+        assert kept_child(box) == small  # a program that grew nothing keeps it
+        grown = box.run("big = list(range(4000000))\nlen(big)", ["read_file"])
+        assert grown.output == 4000000, grown.error
+        # the next program finds ``big`` in its session: the process now holds it
+        assert box.run("[len(big), n]", ["read_file"]).output == [4000000, 2]
+        assert gone_within(small, 10)
+        assert box.run("n", ["read_file"]).output == 2
