@@ -57,7 +57,7 @@ async def test_a_tools_random_numbers_and_process_are_new_for_each_program(tmp_p
     with LackpyService(workspace_with_tool(tmp_path, reuse)) as service:
         draws = []
         for _ in range(RUN):  # back to back: twin after twin
-            result = await service.run_program("draw()", ["draw"], sandbox=True)
+            result = await service.run_program("draw()", ["draw"], sandbox=True, session="dice")
             assert result.success, result.error
             draws.append(result.output)
         worker = service.sandbox_worker_pid

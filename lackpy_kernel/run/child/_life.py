@@ -159,7 +159,7 @@ def _reply_memory_message(request: RunRequest | None) -> str:
 def _wait_for_release(down: int) -> bytes:
     """Wait for the worker's go (``Child.release``); what it read of stdin. Exits if the
     worker lets this child go instead."""
-    reader = wire.FrameReader()
+    reader = wire.FrameReader(trusted=True)
     while (frame := reader.next_frame()) is None:
         wanted = reader.missing() or wire.HEADER_SIZE - len(reader.buffer)
         data = os.read(down, wanted)  # exactly the go frame: calls' answers come after it
@@ -177,7 +177,7 @@ def _take_request(snapshot: Snapshot, up: int) -> RunRequest:
     a program for another workspace or kits folder than this child's walls were built for,
     one whose Python tools the worker has not imported, or stdin closing, is handed back to
     the worker, and this child exits. Raises WireError for a frame that is no request."""
-    reader = wire.FrameReader()
+    reader = wire.FrameReader(trusted=True)
     reader.feed(snapshot.pending)
     while True:
         frame = reader.next_frame()
@@ -218,7 +218,7 @@ def _warm_up(snapshot: Snapshot) -> None:
     """
     request = replace(snapshot.like, program=WARM_UP_PROGRAM)
     with contextlib.suppress(Exception):  # what taking a request from stdin does
-        reader = wire.FrameReader()
+        reader = wire.FrameReader(trusted=True)
         reader.feed(wire.dumps(request.to_frame()))
         taken = read_request(reader.next_frame())
         if isinstance(taken, RunRequest) and fits(taken, snapshot):

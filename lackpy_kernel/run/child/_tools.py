@@ -35,7 +35,7 @@ class ChildChannel:
         self.up = self.down = -1
         self.max_bytes = self.nonce = 0
         self.made = 0
-        self._answers = wire.FrameReader()
+        self._answers = wire.FrameReader(trusted=True)  # from the worker
 
     def connect(self, up: int, down: int, max_bytes: int, nonce: int) -> None:
         """Use these pipes for the program that starts, whose frames carry ``nonce``; a call

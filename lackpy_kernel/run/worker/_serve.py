@@ -92,7 +92,7 @@ class Worker:
     def __init__(self) -> None:
         self.session: dict[str, Any] = {}
         self.log = UnitLog(keep_blobs=False)
-        self.requests = wire.FrameReader()  # stdin, while no child is reading it
+        self.requests = wire.FrameReader(trusted=True)  # stdin, while no child is reading it
         self.spare: Child | None = None
         self.live: Child | None = None  # ran programs of a key and waits for the next of it
         self.twins: list[Child] = []  # held, with the same session: the next spares while it stays
@@ -128,7 +128,7 @@ class Worker:
         (``Child.release``)."""
         pending = b""
         if not held:
-            pending, self.requests = bytes(self.requests.buffer), wire.FrameReader()
+            pending, self.requests = bytes(self.requests.buffer), wire.FrameReader(trusted=True)
         if self.like.workspace not in self.recovered:  # before any child of it reads a file
             self.recovered.add(self.like.workspace)
             with contextlib.suppress(OSError):  # a workspace it cannot write: nothing to finish
@@ -148,7 +148,7 @@ class Worker:
         except OSError:
             child.kill()
             return self.fork_spare()
-        self.requests = wire.FrameReader()
+        self.requests = wire.FrameReader(trusted=True)
         return child
 
     def walls_for(self, like: RunRequest) -> WallPlan:
