@@ -143,8 +143,12 @@ def bench_programs(workspace: Path, rounds: int, imports: int, load: bool) -> No
             f"monty {loaded[label][1] / idle[label][1]:.2f}x" for label in idle))
 
 
-async def _program_table(workspace: Path, rounds: int, imports: int,
-                         names: tuple[str, str]) -> dict[str, tuple[float, float]]:
+async def _program_table(workspace: Path, rounds: int, imports: int, names: tuple[str, str],
+                         *, gap: float = 0.0, session: str | None = None
+                         ) -> dict[str, tuple[float, float]]:
+    """Print the programs' rows (``gap``: quiet seconds before each sample; ``session``: the
+    one-shot runs' session, within which they share a warm process); import to first result
+    when ``imports``. Returns each row's medians."""
     from pydantic_monty import Monty
 
     medians: dict[str, tuple[float, float]] = {}
@@ -163,7 +167,7 @@ async def _program_table(workspace: Path, rounds: int, imports: int,
 
         def ours(program: str) -> Sample:
             async def run() -> object:
-                result = await service.run_program(program, kit, sandbox=True)
+                result = await service.run_program(program, kit, sandbox=True, session=session)
                 assert result.success, result.error
                 return result.output
             return run
@@ -174,18 +178,19 @@ async def _program_table(workspace: Path, rounds: int, imports: int,
                     return session.feed_run(program, external_lookup={"read_file": read_file})
             return run
 
-        report("1 + 1, back to back", await alternate((ours("1 + 1"), theirs("1 + 1")), rounds))
+        report("1 + 1", await alternate((ours("1 + 1"), theirs("1 + 1")), rounds, gap))
         report("one tool call (read_file)", await alternate(
-            (ours("read_file('a.txt')"), theirs("read_file('a.txt')")), rounds))
-        session = LackpySession(service, kit)
+            (ours("read_file('a.txt')"), theirs("read_file('a.txt')")), rounds, gap))
+        lackpy_session = LackpySession(service, kit)
         try:
             with pool.checkout(limits=limits) as monty_session:
-                report("a session's programs, back to back",
-                       await alternate(_session_pair(session, monty_session), rounds))
+                report("a session's programs",
+                       await alternate(_session_pair(lackpy_session, monty_session), rounds, gap))
         finally:
-            session.close()
-        report("a 10,000-item loop", await alternate((ours(LOOP), theirs(LOOP)), rounds))
-    report("import to first result", _import_times(workspace, imports))
+            lackpy_session.close()
+        report("a 10,000-item loop", await alternate((ours(LOOP), theirs(LOOP)), rounds, gap))
+    if imports:
+        report("import to first result", _import_times(workspace, imports))
     return medians
 
 

@@ -19,61 +19,24 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from bench_round3 import LOOP, MEMORY, TEXT, TIMEOUT_S, Sample, _session_pair, alternate, header, row
+from bench_round3 import TEXT, _program_table
 from loadgen import load_average
-
-from lackpy_kernel.service import LackpyService
-from lackpy_kernel.session import LackpySession
 
 GAPS = (0.0, 0.020)  # back to back, then spaced 20 ms apart
 
 
-async def table(workspace: Path, reuse: int, rounds: int, gap: float) -> None:
+def table(reuse: int, rounds: int, gap: float) -> None:
     """Print one table: lackpy with ``[sandbox] reuse = reuse`` against Monty."""
-    from pydantic_monty import Monty
-
-    (workspace / ".lackpy").mkdir(exist_ok=True)
-    (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
-    names = ("lackpy", "monty ")
     spacing = "back to back" if not gap else f"spaced {gap * 1e3:.0f} ms apart"
-    print(f"reuse = {reuse}, {spacing}, {rounds} samples each (load {load_average()})")
-    print(header(names))
-
-    def read_file(path: str) -> str:  # Monty's tool: a host function
-        return (workspace / path).read_text()
-
-    limits: Any = {"max_feed_duration_secs": TIMEOUT_S, "max_memory": MEMORY}
-    with LackpyService(workspace) as service, Monty(min_processes=1) as pool:
-        kit = service.resolve_kit(["read_file"])
-
-        def ours(program: str) -> Sample:
-            async def run() -> object:
-                result = await service.run_program(program, kit, sandbox=True, session="bench")
-                assert result.success, result.error
-                return result.output
-            return run
-
-        def theirs(program: str) -> Sample:
-            async def run() -> object:
-                with pool.checkout(limits=limits) as session:
-                    return session.feed_run(program, external_lookup={"read_file": read_file})
-            return run
-
-        for label, program in (("1 + 1", "1 + 1"), ("one tool call (read_file)",
-                                                     "read_file('a.txt')")):
-            print(row(label, *await alternate((ours(program), theirs(program)), rounds, gap),
-                      names), flush=True)
-        session = LackpySession(service, kit)
-        try:
-            with pool.checkout(limits=limits) as monty_session:
-                print(row("a session's programs", *await alternate(
-                    _session_pair(session, monty_session), rounds, gap), names), flush=True)
-        finally:
-            session.close()
-        print(row("a 10,000-item loop", *await alternate((ours(LOOP), theirs(LOOP)), rounds,
-                                                          gap), names), flush=True)
+    print(f"reuse = {reuse}, {spacing}, {rounds} samples each ({load_average()})")
+    with tempfile.TemporaryDirectory() as folder:
+        workspace = Path(folder)
+        (workspace / "a.txt").write_text(TEXT)
+        (workspace / ".lackpy").mkdir()
+        (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
+        asyncio.run(_program_table(workspace, rounds, 0, ("lackpy", "monty "), gap=gap,
+                                   session="bench"))
 
 
 def main() -> None:
@@ -88,10 +51,7 @@ def main() -> None:
     print(f"lackpy against Monty {pydantic_monty.__version__}")
     for reuse in (int(each) for each in args.reuse.split(",")):
         for gap in GAPS:
-            with tempfile.TemporaryDirectory() as folder:
-                workspace = Path(folder)
-                (workspace / "a.txt").write_text(TEXT)
-                asyncio.run(table(workspace, reuse, args.rounds, gap))
+            table(reuse, args.rounds, gap)
 
 
 if __name__ == "__main__":
