@@ -4,12 +4,13 @@
  */
 
 /**
- * One file's change (`FileChange.to_frame()` on the kernel's side). Every text is visible
- * already (the kernel escapes what a person could not see) but the program's own: text to
- * show, never markup. `unseen` says what of it was not shown ("" when all was); `full` is
- * its whole rendering then, which `all` shows; `runs_code` why the file runs code ("" when
- * it does not); `executable` whether it is (and stays) executable. A kernel older than these
- * fields leaves them out.
+ * One file's change (`FileChange.to_shown_frame()` on the kernel's side). Every text is
+ * visible already (the kernel escapes what a person could not see) but the program's own:
+ * text to show, never markup. `unseen` says what of it was not shown ("" when all was);
+ * `more` how many lines of its whole rendering the kernel holds then, which it shows when
+ * asked for `all` (a kernel before `more` sent them here as `full`); `runs_code` why the
+ * file runs code ("" when it does not); `executable` whether it is (and stays) executable.
+ * A kernel older than these fields leaves them out.
  */
 export interface IFileChange {
   path: string;
@@ -21,7 +22,8 @@ export interface IFileChange {
   note: string;
   content?: string;
   unseen?: string;
-  full?: string[];
+  more?: number;
+  full?: string[] | string;
   rest?: string;
   runs_code?: string;
   executable?: boolean;
@@ -31,12 +33,15 @@ export interface IFileChange {
  * A call of a tool graded write that runs in the kernel (`ToolCall.to_frame()`), asked for
  * before it runs: the tool's name and its arguments as the kernel wrote them (bounded,
  * visible, but the program's own: text to show, never markup); `unseen` says what of them
- * was cut ("" when nothing was), `full` holds them all then, `digest` covers every argument.
+ * was cut ("" when nothing was), `more` how many characters of them all the kernel holds then
+ * (shown when asked for `all`; a kernel before `more` sent them here as `full`), `digest`
+ * covers every argument.
  */
 export interface IToolCall {
   name: string;
   arguments: string;
   unseen?: string;
+  more?: number;
   full?: string;
   digest?: string;
 }
@@ -124,14 +129,24 @@ export function isComplete(change: IChange): boolean {
   return unseenOf(change).length === 0;
 }
 
+/** A count of the frame (`more`), or 0 (a kernel older than it, or the wrong type). */
+function count(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/** Whether `full` (as a kernel before `more` sent it) holds anything. */
+function held(full: unknown): boolean {
+  return (Array.isArray(full) || typeof full === 'string') && full.length > 0;
+}
+
 /** Whether the kernel holds more of the change to show (`all`): what was cut, kept in full. */
 export function hasMore(change: IChange): boolean {
   const call = callOf(change);
   if (call) {
-    return text(call.unseen) !== '' && text(call.full) !== '';
+    return text(call.unseen) !== '' && (count(call.more) > 0 || held(call.full));
   }
   return change.files.some(
-    file => text(file.unseen) !== '' && Array.isArray(file.full) && file.full.length > 0
+    file => text(file.unseen) !== '' && (count(file.more) > 0 || held(file.full))
   );
 }
 

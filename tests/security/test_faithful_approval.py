@@ -14,6 +14,7 @@ import pytest
 from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.changes import (
     MAX_LINE_CHARS,
+    MAX_READ_BYTES,
     Change,
     change_digest,
     describe_changes,
@@ -75,6 +76,24 @@ def test_a_cut_is_named_and_all_of_it_can_be_shown(tmp_path, files):
     assert PAYLOAD not in text_of(change).replace("...", "")  # it really was not shown
     whole = change.in_full()
     assert whole.complete and PAYLOAD in whole.to_text()
+
+
+@pytest.mark.parametrize("hidden", ["\u202e", "\x1b[2J", "\u3164", "\x00"])
+def test_what_is_kept_of_a_file_too_large_to_show_line_by_line_is_escaped(hidden):
+    data = ("echo ok\n" * 70_000 + f"{PAYLOAD}{hidden}\n").encode()
+    whole = Change((file_change("big.sh", None, data),)).in_full()
+    assert whole.complete and f"+{PAYLOAD}\\" in whole.to_text()
+    assert hidden not in whole.to_text()
+
+
+def test_a_file_too_large_to_compare_keeps_all_it_becomes_to_show(tmp_path):
+    with (tmp_path / "big.log").open("wb") as big:
+        big.truncate(MAX_READ_BYTES + 1)  # what it holds is not read: too large
+    change = describe_changes(Workspace(tmp_path), [("big.log", f"{PAYLOAD}\n".encode())])
+    assert "too large to compare" in change.to_text() and PAYLOAD not in text_of(change)
+    assert not conversation(change, "y")[0]
+    applied, shown, _ = conversation(change, SHOW_ALL, "y")
+    assert applied and f"+{PAYLOAD}" in shown[1].to_text()
 
 
 def test_a_cut_line_counts_a_tab_as_eight_columns():
@@ -216,6 +235,10 @@ def test_in_a_notebook_all_shows_the_payload_before_it_lands(host: Host):
     assert shown.ok, shown
     bundles = [d for d in shown.displays if CHANGES_MIME in d]
     assert PAYLOAD not in bundles[0]["text/plain"] and PAYLOAD in bundles[1]["text/plain"]
+    # the Lab dialog's data: first what is shown and how much more there is, then all of it
+    first, second = (bundle[CHANGES_MIME]["files"][0] for bundle in bundles[:2])
+    assert PAYLOAD not in repr(bundles[0]) and first["more"] > 0 and first["unseen"]
+    assert f"+{PAYLOAD}" in second["lines"] and not second["unseen"]
     assert (host.kernel.workspace / "all.sh").read_text().endswith(PAYLOAD + "\n")
 
 
