@@ -21,8 +21,11 @@ PAGE_MB = os.sysconf("SC_PAGE_SIZE") / 2**20
 def resident_mb(pid: int) -> float:
     """The resident memory of process ``pid`` in MB (0 where /proc does not say)."""
     try:
-        with open(f"/proc/{pid}/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * PAGE_MB
+        fd = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        try:
+            return int(os.read(fd, 256).split()[1]) * PAGE_MB
+        finally:
+            os.close(fd)
     except (OSError, IndexError, ValueError):
         return 0.0
 

@@ -17,7 +17,7 @@ from lackpy_kernel.kit import Workspace
 from lackpy_kernel.kit.changes import Change, changed_since, describe_changes, snapshot
 from lackpy_kernel.kit.effects import WRITE_BUDGET_FILES
 from lackpy_kernel.kit.journal import Landed, commit_changes, commit_stage, recover, staged_changes
-from lackpy_kernel.kit.staging import empty_folder, stage_folder
+from lackpy_kernel.kit.staging import empty_folder
 
 from .. import wire
 from ..child import QUIET, PythonTools, Snapshot, preresolve, wall_plan
@@ -362,7 +362,7 @@ class Worker:
             except wire.WireError as exc:
                 reply = failure("SandboxError", f"the program's process sent a bad reply: {exc}")
                 commit = None
-        folder = stage_folder(os.path.realpath(request.workspace), child.pid)
+        folder = child.stage  # the workspace's, as the child's walls were built for it
         if staged and request.dry:  # a dry run (a candidate a model wrote): nothing lands
             reply.result.notes.append("nothing was written: a dry run's file changes are dropped")
             empty_folder(folder)
