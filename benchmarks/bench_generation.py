@@ -50,7 +50,14 @@ Ollama: ``--plugin ollama --host http://127.0.0.1:11434 --model qwen2.5-coder:1.
 .lackpy/config.toml --provider NAME`` (each configuration's keys override the table's).
 ``-v`` prints each intent's programs; ``--only N`` runs the first N intents of each set,
 ``--intents 6,11`` (or ``g012,g040``) the intents with those numbers in the set or those ids
-(``-v`` shows them); ``--configs raw,samples`` picks configurations.
+(``-v`` shows them), ``--sample 30 --seed 41`` 30 of them drawn with ``random.Random(41)``;
+``--configs raw,samples`` picks configurations.
+
+``--ceiling`` measures the model's reach rather than the pipeline's: each intent of
+``generation/intents.json`` is sent with its reference program's shape (its text literals as
+slots ``S1``, ``S2``, ...) and the literals themselves appended (:func:`ceiling_case`), through the
+same pipeline and plain prompt; the model still writes the program. It tunes nothing, so it
+may be run on test (``generation/PROTOCOL.md``).
 
 The intents (``--set``, comma-separated, default ``dev``): ``dev`` and ``test`` are the two parts
 of ``generation/intents.json`` (177 intents, split at random with a recorded seed in
@@ -63,8 +70,10 @@ is ``generation/baseline_prompt.txt``, frozen with the intents.
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import json
+import random
 import tempfile
 import time
 import tomllib
@@ -145,6 +154,7 @@ class Intent:
     rules: bool = False  # the rules tier can answer it (not one of the model-only intents)
     check: Callable[[Any, Any], bool] | None = None
     label: str = ""  # its id in generation/intents.json; "" for the project's intents
+    program: str = ""  # its reference program (generation/intents.json); "" for the project's intents
 
     def correct(self, output: Any) -> bool:
         return (self.check or same)(output, self.expected)
@@ -194,7 +204,31 @@ def correct_output(record: dict[str, Any], output: Any) -> bool:
 def intent_of(record: dict[str, Any]) -> Intent:
     """One record of ``generation/intents.json`` (see ``generation/make_intents.py``) as an Intent."""
     check = (mentions(*record["needles"]) if record["check"] == "mentions" else CHECKS[record["check"]])
-    return Intent(record["intent"], record["expected"], check=check, label=record["id"])
+    return Intent(record["intent"], record["expected"], check=check, label=record["id"],
+                  program=record["program"])
+
+
+def ceiling_case(case: Intent) -> Intent:
+    """``case`` with its reference program's shape and literals handed to the model (``--ceiling``):
+    the intent, then the program with each distinct text literal written as a slot (``S1``, ``S2``,
+    ...) and what each slot holds, e.g. ``count the words in notes.txt (write it as
+    len(read_file(S1).split()) with S1 = 'notes.txt')``. The expectation is the intent's."""
+    if not case.program:
+        raise SystemExit(f"--ceiling needs the intents' reference programs; {case.intent!r} has none")
+    slots: dict[str, str] = {}
+
+    class Slots(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if not isinstance(node.value, str):
+                return node
+            name = slots.setdefault(node.value, f"S{len(slots) + 1}")
+            return ast.copy_location(ast.Name(name, ast.Load()), node)
+
+    shape = ast.unparse(Slots().visit(ast.parse(case.program)))
+    given = ", ".join(f"{name} = {literal!r}" for literal, name in slots.items())
+    hint = f"write it as {shape}" + (f" with {given}" if given else "")
+    return Intent(f"{case.intent} ({hint})", case.expected, case.rules, case.check, case.label,
+                  case.program)
 
 
 INTENTS = [
@@ -344,6 +378,8 @@ async def main(args: argparse.Namespace) -> int:
         if plain_provider is None or not providers:
             raise SystemExit("no configuration can be used with this provider")
         parts = {name: chosen_intents(args, intent_set(name)) for name in args.set}
+        if args.ceiling:
+            parts = {name: [ceiling_case(case) for case in cases] for name, cases in parts.items()}
         runs = {}
         with LackpyService(workspace) as service:
             bench = Bench(workspace, service)
@@ -374,11 +410,13 @@ def intent_set(name: str) -> list[Intent]:
 
 
 def chosen_intents(args: argparse.Namespace, cases: list[Intent]) -> list[Intent]:
-    """The intents of one set that ``--only`` and ``--intents`` leave (all by default)."""
+    """The intents of one set that ``--only``, ``--intents`` and ``--sample`` leave (all by default)."""
     if args.intents:
         wanted = set(args.intents)
         cases = [case for number, case in enumerate(cases, 1)
                  if str(number) in wanted or case.label in wanted]
+    if args.sample:
+        cases = random.Random(args.seed).sample(cases, min(args.sample, len(cases)))
     return cases[:args.only] if args.only else cases
 
 
@@ -481,6 +519,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--intents", type=comma_list,
                         help="run only these intents of each set: numbers in the set (-v shows them) "
                              "or ids of generation/intents.json, comma-separated")
+    parser.add_argument("--sample", type=int,
+                        help="run N intents of each set drawn at random with --seed (after --intents)")
+    parser.add_argument("--seed", type=int, default=41, help="the seed of --sample (default 41)")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="hand the model each intent's reference program's shape and literals "
+                             "(the model's reach, not the pipeline's; see ceiling_case)")
     parser.add_argument("--set", default=["dev"], type=comma_list,
                         help="which intents, comma-separated: dev and test (generation/split.json), "
                              "project (the intents the project's examples were tuned on); default dev")

@@ -12,11 +12,15 @@ ran, each a message for one more correction round (see :func:`._tryout.runtime_f
 - :func:`operation_mismatches` (the ``"operation"`` check): the operation the intent names (count
   lines, characters or words; upper or lower case; the first or the last; the longest or the
   shortest) must be the one the program does.
+
+Where a loose literal has exactly one candidate, :func:`sure_replacement` says what to write
+instead, and :func:`._tryout.literal_repair` writes it without a model call.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -55,6 +59,7 @@ class Ungrounded:
     literal: str
     what: str  # "file", "folder", "file type", "name" or "text"
     candidates: tuple[str, ...] = ()
+    written: str = ""  # the whole text literal it is part of, where that is not ``literal`` (a pattern)
 
     def message(self) -> str:
         offered = (f"; the intent's own: {', '.join(repr(c) for c in self.candidates)}"
@@ -78,6 +83,33 @@ def grounding_feedback(intent: str, program: str, paths: Iterable[str],
         if loose:
             return [loose[0].message()]
     return []
+
+
+# A literal this like its one candidate is taken for the model's spelling of it (an intent's typo
+# set right, another case): sent back, never replaced.
+SAME_SPELLING = 0.8
+
+
+def sure_replacement(item: Ungrounded, intent: str, paths: Collection[str]) -> tuple[str, str] | None:
+    """The text literal of the program to replace and what to write instead, where ``item`` (a
+    loose literal of a program for ``intent``) has exactly one candidate and it is sure: a
+    workspace file for a file; not the literal in another case or spelling; for a folder or a
+    file type, the candidate is the whole pattern, and a folder's (which looks everywhere) only
+    where the intent names no folder of the workspace ``paths``. None otherwise (the literal is
+    sent back with its candidates)."""
+    if len(item.candidates) != 1:
+        return None
+    new = item.candidates[0]
+    if item.what == "file" and new not in paths:
+        return None
+    folders = {part.lower() for path in paths for part in path.split("/")[:-1]}
+    if item.what == "folder" and folders & set(_WORD.findall(intent.lower())):
+        return None
+    if item.what in {"file", "name", "text"} and (
+            difflib.SequenceMatcher(None, item.literal.lower(), new.lower()).ratio() >= SAME_SPELLING):
+        return None
+    old = item.written or item.literal
+    return (old, new) if old != new else None
 
 
 def check_of(message: str) -> str | None:
@@ -122,7 +154,8 @@ def ungrounded_literals(intent: str, program: str, paths: Iterable[str]) -> list
             if loose is not None:
                 found.append(loose)
         elif tool in _PATTERN_TOOLS:
-            found.extend(_loose_pattern(first, words))
+            found.extend(Ungrounded(item.literal, item.what, item.candidates, first)
+                         for item in _loose_pattern(first, words))
         elif (isinstance(node.func, ast.Attribute) and node.func.attr in _NEEDLE_METHODS
               and first.strip() and not _said(first, said)):
             found.append(Ungrounded(first, "text", _texts_of(intent)))

@@ -8,8 +8,10 @@ round: the error and the context that would fix it (for a missing file, the work
 nearest the name asked for; for an unknown key, the keys the value has; what the tools
 returned), bounded. Without a model call, :func:`path_repair` fixes a missing file that
 can only mean one workspace file (the same path in another case, or the only file of
-that name), and :func:`shape_repair` an answer of the wrong shape where the value returned
-says how (the size of a list where a number is asked, its first item where one is).
+that name), :func:`literal_repair` a literal the intent does not name where the grounding
+check has exactly one candidate for it, and :func:`shape_repair` (which tries
+:func:`literal_repair` first) an answer of the wrong shape where the value returned says how
+(the size of a list where a number is asked, its first item where one is).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from lackpy_kernel.kit.spec import CHILD
 from lackpy_kernel.kit.workspace import Workspace
 from lackpy_kernel.lang import ALLOWED_BUILTINS
 
-from ._grounding import check_of, grounding_feedback
+from ._grounding import check_of, grounding_feedback, sure_replacement, ungrounded_literals
 from .prompt import FILE_NAME
 
 SHOWN_CHARS = 160  # at most this much of a value in a message to the model
@@ -398,10 +400,30 @@ def path_repair(program: str, tryout: Tryout) -> tuple[str, str] | None:
     return repaired, f"read {path!r} for the missing {name!r}, the only workspace file it can mean"
 
 
+def literal_repair(intent: str, program: str, tryout: Tryout) -> tuple[str, str] | None:
+    """``program`` with a literal the intent does not name (:func:`._grounding.ungrounded_literals`:
+    a copied ``find_callers('resolve_kit')`` for "which functions call format_row") written as
+    the one candidate the grounding check has for it (:func:`._grounding.sure_replacement`), and a
+    note saying so; None when the program was not run or no loose literal has exactly one sure
+    candidate (two or more are sent back to the model, as the ``"words"`` check says them)."""
+    if tryout.skipped is not None:
+        return None
+    for item in ungrounded_literals(intent, program, tryout.paths):
+        replacement = sure_replacement(item, intent, tryout.paths)
+        repaired = None if replacement is None else _replace_literal(program, *replacement)
+        if replacement is not None and repaired is not None:
+            return repaired, (f"wrote {replacement[1]!r} for {replacement[0]!r} without a model call: "
+                              f"the intent does not name the {item.what} {item.literal!r} and names "
+                              "only that")
+    return None
+
+
 def shape_repair(intent: str, program: str, tryout: Tryout) -> tuple[str, str] | None:
-    """``program`` with its last expression made the shape the intent asks for, where the
-    value it returned says how, and a note saying so; None when the answer's shape is right
-    or no repair is sure (:data:`SHAPE_REPAIRS`).
+    """A literal of ``program`` the intent does not name written as its one candidate
+    (:func:`literal_repair`), or else ``program`` with its last expression made the shape the
+    intent asks for, where the value it returned says how, and a note saying so; None when
+    there is no loose literal with one candidate, the answer's shape is right or no repair is
+    sure (:data:`SHAPE_REPAIRS`).
 
     A number is the size of the collection returned (a text's length when the intent asks
     for characters or a length); one item is picked by the intent's word (``first``:
@@ -409,6 +431,9 @@ def shape_repair(intent: str, program: str, tryout: Tryout) -> tuple[str, str] |
     items are a slice. A text that should be a number of lines or words, a non-empty list
     for a yes/no question and the like go back to the model instead.
     """
+    literal = literal_repair(intent, program, tryout)
+    if literal is not None:
+        return literal
     if tryout.skipped is not None or not tryout.success:
         return None
     for name, shape in SHAPES.items():

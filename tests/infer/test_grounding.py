@@ -13,6 +13,7 @@ import pytest
 
 from lackpy_kernel.infer import Tryout, runtime_feedback
 from lackpy_kernel.infer._grounding import operation_mismatches, ungrounded_literals
+from lackpy_kernel.infer._tryout import literal_repair
 from lackpy_kernel.service import LackpyService
 from tests.support import loopback as lb
 
@@ -55,10 +56,19 @@ async def test_a_name_copied_from_an_example_is_sent_back_once_with_the_intents_
     model_server.script(lb.openai_answer("[c['caller'] for c in find_callers('resolve_kit')]"),
                         lb.openai_answer("[c['caller'] for c in find_callers('format_row')]"))
     workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
-    result = await delegate(workspace, "which functions call format_row")
+    result = await delegate(workspace, "which functions call format_row or helper")  # two candidates
     assert result["output"] == ["show"] and len(model_server.requests) == 2
     assert ("the program uses the name 'resolve_kit', which the intent does not name; "
-            "the intent's own: 'format_row'") in prompts(model_server)[1]
+            "the intent's own: 'format_row', 'helper'") in prompts(model_server)[1]
+
+
+async def test_a_name_copied_from_an_example_with_one_candidate_is_repaired_without_a_model_call(
+        tmp_path, model_server):
+    model_server.script(lb.openai_answer("[c['caller'] for c in find_callers('resolve_kit')]"))
+    workspace = workspace_with(tmp_path, model_server.url, correction_rounds=2)
+    result = await delegate(workspace, "which functions call format_row")
+    assert result["output"] == ["show"] and len(model_server.requests) == 1
+    assert result["program"] == "[c['caller'] for c in find_callers('format_row')]"
 
 
 async def test_a_right_program_is_left_alone(tmp_path, model_server):
@@ -82,7 +92,7 @@ async def test_an_ungrounded_literal_is_sent_back_only_once(tmp_path, model_serv
     copied = "[line for line in read_file('todo.txt').splitlines() if 'TODO' in line]"
     model_server.script(lb.openai_answer(copied), lb.openai_answer(copied + "  # again"))
     workspace = workspace_with(tmp_path, model_server.url, correction_rounds=3)
-    await delegate(workspace, "which lines of todo.txt mention milk")
+    await delegate(workspace, "which lines of todo.txt mention milk or report")  # two candidates
     assert len(model_server.requests) == 2  # the round left over is not spent on it again
 
 
@@ -142,3 +152,53 @@ def test_each_grounding_check_is_its_own_and_can_be_left_out():
         "the intent asks to count words")
     assert runtime_feedback("how many words are in todo.txt", ran, program=program,
                             checks={"words", "number"}) == []
+
+
+RAN = Tryout(True, output=[], paths=PATHS)
+
+
+@pytest.mark.parametrize(("intent", "program", "repaired"), [
+    ("which functions call format_row", "[c['caller'] for c in find_callers('resolve_kit')]",
+     "[c['caller'] for c in find_callers('format_row')]"),
+    ("how many lines does src/app.py have", "len(read_file('team.txt').splitlines())",
+     "len(read_file('src/app.py').splitlines())"),
+    ("which files mention the word parser", "[p for p in find_files('**/*') if 'TODO' in read_file(p)]",
+     "[p for p in find_files('**/*') if 'parser' in read_file(p)]"),
+    ("list every python file", "find_files('src/**/*.py')", "find_files('**/*.py')"),
+    ("list the markdown files", "find_files('**/*.txt')", "find_files('**/*.md')"),
+])
+def test_a_copied_literal_with_one_candidate_is_repaired_without_a_model_call(intent, program, repaired):
+    repair = literal_repair(intent, program, RAN)
+    assert repair is not None and repair[0] == repaired
+    assert literal_repair(intent, repair[0], RAN) is None  # and then left alone
+
+
+@pytest.mark.parametrize(("intent", "program"), [
+    ("which functions call format_row", "[c['caller'] for c in find_callers('format_row')]"),
+    ("how many lines does src/app.py have", "len(read_file('src/app.py').splitlines())"),
+    ("the python files under src", "find_files('src/**/*.py')"),
+    ("join the lines of todo.txt with semicolons", "';'.join(read_file('todo.txt').splitlines())"),
+])
+def test_a_right_program_is_not_repaired(intent, program):
+    assert literal_repair(intent, program, RAN) is None
+
+
+@pytest.mark.parametrize(("intent", "program"), [
+    # two candidates: sent back with them, as before
+    ("which functions call format_row or helper", "[c['caller'] for c in find_callers('resolve_kit')]"),
+    ("how many lines do src/app.py and src/util.py have", "len(read_file('team.txt').splitlines())"),
+    # one candidate, but not sure: a file the workspace lacks; the model's spelling of a typo
+    ("how many lines does src/aap.py have", "len(read_file('team.txt').splitlines())"),
+    ("who calls fromat_row", "[c['caller'] for c in find_callers('format_row')]"),
+    # a folder the intent does not name, where it names another: '**/*.py' would look everywhere
+    ("list the python files in src", "find_files('docs/**/*.py')"),
+])
+def test_a_literal_without_one_sure_candidate_is_sent_back_not_repaired(intent, program):
+    assert ungrounded_literals(intent, program, PATHS)
+    assert literal_repair(intent, program, RAN) is None
+
+
+def test_a_program_not_run_is_not_repaired():
+    skipped = Tryout(True, paths=PATHS, skipped="it calls a tool that cannot be staged")
+    assert literal_repair("which functions call format_row",
+                          "[c['caller'] for c in find_callers('resolve_kit')]", skipped) is None
