@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from notebooks import make_notebooks
 from notebooks.make_notebooks import NOTEBOOKS as LISTED
 from notebooks.make_notebooks import execute, notebook_path
 
@@ -35,17 +37,33 @@ def test_every_listed_notebook_is_there():
     assert all(notebook_path(name).is_file() for name in KERNELS)
 
 
+def left_out_of_a_copy(folder: str, names: list[str]) -> set[str]:
+    """What a copy of ``notebooks/`` leaves out: what the notebooks write as they run (the
+    folders in ``.lackpy/``, its records, Kibitzer's state; see notebooks/.gitignore)."""
+    written = {".kibitzer", ".ipynb_checkpoints", "__pycache__", "intents.jsonl"}
+    if Path(folder).name == ".lackpy":
+        return {name for name in names if name in written or ".sqlite" in name
+                or (Path(folder) / name).is_dir()}
+    return {name for name in names if name in written}
+
+
+def checkout_of_the_notebooks(folder: Path) -> Path:
+    """``folder`` holding the repository's ``pyproject.toml`` and a copy of ``notebooks/``, to
+    save a user's notebooks in or run one: nothing is written into the repository's notebooks,
+    which nbval may be running at the same time on another xdist worker."""
+    shutil.copy2(REPOSITORY / "pyproject.toml", folder / "pyproject.toml")
+    shutil.copytree(NOTEBOOKS, folder / "notebooks", ignore=left_out_of_a_copy)
+    return folder
+
+
 def test_nbval_collects_the_projects_notebooks_and_not_a_users(tmp_path):
-    saved = [NOTEBOOKS / "Untitled.ipynb", NOTEBOOKS / "tour" / "Untitled.ipynb"]
+    checkout = checkout_of_the_notebooks(tmp_path)
+    saved = [checkout / "notebooks" / "Untitled.ipynb", checkout / "notebooks" / "tour" / "Untitled.ipynb"]
     for path in saved:  # as JupyterLab saves a new notebook where it was opened
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0")]), path)
-    try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                               "-p", "no:cacheprovider", "notebooks"], cwd=REPOSITORY,
-                              capture_output=True, text=True, timeout=300)
-    finally:
-        for path in saved:
-            path.unlink()
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                           "-p", "no:cacheprovider", "notebooks"], cwd=checkout,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     collected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
     assert collected == {f"notebooks/{name}/{name}.ipynb" for name in KERNELS}
@@ -141,8 +159,11 @@ def test_generated_files_are_git_ignored():
     assert result.stdout.split() == generated
 
 
-def test_the_agent_notebooks_offered_cells_are_what_make_notebooks_expects():
+def test_the_agent_notebooks_offered_cells_are_what_make_notebooks_expects(tmp_path, monkeypatch):
     """make_notebooks' own check over a fresh run: each %agent puts the cell it names in the
     next one (with --kit, a %kit line first, so the cell runs with the agent's kit)."""
+    # in a copy of the notebook's folder: nbval may be running notebooks/agent beside this test
+    checkout_of_the_notebooks(tmp_path)
+    monkeypatch.setattr(make_notebooks, "HERE", tmp_path / "notebooks")
     nb = execute("agent")  # SystemExit names a cell whose offered program differs
     assert len(code_cells(nb)) == sum(spec["kind"] == "code" for spec in LISTED["agent"][1])
