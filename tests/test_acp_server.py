@@ -20,7 +20,7 @@ from lackpy_kernel.acp_server._commands import COMMANDS
 from tests.support import agents, loopback
 from tests.support.acp_client import block, lackpy_acp, prompt, settled, template, tool_server
 from tests.support.mcp_servers import http_tool_server
-from tests.support.processes import children_of, gone_within, workers_of
+from tests.support.processes import children_of, cpu_ticks, gone_within, workers_of
 
 WRITER = "write_file('copy.txt', read_file('notes.txt'))\n'copied'"
 SPIN = "sum(range(1000000000000))"
@@ -226,13 +226,16 @@ async def test_cancel_stops_a_running_program(workspace):
 
 
 async def _program_child(pid: int) -> int:
-    """The sandbox child running the program of ``pid``'s one session, once it runs."""
+    """The sandbox child spinning the program of ``pid``'s one session, once it runs: the one
+    whose CPU time grows (the worker may also hold a twin forked ahead, which waits)."""
     async with asyncio.timeout(60):
         while True:
             children = [child for worker in workers_of(pid) for child in children_of(worker)]
-            if children:
-                return children[0]
-            await asyncio.sleep(0.05)
+            before = {child: cpu_ticks(child) for child in children}
+            await asyncio.sleep(0.2)
+            spinning = [child for child in children if cpu_ticks(child) > before[child]]
+            if spinning:
+                return spinning[0]
 
 
 async def test_bad_requests_get_an_error_or_a_message_and_the_server_stays_up(workspace):

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.support.ports import free_port
+
 SUPPORT = Path(__file__).resolve().parent
 TOOL_SERVER = SUPPORT / "mcp_tool_server.py"
 HOSTILE_SERVER = SUPPORT / "hostile_mcp_server.py"
@@ -34,13 +36,6 @@ def hostile_settings(mode: str, **settings: Any) -> dict[str, Any]:
     """An MCP source running the hostile server in ``mode``."""
     return {"plugin": "mcp", "command": [sys.executable, str(HOSTILE_SERVER), mode],
             "startup_timeout": START_WAIT, **settings}
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (now)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -39,11 +39,20 @@ def command_line(pid: int, *, wait: float = 5.0) -> bytes:
         time.sleep(0.005)
 
 
+def cpu_ticks(pid: int) -> int:
+    """The CPU time ``pid`` has used, user and system, in clock ticks (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime and stime: fields 14 and 15 of stat
+
+
 def gone(pid: int) -> bool:
     """Whether ``pid`` no longer runs (exited, or a zombie waiting to be reaped)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # reaped before the open, or before the read
         return True
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from lackpy_kernel.engines import PlanPaused
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY_SPEC = "tests.support.temporal:REGISTRY"
@@ -36,13 +36,6 @@ def temporal_executable() -> str | None:
     """The ``temporal`` CLI beside this interpreter, else on PATH, else None."""
     beside = Path(sys.executable).parent / "temporal"
     return str(beside) if beside.exists() else shutil.which("temporal")
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class DevServer:
