@@ -1,6 +1,6 @@
 """A warm walled process per key (``[sandbox] reuse``) against pydantic-monty, one command:
 
-    PYTHONPATH=. python benchmarks/bench_warm.py [--rounds N] [--reuse 1,10,100]
+    PYTHONPATH=. python benchmarks/bench_warm.py [--rounds N] [--reuse 1,10,100] [--code N]
 
 For each ``reuse`` given (1: a process per program, as before; 10: the default; 100), the
 same programs as ``bench_round3.py --only monty`` (``1 + 1``; one tool call; a session's
@@ -9,19 +9,25 @@ programs, each using the variable the one before set; a 10,000-item loop), lackp
 ``LackpySession.run``) with the sandbox on, Monty
 in its pooled worker; the two take turns one call at a time, the order flipping each round,
 first back to back and then spaced 20 ms apart (not timed). min / median / p90 of each, and
-the ratio of the medians. Needs the ``bench`` extra (``pip install -e '.[bench]'``).
+the ratio of the medians. Then, for each ``reuse``, ``find_definitions('APIResponse')``
+through ``run_program`` end to end (the sandbox on, one ``session``) against ``grep -rn
+APIResponse`` on the same 5,278-file tree (``bench_round3``'s), taking turns, ``--code``
+samples each (0 leaves it out). Needs the ``bench`` extra (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_round3 import TEXT, _program_table
+from bench_round3 import TEXT, _program_table, _sdk_tree, alternate, header, row
 from loadgen import load_average
+
+from lackpy_kernel.service import LackpyService
 
 GAPS = (0.0, 0.020)  # back to back, then spaced 20 ms apart
 
@@ -39,19 +45,50 @@ def table(reuse: int, rounds: int, gap: float) -> None:
                                    session="bench"))
 
 
+def code_table(reuse: int, rounds: int) -> None:
+    """Print ``find_definitions`` through ``run_program`` against ``grep -rn`` on one tree."""
+    with tempfile.TemporaryDirectory() as folder:
+        workspace = Path(folder)
+        described = _sdk_tree(workspace / "sdk")
+        (workspace / ".lackpy").mkdir()
+        (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
+        print(f"reuse = {reuse}: find_definitions through run_program against grep -rn, "
+              f"{described}, {rounds} samples each ({load_average()})")
+        grep = ["grep", "-rn", "APIResponse", str(workspace / "sdk")]
+        with LackpyService(workspace) as service:
+            kit = service.resolve_kit(["find_definitions"])
+
+            async def ours() -> object:
+                result = await service.run_program("find_definitions('APIResponse')", kit,
+                                                   sandbox=True, session="bench")
+                assert result.success, result.error
+                return result.output
+
+            async def theirs() -> object:
+                return subprocess.run(grep, capture_output=True, check=True).stdout
+
+            times = asyncio.run(alternate((ours, theirs), rounds))
+        print(header(("lackpy", "grep  ")))
+        print(row("find_definitions('APIResponse')", *times, ("lackpy", "grep  ")), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=200, help="samples of each program (0: none)")
     parser.add_argument("--reuse", default="1,10,100")
+    parser.add_argument("--code", type=int, default=30, help="samples of the code search")
     args = parser.parse_args()
     try:
         import pydantic_monty
     except ImportError:
         sys.exit("pydantic-monty is not installed: pip install -e '.[bench]'")
     print(f"lackpy against Monty {pydantic_monty.__version__}")
-    for reuse in (int(each) for each in args.reuse.split(",")):
+    sizes = [int(each) for each in args.reuse.split(",")]
+    for reuse in sizes if args.rounds else ():
         for gap in GAPS:
             table(reuse, args.rounds, gap)
+    for reuse in sizes if args.code else ():
+        code_table(reuse, args.code)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "kit": {"default": (str, list, dict)},
     "sandbox": {"enabled": (bool,), "timeout": (int, float), "memory_mb": (int,),
                 "max_result_mb": (int,), "max_tool_calls": (int,), "approve": (str,),
-                "workers": (int,), "reuse": (int,)},
+                "workers": (int,), "reuse": (int,), "reuse_idle": (int, float)},
     "tools": {"providers": (dict,)},
     "agent": {"model": (str,), "provider": (str,)},
     "delegate": {"auto_run": (str,), "context": (str,)},
@@ -40,7 +40,8 @@ SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "approval": {"runs_code": (list,)},
 }
 POSITIVE = {("sandbox", "timeout"), ("sandbox", "memory_mb"), ("sandbox", "max_result_mb"),
-            ("sandbox", "max_tool_calls"), ("sandbox", "workers"), ("sandbox", "reuse")}
+            ("sandbox", "max_tool_calls"), ("sandbox", "workers"), ("sandbox", "reuse"),
+            ("sandbox", "reuse_idle")}
 # [telemetry] exporter: where OpenTelemetry spans go (lackpy_kernel.telemetry)
 TELEMETRY_EXPORTERS = {"none": "nowhere: no spans", "console": "stderr", "otlp": "OTLP over HTTP"}
 CHOICES: dict[tuple[str, str], Mapping[str, object]] = {
@@ -92,6 +93,7 @@ class LackpyConfig:
     sandbox_approve: str = "write"  # see APPROVE_MODES
     sandbox_workers: int = 4  # programs of one service run side by side (run_many, bands)
     sandbox_reuse: int = 10  # programs one walled process runs (protocol.DEFAULT_REUSE)
+    sandbox_reuse_idle: float = 60.0  # seconds it waits for the next (protocol.DEFAULT_REUSE_IDLE)
     # [approval] runs_code: glob patterns (workspace-relative) of more files that run code,
     # named as such when a program changes them (kit.changes.RUNS_CODE holds the defaults)
     approval_runs_code: list[str] = field(default_factory=list)
@@ -285,6 +287,7 @@ def _apply(config: LackpyConfig, data: dict[str, Any]) -> None:
     config.sandbox_approve = sandbox.get("approve", config.sandbox_approve)
     config.sandbox_workers = sandbox.get("workers", config.sandbox_workers)
     config.sandbox_reuse = sandbox.get("reuse", config.sandbox_reuse)
+    config.sandbox_reuse_idle = float(sandbox.get("reuse_idle", config.sandbox_reuse_idle))
     config.tool_providers = {name: dict(table) for name, table in
                              data.get("tools", {}).get("providers", {}).items()}
     agent = data.get("agent", {})

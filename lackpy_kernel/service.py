@@ -611,7 +611,8 @@ class LackpyService:
                         limits=SandboxLimits(config.sandbox_timeout, config.sandbox_memory_mb,
                                              config.sandbox_max_result_mb,
                                              config.sandbox_max_tool_calls,
-                                             config.sandbox_reuse),
+                                             config.sandbox_reuse,
+                                             config.sandbox_reuse_idle),
                         sandbox=config.sandbox_enabled,
                         asks_writes=config.sandbox_approve == "write",
                         workers=config.sandbox_workers)

@@ -67,6 +67,8 @@ def test_builtin_tiers_are_always_first(tmp_path):
         ("[sandbox]\nmemory_mb = true\n", "line 2: [sandbox] memory_mb must be an integer"),
         ("[sandbox]\ntimeout = 0\n", "must be greater than 0"),
         ("[sandbox]\nworkers = 0\n", "line 2: [sandbox] workers must be greater than 0, not 0"),
+        ("[sandbox]\nreuse_idle = -1\n", "line 2: [sandbox] reuse_idle must be greater than 0"),
+        ("[sandbox]\nreuse_idle = '1m'\n", "line 2: [sandbox] reuse_idle must be an integer or a number"),
         ("\n[sandbx]\nenabled = true\n", "line 2: unknown section [sandbx]; did you mean 'sandbox'?"),
         ("[inference]\norder = 'rules'\n", "line 2: [inference] order must be a list"),
         ("[inference]\norder = [1]\n", "order must list names"),

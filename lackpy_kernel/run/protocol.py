@@ -47,18 +47,21 @@ _T = TypeVar("_T")
 # [sandbox] reuse: the programs one walled process runs before it is replaced (DESIGN.md's
 # "Reuse": what one program could leave behind reaches at most the next nine of its key)
 DEFAULT_REUSE = 10
+DEFAULT_REUSE_IDLE = 60.0  # seconds a kept walled process waits for its key's next program
 
 
 @dataclass(frozen=True, slots=True)
 class SandboxLimits:
-    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls, and
-    how many programs (of one key, see ``RunRequest.reuse``) one walled process may run."""
+    """Per-program limits: wall-clock seconds, address-space MB, reply MB, tool calls, how
+    many programs (of one key, see ``RunRequest.reuse``) one walled process may run, and how
+    many seconds it waits for the next before it is replaced (``reuse_idle``)."""
 
     timeout: float = 120.0
     memory_mb: int = 512
     max_result_mb: int = 64
     max_tool_calls: int = 10_000
     reuse: int = DEFAULT_REUSE
+    reuse_idle: float = DEFAULT_REUSE_IDLE
 
     @property
     def max_result_bytes(self) -> int:
@@ -216,6 +219,7 @@ class RunRequest:
     # the most programs of this request's key (all its fields but the program's, and the
     # session as it stands) one walled process runs: 1 for a program nobody has seen run
     reuse: int = 1
+    reuse_idle: float = DEFAULT_REUSE_IDLE  # seconds it waits for the next before it is replaced
     session: str = ""  # whose one-shot runs these are ("": a session's own worker's)
 
     def to_frame(self) -> wire.Frame:
@@ -229,7 +233,7 @@ class RunRequest:
                 "timeout": self.timeout, "memory_mb": self.memory_mb,
                 "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls,
                 "dry": self.dry, "approve": self.approve, "reuse": self.reuse,
-                "session": self.session}
+                "reuse_idle": self.reuse_idle, "session": self.session}
 
     @classmethod
     def from_frame(cls, frame: Any) -> RunRequest:
@@ -256,6 +260,7 @@ class RunRequest:
             dry=fields.get("dry", bool, default=False),
             approve=fields.get("approve", bool, default=False),
             reuse=fields.get("reuse", int, default=1),
+            reuse_idle=fields.get("reuse_idle", *_NUMBER, default=DEFAULT_REUSE_IDLE),
             session=fields.get("session", str, default=""),
         )
 

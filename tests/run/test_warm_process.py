@@ -27,13 +27,14 @@ def pid() -> int:
 '''
 
 
-def configure(workspace, reuse: int | None) -> None:
+def configure(workspace, reuse: int | None, idle: float | None = None) -> None:
     """A workspace whose programs may call ``pid()`` (a Python tool, run in the walled
-    process), with ``[sandbox] reuse`` set when given."""
+    process), with ``[sandbox] reuse`` and ``reuse_idle`` set when given."""
     (workspace / "tools").mkdir()
     (workspace / "tools" / "probe.py").write_text(textwrap.dedent(PROBE))
     (workspace / ".lackpy").mkdir()
     reuse_line = f"reuse = {reuse}\n" if reuse is not None else ""
+    reuse_line += f"reuse_idle = {idle}\n" if idle is not None else ""
     (workspace / ".lackpy" / "config.toml").write_text(
         f'[sandbox]\napprove = "never"\n{reuse_line}\n'
         '[tools.providers.probe]\nplugin = "python"\npath = "tools/probe.py"\ngrade = "read"\n')
@@ -70,6 +71,16 @@ async def test_the_default_reuse_is_ten(tmp_path):
         ran = await pids(service, 11)
     assert len(set(ran[:10])) == 1
     assert ran[10] != ran[9]
+
+
+async def test_a_kept_process_is_replaced_once_idle_for_reuse_idle_seconds(tmp_path):
+    configure(tmp_path, reuse=10, idle=1)
+    with LackpyService(tmp_path) as service:
+        first, second = await pids(service, 2)
+        assert gone_within(second, 30)  # let go after a second without a program
+        third, fourth = await pids(service, 2)
+    assert first == second
+    assert third == fourth != second
 
 
 async def test_reuse_one_runs_each_program_in_a_process_of_its_own(tmp_path):

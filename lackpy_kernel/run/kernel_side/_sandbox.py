@@ -284,7 +284,8 @@ class Sandbox:
                           timeout=limits.timeout, memory_mb=limits.memory_mb,
                           max_result_bytes=limits.max_result_bytes,
                           max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask,
-                          reuse=1 if dry or alone else limits.reuse, session=session), plan
+                          reuse=1 if dry or alone else limits.reuse,
+                          reuse_idle=limits.reuse_idle, session=session), plan
 
     def _plan(self, kit: KitArgument) -> KitPlan:
         """Where each of the kit's tools runs; raises KitError for a kit that does not resolve."""

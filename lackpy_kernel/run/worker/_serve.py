@@ -63,8 +63,6 @@ STDIN, STDOUT = 0, 1
 # waits), and the run goes from twin to twin without waiting for a fork; one is enough for
 # that (each costs a process of about 3 MB).
 MAX_TWINS = 1
-# Seconds a child kept for the next program of its key waits for it before it is replaced
-REUSE_IDLE = 60.0
 # A kept child whose resident memory grew by more than this share of its limit since its
 # first program is replaced (what a program left in memory stays there)
 MEMORY_GROWTH = 0.25
@@ -229,7 +227,7 @@ class Worker:
     def next_for_live(self, child: Child) -> None:
         """Read the next request here while ``child`` waits for the next program of its key:
         hand such a program to it, answer a description, and for anything else (or an idle
-        ``REUSE_IDLE``, or a child that sent something meanwhile) let it go and let a spare
+        ``reuse_idle`` seconds, or a child that sent something meanwhile) let it go and let a spare
         take the request."""
         frame = self.wait_request(child)
         request = None if frame is None else read_request(frame)
@@ -258,12 +256,12 @@ class Worker:
                 and self.python_tools.has_tried(request) and stage_is_empty(child.stage))
 
     def wait_request(self, child: Child) -> Any:
-        """The next request's frame from stdin; None once ``REUSE_IDLE`` passed since the last
-        reply, or when ``child`` sent something or died meanwhile."""
+        """The next request's frame from stdin; None once ``child``'s ``reuse_idle`` seconds
+        passed since the last reply, or when it sent something or died meanwhile."""
         while (frame := self.requests.next_frame()) is None:
             if (self.killed or self.wants_twin) and not wire.readable_within(STDIN, QUIET):
                 self.tidy()
-            remaining = self.replied + REUSE_IDLE - time.monotonic()
+            remaining = self.replied + child.like.reuse_idle - time.monotonic()
             if remaining <= 0:
                 return None
             ready, _, _ = select.select([STDIN, child.from_child], [], [], remaining)
