@@ -78,12 +78,14 @@ class LackpySession:
         values = place.variables if place is not None else None
         return {name: type(value).__name__ for name, value in (values or {}).items()}
 
-    def known_names(self) -> set[str]:
-        """Every name a program may use besides the builtins: tools, parameters, variables.
+    def known_names(self, resolved: ResolvedKit | None = None) -> set[str]:
+        """Every name a program may use besides the builtins: tools (of ``resolved``, else of
+        the session's kit), parameters, variables.
 
         Raises KitError when the session's kit cannot be resolved.
         """
-        return {*self.resolved_kit().callables, *self.params, *self.variable_types}
+        tools = (resolved or self.resolved_kit()).callables
+        return {*tools, *self.params, *self.variable_types}
 
     def validate(self, program: str, rules: list[Rule] | None = None,
                  kit: KitOrResolved = None, *,

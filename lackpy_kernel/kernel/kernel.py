@@ -151,7 +151,7 @@ class LackpyKernel(Kernel):
         reply itself must still go out)."""
         try:
             resolved = self.lackpy.resolved_kit()
-            metadata["lackpy"] = {"names": sorted(self.lackpy.known_names()),
+            metadata["lackpy"] = {"names": sorted(self.lackpy.known_names(resolved)),
                                   "tools": sorted(resolved.callables),
                                   "kit": kit_label(self.lackpy.kit),
                                   "grade": {"w": resolved.grade.w, "d": resolved.grade.d}}

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from lackpy_kernel.kit.changes import Change
@@ -268,6 +268,11 @@ class RunRequest:
         """What a child is prepared for: this request less its program and values."""
         return replace(self, program="", params={}, return_variables=False)
 
+    def same_key(self, other: RunRequest) -> bool:
+        """Whether ``other`` is of this request's key: every field equal but the program's
+        and its values' (``without_program`` of both equal, without making either)."""
+        return all(getattr(self, name) == getattr(other, name) for name in _KEY_FIELDS)
+
     def walled_for(self) -> tuple[str, list[str]]:
         """What a child's walls are built for: the workspace, and what it reads outside."""
         return os.path.realpath(self.workspace), self.readable()
@@ -279,6 +284,11 @@ class RunRequest:
             return []
         workspace, kits = os.path.realpath(self.workspace), os.path.realpath(self.kits_dir)
         return [] if os.path.commonpath([workspace, kits]) == workspace else [kits]
+
+
+# the fields of a request that make its key: all but its program's and its values'
+_KEY_FIELDS = tuple(each.name for each in fields(RunRequest)
+                    if each.name not in {"program", "params", "return_variables"})
 
 
 def _protected(fields: _Fields) -> dict[str, str] | list[str]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+from dataclasses import fields, replace
 
 import pytest
 
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
+from lackpy_kernel.run.protocol import RunRequest
 from lackpy_kernel.service import LackpyService
 from tests.support.processes import children_of, gone_within
 
@@ -196,3 +198,19 @@ def test_a_process_whose_memory_grew_past_its_share_is_replaced(tmp_path):
         assert box.run("[len(big), n]", ["read_file"]).output == [4000000, 2]
         assert gone_within(small, 10)
         assert box.run("n", ["read_file"]).output == 2
+
+
+def test_every_field_of_a_request_but_its_program_and_values_is_in_its_key():
+    """A field added to ``RunRequest`` joins the key unless it is the program's own: two
+    requests that differ in it never share a walled process."""
+    base = RunRequest(program="1 + 1", workspace="/w", reuse=10)
+    changed = {"program": "2 + 2", "params": {"a": 1}, "return_variables": True,
+               "workspace": "/v", "kit": ["read_file"], "tools": {"t": None},
+               "import_path": ["/p"], "protected": ["x"], "keep": False, "kits_dir": "/k",
+               "timeout": 1.0, "memory_mb": 1, "max_result_bytes": 1, "max_tool_calls": 1,
+               "dry": True, "approve": True, "reuse": 2, "reuse_idle": 1.0, "session": "s"}
+    assert set(changed) == {each.name for each in fields(RunRequest)}
+    for name, value in changed.items():
+        other = replace(base, **{name: value})
+        assert base.same_key(other) == (name in {"program", "params", "return_variables"}), name
+        assert base.same_key(other) == (base.without_program() == other.without_program()), name

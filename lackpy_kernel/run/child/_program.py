@@ -42,7 +42,7 @@ def run_request(request: RunRequest, snapshot: Snapshot, on_modified: Callable[[
             tools, sources = {**tools, **_warm_up_tools()}, {**sources, **WARM_UP_SOURCES}
     except Exception as exc:
         return failure("KitError", f"{type(exc).__name__}: {exc}")
-    root = os.path.realpath(request.workspace)
+    root = snapshot.walled_for[0]  # the workspace's real path: ``fits`` held it to the walls'
     folder = stage_folder(root, os.getpid())
     stage = Stage(root, folder, made=folder == snapshot.stage, protected=request.protected)
     with staging(stage):  # the worker commits it

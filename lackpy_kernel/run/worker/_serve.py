@@ -252,7 +252,7 @@ class Worker:
         """Whether the live ``child`` runs ``request``: a program of the key it ran (every
         field of the request but the program's, the session as the child left it), below
         its ``reuse``, its Python tools imported, and its stage left empty."""
-        return (request.without_program() == child.like and child.runs < request.reuse
+        return (request.same_key(child.like) and child.runs < request.reuse
                 and self.python_tools.has_tried(request) and stage_is_empty(child.stage))
 
     def wait_request(self, child: Child) -> Any:
