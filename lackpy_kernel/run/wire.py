@@ -55,6 +55,11 @@ _FIXED_ARGUMENT = {
 _SIZED_ARGUMENT = {0x8C: 1, ord("X"): 4, 0x8D: 8, ord("C"): 1, ord("B"): 4, 0x8E: 8, 0x8A: 1,
                    0x8B: 4}  # SHORT_BINUNICODE BINUNICODE BINUNICODE8, the same for bytes, LONG1/4
 _STOP = ord(".")
+# Each byte's step as an opcode: its fixed argument's width (0 or more), minus the width of
+# the length before its data, or None (refused; STOP ends the pickle): one look-up an opcode.
+_STEP: tuple[int | None, ...] = tuple(
+    None if code == _STOP else _FIXED_ARGUMENT.get(code, -_SIZED_ARGUMENT.get(code, 0) or None)
+    for code in range(256))
 
 
 def check_opcodes(body: bytes) -> None:
@@ -63,23 +68,21 @@ def check_opcodes(body: bytes) -> None:
     One step per opcode, the data of strings and bytes skipped: linear in the pickle, and
     what the unpickler then allocates is bounded by the pickle's size.
     """
-    fixed, sized = _FIXED_ARGUMENT, _SIZED_ARGUMENT
+    step = _STEP
     position, end = 0, len(body)
     while position < end:
         opcode = body[position]
+        width = step[opcode]
         position += 1
-        width = fixed.get(opcode)
-        if width is not None:
+        if width is None:
             if opcode == _STOP:
                 return
-            position += width
-            continue
-        width = sized.get(opcode)
-        if width is None:
             raise WireError(f"refusing pickle opcode {bytes([opcode])!r} at byte {position - 1}: "
                             "frames carry plain data only")
-        length = int.from_bytes(body[position:position + width], "little")
-        position += width + length
+        if width >= 0:
+            position += width
+        else:  # a length of -width bytes, then that much data
+            position += int.from_bytes(body[position:position - width], "little") - width
     raise WireError("malformed frame: the pickle ends before its STOP")
 
 
