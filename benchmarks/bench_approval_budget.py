@@ -33,14 +33,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import zmq
-from bench_kernel import TIMEOUT, Kernel, _spread, descendants, stderr_notes
+from bench_kernel import Kernel, _spread, asked, descendants, stderr_notes, yes
 from jupyter_client.kernelspec import KernelSpecManager
 from loadgen import load_average
 
@@ -102,54 +99,6 @@ def package_root(kernel: Kernel) -> str:
             if entry.startswith(b"PYTHONPATH="):
                 return entry.split(b"=", 1)[1].decode().split(":")[0]
     raise RuntimeError(f"no process under kernel {kernel.pid} names its package")
-
-
-def asked(kc: Any, code: str, answer: Callable[[str], str]) -> tuple[float, float, str]:
-    """Run ``code`` with stdin allowed, answering its question with ``answer(prompt)``:
-    seconds from ``kc.execute`` to the first input_request and to the idle status, and the
-    first prompt ("" and nan when none came). IOPub is read only once the question came (or
-    the cell ended), so that the time to the question is the kernel's, not this client's
-    decoding what was shown before it. Raises RuntimeError when the cell failed for another
-    reason than a decline, or took longer than ``TIMEOUT``."""
-    shell, iopub, stdin = kc.shell_channel, kc.iopub_channel, kc.stdin_channel
-    while iopub.msg_ready():
-        iopub.get_msg(timeout=0)
-    poller = zmq.Poller()
-    for channel in (shell, stdin):
-        poller.register(channel.socket, zmq.POLLIN)
-    started = time.perf_counter()
-    msg_id = kc.execute(code, allow_stdin=True, stop_on_error=False)
-    asked_at, prompt, reply, idle_at = float("nan"), "", None, None
-    while reply is None or idle_at is None:
-        events = dict(poller.poll(int(TIMEOUT * 1000)))
-        if not events:
-            raise RuntimeError(f"no reply to {code[:60]!r} in {TIMEOUT:.0f} s")
-        if stdin.socket in events:
-            msg = stdin.get_msg(timeout=0)
-            if not prompt:
-                asked_at, prompt = time.perf_counter(), msg["content"]["prompt"]
-                poller.register(iopub.socket, zmq.POLLIN)
-            kc.input(answer(msg["content"]["prompt"]))
-        if shell.socket in events:
-            msg = shell.get_msg(timeout=0)
-            if msg["parent_header"].get("msg_id") == msg_id:
-                reply = msg["content"]
-                poller.register(iopub.socket, zmq.POLLIN)
-        if iopub.socket in events:
-            msg = iopub.get_msg(timeout=0)
-            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
-                    and msg["content"]["execution_state"] == "idle"):
-                idle_at = time.perf_counter()
-    if reply["status"] != "ok" and "declined" not in reply.get("evalue", ""):
-        raise RuntimeError(f"{code[:60]!r} failed: {reply.get('ename')}: {reply.get('evalue')}")
-    return asked_at - started, idle_at - started, prompt
-
-
-def yes(prompt: str) -> str:
-    """"y" to a question about a change shown whole (both trees end it ``[y/N] ``)."""
-    if not prompt.endswith("[y/N] "):
-        raise RuntimeError(f"the small write was not asked about as shown whole: {prompt!r}")
-    return "y"
 
 
 def measure(kernels: dict[str, Kernel], root: Path, rounds: int, big_rounds: int

@@ -45,6 +45,10 @@ both alike.
    python3, then both again in the other order), so that neither kernel's background
    work falls on the other's cells: each cell sent as soon as the one before is idle
    (as a notebook's "run all" does), and each 100 ms after it (someone at the keyboard).
+7. Approved: the write cell again (a new content each round), lackpy's in a workspace that
+   asks before changes land (``[sandbox] approve = "write"``), its question answered "y"
+   over the stdin channel as soon as it comes, against python3's, taking turns: from
+   ``kc.execute()`` to the idle status.
 
 With ``--telemetry``, only this: the read cell (3.) in two lackpy kernels, alternately, one
 with ``[telemetry] exporter = "none"`` (spans off: one check of a module attribute per span)
@@ -68,6 +72,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -84,6 +89,9 @@ TOOL_CELL = {"lackpy": "len(read_file('a.txt'))", "python3": "len(open('a.txt').
 # lets changes land unseen, [sandbox] approve = "never"), against a plain write
 WRITE_CELL = {"lackpy": "write_file('w.txt', 'x')", "python3": "open('w.txt', 'w').write('x')"}
 WRITE_KIT = "%kit read_file,write_file"  # sent once to the lackpy kernel, untimed
+# a write cell whose change lackpy asks about, answered "y" (the round's number as content)
+APPROVED_WRITE = {"lackpy": "write_file('w.txt', '{}')", "python3": "open('w.txt', 'w').write('{}')"}
+APPROVED_METRIC = "write cell, approved with 'y' -> idle"
 TIMEOUT = 60.0
 SETTLE = 1.0  # seconds of quiet before memory is read: lackpy forks its next child after a cell
 PAUSE = 0.1  # seconds between cells sent by hand
@@ -172,6 +180,54 @@ def round_trip(kc: Any, code: str) -> tuple[float, float]:
     return reply_at - started, idle_at - started
 
 
+def asked(kc: Any, code: str, answer: Callable[[str], str]) -> tuple[float, float, str]:
+    """Run ``code`` with stdin allowed, answering its question with ``answer(prompt)``:
+    seconds from ``kc.execute`` to the first input_request and to the idle status, and the
+    first prompt ("" and nan when none came). IOPub is read only once the question came (or
+    the cell ended), so that the time to the question is the kernel's, not this client's
+    decoding what was shown before it. Raises RuntimeError when the cell failed for another
+    reason than a decline, or took longer than ``TIMEOUT``."""
+    shell, iopub, stdin = kc.shell_channel, kc.iopub_channel, kc.stdin_channel
+    while iopub.msg_ready():
+        iopub.get_msg(timeout=0)
+    poller = zmq.Poller()
+    for channel in (shell, stdin):
+        poller.register(channel.socket, zmq.POLLIN)
+    started = time.perf_counter()
+    msg_id = kc.execute(code, allow_stdin=True, stop_on_error=False)
+    asked_at, prompt, reply, idle_at = float("nan"), "", None, None
+    while reply is None or idle_at is None:
+        events = dict(poller.poll(int(TIMEOUT * 1000)))
+        if not events:
+            raise RuntimeError(f"no reply to {code[:60]!r} in {TIMEOUT:.0f} s")
+        if stdin.socket in events:
+            msg = stdin.get_msg(timeout=0)
+            if not prompt:
+                asked_at, prompt = time.perf_counter(), msg["content"]["prompt"]
+                poller.register(iopub.socket, zmq.POLLIN)
+            kc.input(answer(msg["content"]["prompt"]))
+        if shell.socket in events:
+            msg = shell.get_msg(timeout=0)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                reply = msg["content"]
+                poller.register(iopub.socket, zmq.POLLIN)
+        if iopub.socket in events:
+            msg = iopub.get_msg(timeout=0)
+            if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status"
+                    and msg["content"]["execution_state"] == "idle"):
+                idle_at = time.perf_counter()
+    if reply["status"] != "ok" and "declined" not in reply.get("evalue", ""):
+        raise RuntimeError(f"{code[:60]!r} failed: {reply.get('ename')}: {reply.get('evalue')}")
+    return asked_at - started, idle_at - started, prompt
+
+
+def yes(prompt: str) -> str:
+    """"y" to a question about a change shown whole (both trees end it ``[y/N] ``)."""
+    if not prompt.endswith("[y/N] "):
+        raise RuntimeError(f"the small write was not asked about as shown whole: {prompt!r}")
+    return "y"
+
+
 def alternate(round_index: int) -> tuple[str, ...]:
     return KERNELS if round_index % 2 == 0 else KERNELS[::-1]
 
@@ -242,6 +298,36 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
             if how != "clean":
                 anomalies.append(f"{name}: the cells' kernel did not end on the shutdown "
                                  f"request ({how}, {took * 1e3:.0f} ms)")
+
+
+def bench_approved(root: Path, context: zmq.Context, stderr: dict[str, IO[str]], cells: int,
+                   samples: dict) -> None:
+    """A write cell again, lackpy's in a workspace that asks first (``[sandbox] approve =
+    "write"``), each question answered "y" over stdin as it comes, against python3's; the
+    kernels taking turns, a new content each round (a write that changes nothing asks
+    nothing)."""
+    folders = {name: root / f"approved-{name}" for name in KERNELS}  # each its own w.txt
+    (folders["lackpy"] / ".lackpy").mkdir(parents=True)
+    (folders["lackpy"] / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "write"\n')
+    folders["python3"].mkdir()
+    kernels = {name: Kernel(name) for name in KERNELS}
+    try:
+        for name, kernel in kernels.items():
+            kernel.start(folders[name], context, stderr[name])
+            kernel.ready()
+        round_trip(kernels["lackpy"].kc, WRITE_KIT)
+        for index in range(-1, cells):  # round -1 warms both up, untimed
+            for name in alternate(index):
+                code = APPROVED_WRITE[name].format(index)
+                kc = kernels[name].kc
+                idle = asked(kc, code, yes)[1] if name == "lackpy" else round_trip(kc, code)[1]
+                if index >= 0:
+                    samples[APPROVED_METRIC][name].append(idle)
+        if (folders["lackpy"] / "w.txt").read_text() != f"{cells - 1}":
+            raise RuntimeError("the approved writes did not land")
+    finally:
+        for kernel in kernels.values():
+            kernel.shutdown()
 
 
 def bench_alone(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]],
@@ -443,6 +529,7 @@ def kernel_table(quick: bool) -> dict[str, tuple[float, float]]:
             bench_startup(workspace, context, stderr, starts, samples, anomalies)
             bench_cells(workspace, context, stderr, cells, samples, memory, cpu, anomalies)
             bench_alone(workspace, context, stderr, cells, samples)
+            bench_approved(root, context, stderr, cells, samples)
         finally:
             for handle in stderr.values():
                 handle.flush()

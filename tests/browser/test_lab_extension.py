@@ -146,8 +146,12 @@ def test_a_trace_renders_as_a_table_that_sorts_and_links_the_files_it_read(lab, 
     assert links.all_inner_texts() == ["notes.txt", "app.py"]
     lab.screenshot(THREE_CALLS, shots / "trace-renderer.png")
     links.first.click()
-    opened = lab.page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel", has_text="notes.txt")
+    current = ".lm-TabBar-tab.lm-mod-current"
+    opened = lab.page.locator(f"{current} .lm-TabBar-tabLabel", has_text="notes.txt")
     opened.wait_for(timeout=WAIT_MS)
+    # close the file's tab: the notebook is the current tab again for the module's other tests
+    lab.page.locator(current, has_text="notes.txt").locator(".lm-TabBar-tabCloseIcon").click()
+    lab.page.locator(f"{current} .lm-TabBar-tabLabel", has_text="live.ipynb").wait_for(timeout=WAIT_MS)
 
 
 def test_a_python_notebooks_lackpy_cell_is_checked_and_its_python_cells_are_not(browser, shots):
