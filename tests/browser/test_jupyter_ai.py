@@ -105,7 +105,10 @@ def test_at_lackpy_answers_a_template_prompt_with_the_program_and_its_result(cha
     answer = chat.said("remember the milk")
     assert "answered by the template milk: no model call" in answer.inner_text()
     call = chat.tool_call("lackpy program (written by templates")
-    assert "tool-call-completed" in call.get_attribute("class")
+    completed = "jp-jupyter-ai-acp-client-tool-call-completed"  # its update may come after the answer
+    chat.page.wait_for_function("([call, done]) => call.classList.contains(done)",
+                                arg=[call.element_handle(), completed], timeout=WAIT_MS)
+    assert completed in call.get_attribute("class")
     detail = call.locator(".jp-jupyter-ai-acp-client-tool-call-detail")
     assert not detail.is_visible()  # folded until the person opens it
     call.locator("summary").click()

@@ -99,6 +99,16 @@ def _type_in_new_cell(lab: NotebookPage, text: str) -> int:
     return last + 1
 
 
+def _underlined(lab: NotebookPage, index: int, words: list[str]) -> list[str]:
+    """The words underlined in cell ``index`` once they are ``words`` (live validation runs
+    as the text is typed, so a half-typed name may be underlined first); times out else."""
+    lab.page.wait_for_function(
+        "([cell, selector, words]) => JSON.stringify([...cell.querySelectorAll(selector)]"
+        ".map(mark => mark.innerText)) === JSON.stringify(words)",
+        arg=[lab.cell(index).element_handle(), PROBLEM, words], timeout=WAIT_MS)
+    return lab.cell(index).locator(PROBLEM).all_inner_texts()
+
+
 def test_the_server_offers_the_extension(lab):
     offered = lab.page.evaluate(
         "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
@@ -109,8 +119,7 @@ def test_the_server_offers_the_extension(lab):
 def test_a_forbidden_name_is_underlined_with_the_validators_message_until_fixed(lab, shots):
     index = _type_in_new_cell(lab, "open('x')")
     underline = lab.cell(index).locator(PROBLEM)
-    underline.first.wait_for(timeout=WAIT_MS)
-    assert underline.all_inner_texts() == ["open"]
+    assert _underlined(lab, index, ["open"]) == ["open"]
     underline.first.hover()
     tooltip = lab.page.locator(".cm-tooltip-lint .cm-diagnostic")
     tooltip.wait_for(timeout=WAIT_MS)
@@ -126,9 +135,7 @@ def test_a_forbidden_name_is_underlined_with_the_validators_message_until_fixed(
 
 def test_a_variable_of_an_earlier_cell_is_not_underlined_and_an_unknown_name_is(lab, shots):
     index = _type_in_new_cell(lab, "len(earlier) + nowhere")
-    underline = lab.cell(index).locator(PROBLEM)
-    underline.first.wait_for(timeout=WAIT_MS)
-    assert underline.all_inner_texts() == ["nowhere"]
+    assert _underlined(lab, index, ["nowhere"]) == ["nowhere"]
     lab.screenshot(index, shots / "live-validation-names.png")
 
 

@@ -46,6 +46,7 @@ def files(workspace) -> tuple[str, bool]:
 
 
 def test_no_leaves_both_files_and_the_variables_as_they_were(kernel, workspace):
+    assert kernel.execute("kept = 1").status == "ok"  # whatever the module's tests before set
     outcome, request = answered(kernel, WRITE_TWO, "n")
     assert request["prompt"] == QUESTION
     (shown,) = outcome.of("display_data")  # the change, before the question
