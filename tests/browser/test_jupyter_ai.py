@@ -94,6 +94,17 @@ class _Chat:
         message.wait_for(timeout=WAIT_MS)
         return message
 
+    def reply_to(self, prompt: str, text: str):
+        """Send ``prompt``; the new rendered message that shows ``text``, once one more shows
+        it than before (the chat may show earlier tests' messages with it)."""
+        before = self.count(text)
+        self.send(prompt)
+        self.page.wait_for_function(
+            """([text, before]) => [...document.querySelectorAll('.jp-chat-rendered-message')]
+                   .filter(m => m.textContent.includes(text)).length > before""",
+            arg=[text, before], timeout=WAIT_MS)
+        return self.said(text)
+
     def tool_call(self, title: str):
         call = self.page.locator(".jp-jupyter-ai-acp-client-tool-call", has_text=title).last
         call.wait_for(timeout=WAIT_MS)
@@ -101,8 +112,7 @@ class _Chat:
 
 
 def test_at_lackpy_answers_a_template_prompt_with_the_program_and_its_result(chat, tmp_path):
-    chat.send("@lackpy what should I remember")
-    answer = chat.said("remember the milk")
+    answer = chat.reply_to("@lackpy what should I remember", "remember the milk")
     assert "answered by the template milk: no model call" in answer.inner_text()
     call = chat.tool_call("lackpy program (written by templates")
     completed = "jp-jupyter-ai-acp-client-tool-call-completed"  # its update may come after the answer
@@ -156,12 +166,6 @@ def test_after_a_reload_the_next_reply_is_that_prompts_alone(chat):
     chat.open()
     # counted once the reloaded chat shows what it kept (earlier tests' messages render anew)
     milk_before = chat.count("remember the milk")
-    todos_before = chat.count("answered by the template todo")
-    chat.send("@lackpy show the todo")
-    chat.page.wait_for_function(
-        """([text, before]) => [...document.querySelectorAll('.jp-chat-rendered-message')].filter(
-               m => m.textContent.includes(text)).length > before""",
-        arg=["answered by the template todo", todos_before], timeout=WAIT_MS)
-    reply = chat.said("answered by the template todo")
+    reply = chat.reply_to("@lackpy show the todo", "answered by the template todo")
     assert "remember the milk" not in reply.inner_text()
     assert chat.count("remember the milk") == milk_before
