@@ -274,16 +274,31 @@ class Watch:
         Kibitzer is set aside)."""
         if self._shared["off"]:
             return default
-        if isinstance(load := self._shared.pop("load", None), str):
-            self._ask("load", self._load, load)
         from concurrent.futures import Future
-        from concurrent.futures import TimeoutError as FutureTimeout
 
         self._start()
         future: Future[Any] = Future()
+        loading: Future[Any] | None = None
         with self._lock:  # asked from any thread that runs a tool or a cell
+            # Kibitzer loads before the first question: the one who takes the load queues it
+            # ahead of its own, inside the lock, so no other question can come before it
+            if isinstance(load := self._shared.pop("load", None), str):
+                loading = Future()
+                self._shared["asked"] += 1
+                self._jobs.put((self._load, (load,), loading, True))
             self._shared["asked"] += not keeps
-        self._jobs.put((call, args, future, not keeps))
+            self._jobs.put((call, args, future, not keeps))
+        if loading is not None:
+            self._answer("load", loading, None)
+        return self._answer(what, future, default)
+
+    def _answer(self, what: str, future: Future[Any], default: Any) -> Any:
+        """The result of the question ``what`` (``future``) within ``timeout``; ``default``
+        when it raised (said once) or is late (said, and Kibitzer is set aside)."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        if self._shared["off"]:
+            return default
         try:
             return future.result(timeout=self.timeout)
         except FutureTimeout:

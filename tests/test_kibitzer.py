@@ -313,3 +313,37 @@ async def test_a_closed_service_leaves_no_kibitzer_thread(tmp_path):
     for thread in started:
         thread.join(timeout=60)
     assert len(started) <= 3 and not any(thread.is_alive() for thread in started)
+
+
+class _SlowToTake(dict):
+    """The watch's shared state, its load taken slowly: a thread switch right after the take."""
+
+    def pop(self, key, *default):
+        taken = super().pop(key, *default)
+        if key == "load" and taken is not None:
+            threading.Event().wait(0.3)  # another thread asks meanwhile
+        return taken
+
+
+def test_no_question_is_answered_before_kibitzer_has_loaded(tmp_path):
+    """Two threads asking first: the one that takes the load queues it ahead of the other's
+    question (unloaded, Kibitzer knows no mode and refuses every write as read-only)."""
+    from lackpy_kernel.kibitzer import Watch
+
+    watch = Watch.open(kibitzer_workspace(tmp_path, None), enabled=True)
+    watch._shared = _SlowToTake(watch._shared)
+    refused: list[str] = []
+
+    def ask() -> None:
+        try:
+            watch.before_call("write_file", {"path": "out.txt"})
+        except Exception as exc:
+            refused.append(str(exc))
+
+    first = threading.Thread(target=ask)
+    first.start()
+    threading.Event().wait(0.1)  # the first has taken the load and waits in the take
+    ask()
+    first.join(timeout=60)
+    watch.close()
+    assert refused == []
