@@ -45,31 +45,38 @@ def table(reuse: int, rounds: int, gap: float) -> None:
                                    session="bench"))
 
 
-def code_table(reuse: int, rounds: int) -> None:
-    """Print ``find_definitions`` through ``run_program`` against ``grep -rn`` on one tree."""
+def code_table(workspace: Path, described: str, reuse: int, rounds: int) -> None:
+    """Print ``find_definitions`` through ``run_program`` against ``grep -rn`` on the tree in
+    ``workspace`` (``described``), with ``[sandbox] reuse = reuse``."""
+    (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
+    print(f"reuse = {reuse}: find_definitions through run_program against grep -rn, "
+          f"{described}, {rounds} samples each ({load_average()})")
+    grep = ["grep", "-rn", "APIResponse", str(workspace / "sdk")]
+    with LackpyService(workspace) as service:  # reads the config just written
+        kit = service.resolve_kit(["find_definitions"])
+
+        async def ours() -> object:
+            result = await service.run_program("find_definitions('APIResponse')", kit,
+                                               sandbox=True, session="bench")
+            assert result.success, result.error
+            return result.output
+
+        async def theirs() -> object:
+            return subprocess.run(grep, capture_output=True, check=True).stdout
+
+        times = asyncio.run(alternate((ours, theirs), rounds))
+    print(header(("lackpy", "grep  ")))
+    print(row("find_definitions('APIResponse')", *times, ("lackpy", "grep  ")), flush=True)
+
+
+def code_tables(sizes: list[int], rounds: int) -> None:
+    """``code_table`` for each ``reuse`` in ``sizes``, on one tree made once."""
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
         described = _sdk_tree(workspace / "sdk")
         (workspace / ".lackpy").mkdir()
-        (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
-        print(f"reuse = {reuse}: find_definitions through run_program against grep -rn, "
-              f"{described}, {rounds} samples each ({load_average()})")
-        grep = ["grep", "-rn", "APIResponse", str(workspace / "sdk")]
-        with LackpyService(workspace) as service:
-            kit = service.resolve_kit(["find_definitions"])
-
-            async def ours() -> object:
-                result = await service.run_program("find_definitions('APIResponse')", kit,
-                                                   sandbox=True, session="bench")
-                assert result.success, result.error
-                return result.output
-
-            async def theirs() -> object:
-                return subprocess.run(grep, capture_output=True, check=True).stdout
-
-            times = asyncio.run(alternate((ours, theirs), rounds))
-        print(header(("lackpy", "grep  ")))
-        print(row("find_definitions('APIResponse')", *times, ("lackpy", "grep  ")), flush=True)
+        for reuse in sizes:
+            code_table(workspace, described, reuse, rounds)
 
 
 def main() -> None:
@@ -87,8 +94,8 @@ def main() -> None:
     for reuse in sizes if args.rounds else ():
         for gap in GAPS:
             table(reuse, args.rounds, gap)
-    for reuse in sizes if args.code else ():
-        code_table(reuse, args.code)
+    if args.code:
+        code_tables(sizes, args.code)
 
 
 if __name__ == "__main__":
