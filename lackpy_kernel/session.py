@@ -84,7 +84,7 @@ class LackpySession:
 
         Raises KitError when the session's kit cannot be resolved.
         """
-        tools = (resolved or self.resolved_kit()).callables
+        tools = (resolved if resolved is not None else self.resolved_kit()).callables
         return {*tools, *self.params, *self.variable_types}
 
     def validate(self, program: str, rules: list[Rule] | None = None,

@@ -39,21 +39,25 @@ def command_line(pid: int, *, wait: float = 5.0) -> bytes:
         time.sleep(0.005)
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command's name (its state first), or None
+    once ``pid`` is gone (reaped before the open, or before the read)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
 def cpu_ticks(pid: int) -> int:
     """The CPU time ``pid`` has used, user and system, in clock ticks (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0
-    return int(fields[11]) + int(fields[12])  # utime and stime: fields 14 and 15 of stat
+    fields = _stat(pid)
+    return 0 if fields is None else int(fields[11]) + int(fields[12])  # stat's 14th and 15th
 
 
 def gone(pid: int) -> bool:
     """Whether ``pid`` no longer runs (exited, or a zombie waiting to be reaped)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-    except (FileNotFoundError, ProcessLookupError):  # reaped before the open, or before the read
-        return True
+    fields = _stat(pid)
+    return fields is None or fields[0] == "Z"
 
 
 def gone_within(pid: int, seconds: float) -> bool:
