@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+import time
 from dataclasses import fields, replace
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
 from lackpy_kernel.run.protocol import RunRequest
 from lackpy_kernel.service import LackpyService
-from tests.support.processes import children_of, gone_within
+from tests.support.processes import children_of, gone, gone_within
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
 
@@ -135,8 +136,12 @@ def session_box(tmp_path):
 
 
 def kept_child(box: Sandbox) -> int:
-    """The worker's one child while a kept process waits for the next program."""
-    children = children_of(box.worker_pid)
+    """The worker's one child while a kept process waits for the next program (a child let
+    go is killed at once but reaped when the worker is next idle: it is not counted)."""
+    deadline = time.monotonic() + 10
+    while len(children := [child for child in children_of(box.worker_pid)
+                           if not gone(child)]) != 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert len(children) == 1, children
     return children[0]
 
