@@ -53,6 +53,29 @@ def test_session_variables_are_known_to_the_validator():
     assert run("g('x')", variables={"g": greet}).success
 
 
+def test_a_program_runs_as_a_function_with_module_semantics():
+    # its names are a function's locals (fast), yet it reads and rebinds what it is given
+    # as a module would, and a name it has not bound yet is not defined, as at module level
+    given = {"total": 41, "rows": [3, 1, 2], "k": 10}
+    result = run("total += 1\nrows = sort_by(rows, key=lambda r: r * k)\nk = 2\n"
+                 "n = len([k for k in rows])\nk", variables=given)
+    assert result.success, result.error
+    assert result.output == 2
+    assert result.variables == {"total": 42, "rows": [1, 2, 3], "k": 2, "n": 3}
+    if_unset = run("if total > 100:\n    late = 1\nlate", variables=given)
+    assert (if_unset.error_type, if_unset.error) == (
+        "NameError", "NameError: name 'late' is not defined (line 3: late)")
+    in_lambda = run("xs = sort_by([2, 1], key=lambda v: v * later)\nlater = 2")
+    assert (in_lambda.error_type, in_lambda.error_line) == ("NameError", 1)
+    assert in_lambda.error.startswith("NameError: name 'later' is not defined")
+
+
+def test_many_names_and_no_session_still_compile():
+    names = ", ".join(f"v{i}" for i in range(20_000))
+    result = run(f"{names} = range(20000)\nv19999")
+    assert result.success and result.output == 19_999
+
+
 def test_runtime_error_names_type_message_and_line():
     result = run("a = 1\nb = 0\nc = a / b")
     assert not result.success
