@@ -139,7 +139,8 @@ class LackpySession:
         if delegation.runs:
             started = time.perf_counter()
             self.service.record_run(delegation, await self._run_checked(
-                delegation.program, resolved, list(options.rules or ()), given), started)
+                delegation.program, resolved, list(options.rules or ()), given, unseen=True),
+                started)
         return delegation
 
     async def run_once(self, program: str, *, kit: KitOrResolved = None,
@@ -192,10 +193,14 @@ class LackpySession:
     # -- internals ------------------------------------------------------------
 
     async def _run_checked(self, program: str, resolved: ResolvedKit, rules: list[Rule] | None,
-                           params: dict[str, Any] | None = None) -> ExecutionResult:
+                           params: dict[str, Any] | None = None, *,
+                           unseen: bool = False) -> ExecutionResult:
+        """Run ``program`` in this session (``unseen``: a model wrote it and nobody has seen it
+        run, so it gets a walled process of its own, replaced after it)."""
         runs = self.service.runs
         spec = runs.spec(program, resolved, params=self.params if params is None else params,
-                         rules=rules, names=self.variable_types, approve=self.approve)
+                         rules=rules, names=self.variable_types, approve=self.approve,
+                         unseen=unseen)
         try:
             result = await runs.run(spec, self._own_place())
         except KeyboardInterrupt:

@@ -16,6 +16,7 @@ import pytest
 from lackpy_kernel.run import Sandbox, SandboxLimits, sandbox_supported
 from lackpy_kernel.run.protocol import RunRequest
 from lackpy_kernel.service import LackpyService
+from lackpy_kernel.session import LackpySession
 from tests.support.processes import children_of, gone, gone_within
 
 pytestmark = pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
@@ -101,6 +102,27 @@ async def test_a_program_nobody_has_seen_run_gets_a_process_of_its_own(service, 
     unseen = await pids(service, 2, **options)
     after = await pids(service, 1)
     assert len({*before, *unseen, *after}) == 4
+
+
+async def test_a_delegated_program_runs_alone_between_the_persons_cells(tmp_path):
+    """A program a model wrote and ``delegate`` runs (no one has seen it run) finds neither
+    the process the person's cells ran in nor leaves its own to their next one; the
+    session's variables carry on across it."""
+    configure(tmp_path, reuse=10)
+    (tmp_path / ".lackpy" / "templates").mkdir()
+    (tmp_path / ".lackpy" / "templates" / "which.tmpl").write_text(
+        "---\nname: which\npattern: which process\n---\nwho = pid()\nwho\n")
+    with LackpyService(tmp_path) as service:
+        session = LackpySession(service, kit="pid,read_file")
+        try:
+            before = [(await session.run(program)).output for program in ("n = 1", "pid()")]
+            delegation = await session.delegate("which process", run=True, approved=True)
+            assert delegation.ran and delegation.result.success, delegation.result.error
+            after = await session.run("pid() if n == 1 else 0")
+        finally:
+            session.close()
+    assert len({before[1], delegation.result.output, after.output}) == 3
+    assert after.success and after.output
 
 
 async def test_another_key_gets_another_process(service):
