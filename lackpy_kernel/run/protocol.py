@@ -134,24 +134,28 @@ def _named(kind: type) -> str:
 @dataclass(frozen=True, slots=True)
 class PythonLoad:
     """Where a Python tool that runs in the program's process comes from: its source
-    (``provider``), the module's ``path`` or ``module`` name, and the ``function``."""
+    (``provider``), the module's ``path`` or ``module`` name, the ``function``, and the
+    ``content`` of the module's file as the kernel last saw it (a digest; "" where it has
+    none): a change of it is a new key, so the tool's new code runs in a new process."""
 
     provider: str
     path: str | None
     module: str | None
     function: str
+    content: str = ""
 
     def to_frame(self) -> wire.Frame:
         """Plain data for the wire."""
         return {"provider": self.provider, "path": self.path, "module": self.module,
-                "function": self.function}
+                "function": self.function, "content": self.content}
 
     @classmethod
     def from_frame(cls, frame: Any) -> PythonLoad:
         """The load ``to_frame`` gave. Raises WireError for another shape."""
         fields = _Fields(frame, "tool's load")
         return cls(provider=fields.get("provider", str), path=fields.get("path", str, _NONE),
-                   module=fields.get("module", str, _NONE), function=fields.get("function", str))
+                   module=fields.get("module", str, _NONE), function=fields.get("function", str),
+                   content=fields.get("content", str))
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,6 +125,17 @@ async def test_a_delegated_program_runs_alone_between_the_persons_cells(tmp_path
     assert after.success and after.output
 
 
+async def test_a_tool_module_edited_between_programs_runs_its_new_code_in_a_new_process(
+        service, tmp_path):
+    first, second = await pids(service, 2)
+    probe = tmp_path / "tools" / "probe.py"
+    probe.write_text(probe.read_text().replace("return os.getpid()", "return -os.getpid()"))
+    third, fourth = await pids(service, 2)
+    assert first == second
+    assert third == fourth < 0  # the new code, in one process for the new key
+    assert -third != second
+
+
 async def test_another_key_gets_another_process(service):
     warm = await pids(service, 1)
     other = await service.run_program("pid()", kit="pid", session="mine")  # another kit

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from lackpy_kernel.kit.sources import PythonToolSource
 
 MAX_NAMED_KITS = 16
-_LoadKey = tuple[str, str | None, str | None, str]  # provider, path, module, workspace
+# provider, path, module, content, workspace
+_LoadKey = tuple[str, str | None, str | None, str, str]
 
 
 class PythonTools:
@@ -65,7 +66,7 @@ def _loads(request: RunRequest) -> list[PythonLoad]:
 
 
 def _load_key(info: PythonLoad, workspace: str) -> _LoadKey:
-    return (info.provider, info.path, info.module, workspace)
+    return (info.provider, info.path, info.module, info.content, workspace)
 
 
 def _extend_import_path(entries: list[str]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import queue
 import sys
@@ -124,8 +125,32 @@ def _positional(spec: ToolSpec) -> tuple[str, ...]:
 
 def _load_info(spec: ToolSpec) -> PythonLoad:
     config = spec.provider_config
-    return PythonLoad(spec.provider, config.get("path"), config.get("module"),
-                      config.get("function", spec.name))
+    path, module = config.get("path"), config.get("module")
+    where = path or getattr(sys.modules.get(module or ""), "__file__", None)
+    return PythonLoad(spec.provider, path, module, config.get("function", spec.name),
+                      content_of(where) if where else "")
+
+
+_contents: dict[str, tuple[tuple[int, ...], str]] = {}  # path -> (its stat, its digest)
+
+
+def content_of(path: str) -> str:
+    """A digest of the file at ``path`` ("" when it cannot be read), read again only when
+    its inode, size or times changed."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ""
+    stat = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    known = _contents.get(path)
+    if known is None or known[0] != stat:
+        try:
+            with open(path, "rb") as file:
+                known = stat, hashlib.blake2b(file.read(), digest_size=16).hexdigest()
+        except OSError:
+            return ""
+        _contents[path] = known
+    return known[1]
 
 
 class ToolHost:
