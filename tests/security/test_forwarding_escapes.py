@@ -105,16 +105,19 @@ def kernel_side():
     return KernelSide()
 
 
-@pytest.fixture
-def sandbox(tmp_path, kernel_side):
+@pytest.fixture(params=[1, 10], ids=["reuse=1", "reuse=10"])
+def sandbox(request, tmp_path, kernel_side):
+    """A sandbox whose walled processes run one program each, or up to ten of a key (the
+    default): the attacks hold for both. (``Sandbox`` takes its limits, ``[sandbox]
+    reuse`` among them, from its caller, not from ``.lackpy/config.toml``.)"""
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "hostile.py").write_text(textwrap.dedent(HOSTILE))
     toolbox = builtin_toolbox(tmp_path)
     kernel_side.register(toolbox)
     sources = ToolSources({"hostile": {"plugin": "python", "path": "hostile.py"}}, tmp_path)
     sources.attach(toolbox)
-    box = Sandbox(tmp_path, SandboxLimits(timeout=20, max_result_mb=1, max_tool_calls=MAX_CALLS),
-                  toolbox=toolbox)
+    box = Sandbox(tmp_path, SandboxLimits(timeout=20, max_result_mb=1, max_tool_calls=MAX_CALLS,
+                                          reuse=request.param), toolbox=toolbox)
     assert box.run("kept = [1, 2]", ["read_file"]).success
     yield box
     box.close()
