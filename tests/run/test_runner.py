@@ -1,8 +1,10 @@
 """The in-process restricted runner and traces."""
 
+import ast
+
 import pytest
 
-from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Trace, make_traced, summarize
+from lackpy_kernel.run import ExecutionResult, RestrictedRunner, Trace, make_traced, runner, summarize
 from lackpy_kernel.run.runner import STDOUT_LIMIT
 
 
@@ -53,26 +55,43 @@ def test_session_variables_are_known_to_the_validator():
     assert run("g('x')", variables={"g": greet}).success
 
 
-def test_a_program_runs_as_a_function_with_module_semantics():
+def test_a_program_with_a_loop_runs_as_a_function_with_module_semantics():
     # its names are a function's locals (fast), yet it reads and rebinds what it is given
     # as a module would, and a name it has not bound yet is not defined, as at module level
     given = {"total": 41, "rows": [3, 1, 2], "k": 10}
-    result = run("total += 1\nrows = sort_by(rows, key=lambda r: r * k)\nk = 2\n"
-                 "n = len([k for k in rows])\nk", variables=given)
+    result = run("for row in rows:\n    total += row\nrows = sort_by(rows, key=lambda r: r * k)\n"
+                 "k = 2\nn = len([k for k in rows])\nk", variables=given)
     assert result.success, result.error
     assert result.output == 2
-    assert result.variables == {"total": 42, "rows": [1, 2, 3], "k": 2, "n": 3}
-    if_unset = run("if total > 100:\n    late = 1\nlate", variables=given)
+    assert result.variables == {"total": 47, "rows": [1, 2, 3], "k": 2, "n": 3, "row": 2}
+    if_unset = run("for row in rows:\n    if row > 100:\n        late = 1\nlate", variables=given)
     assert (if_unset.error_type, if_unset.error) == (
-        "NameError", "NameError: name 'late' is not defined (line 3: late)")
-    in_lambda = run("xs = sort_by([2, 1], key=lambda v: v * later)\nlater = 2")
-    assert (in_lambda.error_type, in_lambda.error_line) == ("NameError", 1)
+        "NameError", "NameError: name 'late' is not defined (line 4: late)")
+    in_lambda = run("for u in range(1):\n    xs = sort_by([2, 1], key=lambda v: v * later)\n"
+                    "later = 2")
+    assert (in_lambda.error_type, in_lambda.error_line) == ("NameError", 2)
     assert in_lambda.error.startswith("NameError: name 'later' is not defined")
+    assert run("with_loop = 0\nfor i in range(3):\n    with_loop += i\nwith_loop").output == 3
 
 
-def test_many_names_and_no_session_still_compile():
+@pytest.mark.parametrize(("program", "locals_"), [
+    ("total = 0\nfor i in range(3):\n    total += i", ("total", "i")),
+    ("if True:\n    with_ = 1\n    for i in range(3):\n        with_ += i", ("with_", "i")),
+    ("x = 1\ny = [i for i in range(3)]", None),  # no for statement: a module's code
+])
+def test_only_a_program_with_a_for_loop_gets_fast_locals(program, locals_):
+    code = runner._compile(ast.parse(program), {"total": 5})
+    if locals_ is None:
+        assert code.co_name == "<module>"
+    else:
+        assert set(code.co_varnames) >= set(locals_)
+        assert code.co_varnames[:code.co_argcount] == (("total",) if "total" in locals_ else ())
+
+
+@pytest.mark.parametrize("loop", ["", "for i in range(1):\n    pass_ = i\n"])
+def test_many_names_still_compile(loop):
     names = ", ".join(f"v{i}" for i in range(20_000))
-    result = run(f"{names} = range(20000)\nv19999")
+    result = run(f"{loop}{names} = range(20000)\nv19999", variables={"v7": 0})
     assert result.success and result.output == 19_999
 
 
