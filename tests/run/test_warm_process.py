@@ -136,6 +136,35 @@ async def test_a_tool_module_edited_between_programs_runs_its_new_code_in_a_new_
     assert -third != second
 
 
+def cpu_limit(pid: int) -> tuple[int, int]:
+    """The soft and hard RLIMIT_CPU of process ``pid``, in seconds."""
+    for line in open(f"/proc/{pid}/limits").read().splitlines():
+        if line.startswith("Max cpu time"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no cpu time limit")
+
+
+async def test_each_program_of_a_kept_process_gets_its_own_cpu_allowance(tmp_path):
+    """RLIMIT_CPU counts a process's whole life: each program of a kept process is given
+    ``timeout`` + 2 seconds from what the process used before it, within a hard limit set
+    for all ``reuse`` of them at its first."""
+    configure(tmp_path, reuse=3)
+    config = tmp_path / ".lackpy" / "config.toml"
+    config.write_text(config.read_text().replace("[sandbox]\n", "[sandbox]\ntimeout = 30\n"))
+    burn = "total = 0\nfor i in range(100_000_000):\n    total += i\npid()"  # seconds of CPU
+    with LackpyService(tmp_path) as service:
+        first = await service.run_program("pid()", kit="pid,read_file", session="mine")
+        soft, hard = cpu_limit(first.output)
+        burnt = await service.run_program(burn, kit="pid,read_file", session="mine")
+        assert burnt.output == first.output, burnt.error
+        last = await service.run_program("pid()", kit="pid,read_file", session="mine")
+        assert last.output == first.output
+        later_soft, later_hard = cpu_limit(last.output)
+    assert soft <= 32 < hard == later_hard  # a program's 32 s, and the process's 3 x 32 s
+    assert later_soft > soft  # the burnt second counts before the last program's allowance
+
+
 async def test_another_key_gets_another_process(service):
     warm = await pids(service, 1)
     other = await service.run_program("pid()", kit="pid", session="mine")  # another kit
