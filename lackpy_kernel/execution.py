@@ -241,6 +241,8 @@ class KibitzerHooks:
         return None if watch is None else cls(watch)
 
     def refusal(self, check: ValidationResult, kit: ResolvedKit) -> str | None:
+        if not any(name in kit.tools for name in check.calls):
+            return None  # it calls no tool: Kibitzer has no call to judge (its tree not walked)
         return self.watch.program_refusal(check.tree, kit)
 
     def wrap(self, kit: ResolvedKit, *, here: bool) -> ResolvedKit:
