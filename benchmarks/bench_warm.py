@@ -1,6 +1,7 @@
 """A warm walled process per key (``[sandbox] reuse``) against pydantic-monty, one command:
 
     PYTHONPATH=. python benchmarks/bench_warm.py [--rounds N] [--reuse 1,10,100] [--code N]
+                                                  [--no-kernel]
 
 For each ``reuse`` given (1: a process per program, as before; 10: the default; 100), the
 same programs as ``bench_round3.py --only monty`` (``1 + 1``; one tool call; a session's
@@ -12,7 +13,10 @@ first back to back and then spaced 20 ms apart (not timed). min / median / p90 o
 the ratio of the medians. Then, for each ``reuse``, ``find_definitions('APIResponse')``
 through ``run_program`` end to end (the sandbox on, one ``session``) against ``grep -rn
 APIResponse`` on the same 5,278-file tree (``bench_round3``'s), taking turns, ``--code``
-samples each (0 leaves it out). Needs the ``bench`` extra (``pip install -e '.[bench]'``).
+samples each (0 leaves it out). Last, unless ``--no-kernel``, the lackpy kernel against
+ipykernel (``bench_kernel.py``'s table: ``1 + 1``, run-all, read and write cells, an
+approved write, CPU per cell and PSS of the process trees): every figure of the warm
+process's goals in one command. Needs the ``bench`` extra (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_kernel import kernel_tables
 from bench_round3 import TEXT, _program_table, _sdk_tree, alternate, header, row
 from loadgen import load_average
 
@@ -84,6 +89,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200, help="samples of each program (0: none)")
     parser.add_argument("--reuse", default="1,10,100")
     parser.add_argument("--code", type=int, default=30, help="samples of the code search")
+    parser.add_argument("--kernel", action=argparse.BooleanOptionalAction, default=True,
+                        help="then the kernel against ipykernel (bench_kernel.py's table)")
     args = parser.parse_args()
     try:
         import pydantic_monty
@@ -96,6 +103,8 @@ def main() -> None:
             table(reuse, args.rounds, gap)
     if args.code:
         code_tables(sizes, args.code)
+    if args.kernel:
+        kernel_tables(quick=False, load=False)
 
 
 if __name__ == "__main__":

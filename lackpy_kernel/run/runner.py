@@ -223,7 +223,8 @@ class RestrictedRunner:
         if problem is not None:
             notes.append(f"the output is {problem}; it is shown as a summary")
             output = summarize(output)
-        hidden = {"__builtins__", _LOCALS, *ALLOWED_BUILTINS, *namespace, *params}
+        hidden = {"__builtins__", "__annotations__", _LOCALS, *ALLOWED_BUILTINS, *namespace,
+                  *params}
         kept = {name: value for name, value in scope.items() if name not in hidden}
         return ExecutionResult(True, output, trace=trace, variables=kept,
                                stdout=stdout.getvalue(), notes=notes)

@@ -42,6 +42,8 @@ def test_no_output_when_the_program_ends_with_a_statement():
 def test_variables_exclude_params_tools_and_internals():
     result = run("y = n + 1\nfor i in range(2):\n    pass_ = i", params={"n": 4})
     assert result.variables == {"y": 5, "i": 1, "pass_": 1}
+    annotated = run("z: int = 1\nz")  # a module's annotations are not a variable
+    assert annotated.variables == {"z": 1}
 
 
 def test_session_variables_are_visible_and_returned():
