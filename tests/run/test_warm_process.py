@@ -136,6 +136,26 @@ async def test_a_tool_module_edited_between_programs_runs_its_new_code_in_a_new_
     assert -third != second
 
 
+async def test_a_tool_module_imported_by_name_runs_its_new_code_once_edited(tmp_path,
+                                                                           monkeypatch):
+    name = "lackpy_probe_" + tmp_path.name.replace("-", "_")
+    (tmp_path / "modules").mkdir()
+    module = tmp_path / "modules" / f"{name}.py"
+    module.write_text(textwrap.dedent(PROBE))
+    monkeypatch.syspath_prepend(str(tmp_path / "modules"))  # found as the kernel finds it
+    (tmp_path / ".lackpy").mkdir()
+    (tmp_path / ".lackpy" / "config.toml").write_text(
+        f'[sandbox]\napprove = "never"\nreuse = 10\n\n[tools.providers.probe]\n'
+        f'plugin = "python"\nmodule = "{name}"\ngrade = "read"\n')
+    with LackpyService(tmp_path) as service:
+        first = await pids(service, 1)
+        module.write_text(module.read_text().replace("return os.getpid()",
+                                                     "return -os.getpid()"))
+        edited = await pids(service, 2)
+    assert edited[0] == edited[1] < 0  # the new code, in a process of the new key
+    assert -edited[0] != first[0]
+
+
 def cpu_limit(pid: int) -> tuple[int, int]:
     """The soft and hard RLIMIT_CPU of process ``pid``, in seconds."""
     for line in open(f"/proc/{pid}/limits").read().splitlines():

@@ -33,13 +33,20 @@ class PythonTools:
 
     def __init__(self) -> None:
         self._sources: dict[_LoadKey, PythonToolSource | str] = {}  # a source, or why it failed
+        self._modules: dict[str, str] = {}  # module name -> the content it was imported with
 
     def load(self, request: RunRequest) -> None:
-        """Import the modules of the request's Python tools not imported yet."""
+        """Import the modules of the request's Python tools not imported yet; a module
+        imported by name whose content changed since is imported again (a module given by
+        its ``path`` is read afresh each time)."""
         for load in _loads(request):
             key = _load_key(load, request.workspace)
             if key not in self._sources:
                 _extend_import_path(request.import_path)
+                if load.module is not None:
+                    if self._modules.get(load.module, load.content) != load.content:
+                        sys.modules.pop(load.module, None)  # its new code, not the imported
+                    self._modules[load.module] = load.content
                 self._sources[key] = _import_source(load, request.workspace)
 
     def has_tried(self, request: RunRequest) -> bool:
