@@ -57,6 +57,10 @@ __all__ = ["GATE", "MAX_SUGGESTIONS", "Watch", "asks_first", "classify_failure",
 
 GATE = "__kibitzer__"  # the gate's alias: a program cannot name it ('__' names are reserved)
 TIMEOUT_SECONDS = 5.0
+# Seconds without a question before Kibitzer's state is saved: a save replaces a file and
+# writes a database (milliseconds), and a question queued behind it waited for it, so a run
+# of programs that call tools paid for a save each.
+SAVE_QUIET = 0.5
 MAX_SUGGESTIONS = 20  # kept for %kibitzer
 MAX_HINTS = 5  # prompt hints put into one prompt
 MAX_NOTES = 3  # suggestions shown under one cell
@@ -346,20 +350,40 @@ class Watch:
                 atexit.register(self._shared["owner"].close)  # its last save reaches disk
 
     def _serve(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            call, args, future, counts = job
-            self._shared["ran"] += counts
+        """Do the jobs queued, in order, until told to stop; a save waits until no job has
+        come for ``SAVE_QUIET`` seconds (or the stop), so that no question waits for it."""
+        save: Job | None = None  # a save asked for, waiting for a quiet moment
+        while True:
             try:
-                result = call(*args)
-            except BaseException as exc:  # handed to the caller, which says so once
-                if future is None:
-                    self._say("save", f"Kibitzer failed (save: {type(exc).__name__}: {exc}); "
-                                      "lackpy goes on without saving its state")
-                else:
-                    future.set_exception(exc)
+                job = self._jobs.get(timeout=None if save is None else SAVE_QUIET)
+            except queue.Empty:  # quiet: the save now
+                assert save is not None
+                job, save = save, None
+                self._do(job)
+                continue
+            if job is None:
+                if save is not None:
+                    self._do(save)
+                return
+            if job[0] == self._save:
+                save = job
             else:
-                if future is not None:
-                    future.set_result(result)
+                self._do(job)
+
+    def _do(self, job: Job) -> None:
+        call, args, future, counts = job
+        self._shared["ran"] += counts
+        try:
+            result = call(*args)
+        except BaseException as exc:  # handed to the caller, which says so once
+            if future is None:
+                self._say("save", f"Kibitzer failed (save: {type(exc).__name__}: {exc}); "
+                                  "lackpy goes on without saving its state")
+            else:
+                future.set_exception(exc)
+        else:
+            if future is not None:
+                future.set_result(result)
 
     def _say(self, key: str, message: str) -> None:
         if key not in self._said:

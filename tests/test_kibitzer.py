@@ -10,10 +10,12 @@ from __future__ import annotations
 import inspect
 import json
 import threading
+import time
 
 import pytest
 from kibitzer import KibitzerSession
 
+from lackpy_kernel import kibitzer
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Agent, LLMEngine
 from lackpy_kernel.errors import GenerationError
@@ -183,6 +185,7 @@ async def test_kibitzer_hears_of_generations_and_its_hints_reach_the_prompt_and_
 
 async def test_kibitzer_hears_a_program_with_literal_calls_before_it_runs_and_its_calls_after_on_its_thread(
         explore, monkeypatch):
+    monkeypatch.setattr(kibitzer, "SAVE_QUIET", 600)  # saved as the service closes, not before
     with LackpyService(explore) as service:
         heard: list[tuple[str, str]] = []
         session = service.kibitzer.session
@@ -202,10 +205,23 @@ async def test_kibitzer_hears_a_program_with_literal_calls_before_it_runs_and_it
         for _ in range(2):
             assert (await service.run_program("read_file('notes.txt')", KIT)).success
     judged = ["register_tools", "get_mode_policy", "validate_program"]
-    # the first run saves the mode the load set and its call; a judgement changes nothing to save
-    assert [method for method, _ in heard] == (judged + ["after_call", "save"]
+    # a judgement changes nothing to save; the runs' calls and the mode the load set are
+    # saved once, in a quiet moment (here: as the service closes), not between the runs
+    assert [method for method, _ in heard] == (judged + ["after_call"]
                                                + judged + ["after_call", "save"])
     assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
+
+
+async def test_kibitzers_state_is_saved_once_no_question_came_for_a_moment(explore,
+                                                                           monkeypatch):
+    monkeypatch.setattr(kibitzer, "SAVE_QUIET", 0.05)
+    with LackpyService(explore) as service:
+        assert (await service.run_program("read_file('notes.txt')", KIT)).success
+        state = explore / ".kibitzer" / "state.json"
+        deadline = time.monotonic() + 30
+        while not state.exists() and time.monotonic() < deadline:  # not waiting for close
+            time.sleep(0.05)
+        assert saved_state(explore)["tools_used_in_mode"] == {"Read": 1}
 
 
 def saved_state(workspace):
