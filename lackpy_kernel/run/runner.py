@@ -29,7 +29,7 @@ _LOCALS = "__lackpy_locals__"  # ``locals`` for that function, in its globals
 # where the nodes a loop's function adds to the program's tree are placed: its first line
 _FIRST_LINE: dict[str, Any] = {"lineno": 1, "col_offset": 0, "end_lineno": 1,
                                "end_col_offset": 0}
-_UNBOUND = re.compile(r"cannot access (?:local|free) variable '(\w+)'")
+_UNBOUND = re.compile(r"cannot access (?:local|free) variable '([^']+)'")
 STDOUT_LIMIT = 1_000_000
 VALIDATION_ERROR = "LackpyValidationError"
 KIT_ERROR = "KitError"
