@@ -169,7 +169,7 @@ async def test_each_program_of_a_kept_process_gets_its_own_cpu_allowance(tmp_pat
     """RLIMIT_CPU counts a process's whole life: each program of a kept process is given
     ``timeout`` + 2 seconds from what the process used before it, within a hard limit set
     for all ``reuse`` of them at its first."""
-    configure(tmp_path, reuse=3)
+    configure(tmp_path, reuse=4)  # kept after its third program, so its limits can be read
     config = tmp_path / ".lackpy" / "config.toml"
     config.write_text(config.read_text().replace("[sandbox]\n", "[sandbox]\ntimeout = 30\n"))
     burn = "total = 0\nfor i in range(100_000_000):\n    total += i\npid()"  # seconds of CPU
@@ -181,7 +181,7 @@ async def test_each_program_of_a_kept_process_gets_its_own_cpu_allowance(tmp_pat
         last = await service.run_program("pid()", kit="pid,read_file", session="mine")
         assert last.output == first.output
         later_soft, later_hard = cpu_limit(last.output)
-    assert soft <= 32 < hard == later_hard  # a program's 32 s, and the process's 3 x 32 s
+    assert soft <= 32 < hard == later_hard  # a program's 32 s, and the process's 4 x 32 s
     assert later_soft > soft  # the burnt second counts before the last program's allowance
 
 
