@@ -20,6 +20,12 @@ ALL_TOOLS = ["read_file", "find_files", "write_file", "edit_file", "find_definit
 
 @pytest.fixture
 def arena(tmp_path):
+    return make_arena(tmp_path)
+
+
+def make_arena(tmp_path):
+    """A workspace in ``tmp_path`` beside a secret it must not reach, with links out of it,
+    into its ``.lackpy`` and in a loop; (workspace, the secret's folder)."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text(SECRET)

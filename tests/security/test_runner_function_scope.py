@@ -12,7 +12,6 @@ defined``, as a module says, not an UnboundLocalError).
 from __future__ import annotations
 
 import ast
-import os
 import textwrap
 import types
 from collections.abc import Iterator, Mapping
@@ -22,7 +21,6 @@ from typing import Any
 import pytest
 
 from lackpy_kernel.config import LackpyConfig
-from lackpy_kernel.kit import builtin_toolbox, resolve_kit
 from lackpy_kernel.run import RestrictedRunner, Sandbox, SandboxLimits, sandbox_supported
 from lackpy_kernel.run import runner as runner_module
 from lackpy_kernel.run.runner import STDOUT_LIMIT, VALIDATION_ERROR
@@ -111,39 +109,14 @@ def test_the_loop_line_makes_a_function_and_a_plain_program_stays_a_module():
 
 @pytest.fixture
 def arena(tmp_path: Path):
-    """escapes.arena's layout: a workspace beside a secret it must not reach."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "secret.txt").write_text(SECRET)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "a.txt").write_text("hello")
-    (workspace / "fmt.txt").write_text("{0.__globals__}")
-    (workspace / "sub").mkdir()
-    (workspace / ".lackpy" / "kits").mkdir(parents=True)
-    (workspace / ".lackpy" / "config.toml").write_text("[kit]\ndefault = 'debug'\n")
-    (workspace / "link_out.txt").symlink_to(outside / "secret.txt")
-    (workspace / "linkdir").symlink_to(outside)
-    (workspace / "link_lackpy").symlink_to(workspace / ".lackpy")
-    (workspace / "loop_a").symlink_to(workspace / "loop_b")
-    (workspace / "loop_b").symlink_to(workspace / "loop_a")
-    (tmp_path / "ws-evil").mkdir()
-    (tmp_path / "ws-evil" / "secret.txt").write_text(SECRET)
-    return workspace, outside
+    return escapes.make_arena(tmp_path)
 
 
 def attempt(arena, program: str):
-    """Run ``program`` with the real file tools; fail if it leaked or changed anything."""
-    workspace, outside = arena
-    kit = resolve_kit(escapes.ALL_TOOLS, builtin_toolbox(workspace))
-    config = workspace / ".lackpy" / "config.toml"
-    before = sorted(os.listdir(outside)), config.read_text()
-    result = RestrictedRunner().run(program, kit.callables)
-    shown = " ".join(map(str, [result.output, result.stdout, result.error, result.trace,
-                               result.variables]))
-    assert SECRET not in shown, f"secret leaked by {program!r}"
-    assert (sorted(os.listdir(outside)), config.read_text()) == before, program
-    assert not (workspace.parent / "pwned.txt").exists()
+    """Run ``program`` with the real file tools (``escapes.attempt``: nothing leaked or
+    changed); its variables hold no secret and nothing of the function's machinery."""
+    result = escapes.attempt(arena, program)
+    assert SECRET not in str(result.variables), f"secret leaked by {program!r}"
     assert_nothing_usable(result)
     return result
 
