@@ -204,7 +204,6 @@ class RestrictedRunner:
                                        source=sources.get(name, ""),
                                        kibitzer_session=kibitzer_session)
                       for name, fn in namespace.items() if name in named})
-        scope[_LOCALS] = locals
         with effects.recording(on_file_modified) as log:
             try:
                 scope.update(_run_compiled(_compile(tree, scope), scope))
@@ -237,6 +236,7 @@ def _run_compiled(code: types.CodeType, scope: dict[str, Any]) -> dict[str, Any]
     if code.co_name != _FUNCTION:
         exec(code, scope)
         return {}
+    scope[_LOCALS] = locals  # what its last statement calls
     given = code.co_varnames[:code.co_argcount]
     values: dict[str, Any] = types.FunctionType(code, scope)(*[scope[name] for name in given])
     return values
