@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
-from tests.support.kernel import Kernel, make_workspace
+from tests.support.kernel import Kernel, make_workspace, wait_for_exit
 from tests.support.processes import children_of, gone, workers_of
 
 
@@ -55,10 +54,7 @@ def test_a_polite_shutdown_leaves_no_process(tmp_path):
         (worker,) = workers_of(kernel.pid)
         processes = [worker, *children_of(worker)]
         kernel.client.shutdown()
-        deadline = time.monotonic() + 10
-        while kernel.manager.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert not kernel.manager.is_alive(), "the kernel did not exit on the shutdown request"
+        assert wait_for_exit(kernel), "the kernel did not exit on the shutdown request"
         for pid in processes:
             assert gone(pid), f"process {pid} outlived the kernel"
     finally:

@@ -114,6 +114,19 @@ class Kernel:
         self.manager.shutdown_kernel(now=True)
 
 
+EXIT_WAIT = 60  # a hang, not a slow machine: a loaded one's shutdown has taken over 9 s
+
+
+def wait_for_exit(kernel: Kernel, timeout: float = EXIT_WAIT) -> bool:
+    """Whether ``kernel``'s process exits within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while kernel.manager.is_alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def make_workspace(folder: Path, config: str = "") -> Path:
     """A workspace with a text file, a Python file, and an optional config."""
     (folder / "notes.txt").write_text("alpha\nbeta\ngamma\n")
