@@ -137,7 +137,7 @@ def test_interrupt_while_waiting_on_a_model(tmp_path):
         try:
             msg_id = kernel.client.execute("%delegate summarise every file in a poem",
                                            stop_on_error=False)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while not server.requests and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert server.requests, "the kernel never called the model"

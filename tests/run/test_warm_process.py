@@ -220,7 +220,7 @@ def session_box(tmp_path):
 def kept_child(box: Sandbox) -> int:
     """The worker's one child while a kept process waits for the next program (a child let
     go is killed at once but reaped when the worker is next idle: it is not counted)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while len(children := [child for child in children_of(box.worker_pid)
                            if not gone(child)]) != 1 and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -170,7 +170,7 @@ def _status(pid: int) -> str:
 
 def _waiting_statuses(worker: int, count: int) -> list[str]:
     """/proc status of the worker's ``count`` waiting children, once all are walled."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         children = [pid for pid in children_of(worker) if not gone(pid)]  # no zombie
         statuses = [_status(pid) for pid in children]
