@@ -15,7 +15,7 @@ def history(kernel, **request):
     request.setdefault("output", False)
     request.setdefault("raw", True)
     kernel.client.history(**request)
-    reply = kernel.client.get_shell_msg(timeout=10)["content"]
+    reply = kernel.client.get_shell_msg(timeout=60)["content"]
     assert reply["status"] == "ok", reply
     return [tuple(entry[:2]) + (tuple(entry[2]) if isinstance(entry[2], list) else entry[2],)
             for entry in reply["history"]]

@@ -356,7 +356,7 @@ def test_completion_lists_workspace_paths_inside_a_file_tools_string(kernel):
 
 def _is_complete(kernel, code):
     kernel.client.is_complete(code)
-    return kernel.client.get_shell_msg(timeout=10)["content"]
+    return kernel.client.get_shell_msg(timeout=60)["content"]
 
 
 def test_is_complete(kernel):
@@ -370,7 +370,7 @@ def test_is_complete(kernel):
 def test_history(kernel):
     kernel.execute("history_marker = 7")
     kernel.client.history(hist_access_type="tail", n=1, output=False, raw=True)
-    reply = kernel.client.get_shell_msg(timeout=10)["content"]
+    reply = kernel.client.get_shell_msg(timeout=60)["content"]
     assert reply["history"][-1][2] == "history_marker = 7"
 
 
