@@ -13,10 +13,12 @@ first back to back and then spaced 20 ms apart (not timed). min / median / p90 o
 the ratio of the medians. Then, for each ``reuse``, ``find_definitions('APIResponse')``
 through ``run_program`` end to end (the sandbox on, one ``session``) against ``grep -rn
 APIResponse`` on the same 5,278-file tree (``bench_round3``'s), taking turns, ``--code``
-samples each (0 leaves it out). Last, unless ``--no-kernel``, the lackpy kernel against
-ipykernel (``bench_kernel.py``'s table: ``1 + 1``, run-all, read and write cells, an
-approved write, CPU per cell and PSS of the process trees): every figure of the warm
-process's goals in one command. Needs the ``bench`` extra (``pip install -e '.[bench]'``).
+samples each (0 leaves it out). Then Kibitzer's share: a read and a write through
+``run_program`` against Monty's, with ``[kibitzer] enabled`` true and then false. Last,
+unless ``--no-kernel``, the lackpy kernel against ipykernel (``bench_kernel.py``'s table:
+``1 + 1``, run-all, read and write cells, an approved write, CPU per cell and PSS of the
+process trees): every figure of the warm process's goals in one command. Needs the ``bench``
+extra (``pip install -e '.[bench]'``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,20 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from bench_kernel import kernel_tables
-from bench_round3 import TEXT, _program_table, _sdk_tree, alternate, header, row
+from bench_round3 import (
+    MEMORY,
+    TEXT,
+    TIMEOUT_S,
+    Sample,
+    _program_table,
+    _sdk_tree,
+    alternate,
+    header,
+    row,
+)
 from loadgen import load_average
 
 from lackpy_kernel.service import LackpyService
@@ -48,6 +61,59 @@ def table(reuse: int, rounds: int, gap: float) -> None:
         (workspace / ".lackpy" / "config.toml").write_text(f"[sandbox]\nreuse = {reuse}\n")
         asyncio.run(_program_table(workspace, rounds, 0, ("lackpy", "monty "), gap=gap,
                                    session="bench"))
+
+
+def kibitzer_table(rounds: int) -> None:
+    """Print a read and a write through ``run_program`` (``reuse = 10``, ``approve =
+    "never"``, back to back) against Monty's, with Kibitzer's hooks on and then off: how
+    much of a tool call's cost is Kibitzer's (its look at the program, the sandbox's gate
+    before a write tool, its judgement of the staged paths at the commit, its hearing of
+    the calls)."""
+    for enabled in ("true", "false"):
+        print(f"[kibitzer] enabled = {enabled}: reuse = 10, back to back, {rounds} samples each "
+              f"({load_average()})")
+        with tempfile.TemporaryDirectory() as folder:
+            workspace = Path(folder)
+            (workspace / "a.txt").write_text(TEXT)
+            (workspace / ".lackpy").mkdir()
+            (workspace / ".lackpy" / "config.toml").write_text(
+                f'[sandbox]\nreuse = 10\napprove = "never"\n\n[kibitzer]\nenabled = {enabled}\n')
+            asyncio.run(_tool_rows(workspace, rounds))
+
+
+async def _tool_rows(workspace: Path, rounds: int) -> None:
+    """The read and write rows of ``kibitzer_table`` in ``workspace``."""
+    from pydantic_monty import Monty
+
+    names = ("lackpy", "monty ")
+    tools = {"read_file": lambda path: (workspace / path).read_text(),
+             "write_file": lambda path, text: (workspace / path).write_text(text)}
+    turn = {"ours": 0, "theirs": 0}  # so that each write changes the file
+    limits: Any = {"max_feed_duration_secs": TIMEOUT_S, "max_memory": MEMORY}
+    with LackpyService(workspace) as service, Monty(min_processes=1) as pool:
+        kit = service.resolve_kit(["read_file", "write_file"])
+
+        def ours(program: str) -> Sample:
+            async def run() -> object:
+                turn["ours"] += 1
+                result = await service.run_program(program.format(turn["ours"]), kit,
+                                                   sandbox=True, session="bench")
+                assert result.success, result.error
+                return result.output
+            return run
+
+        def theirs(program: str) -> Sample:
+            async def run() -> object:
+                turn["theirs"] += 1
+                with pool.checkout(limits=limits) as session:
+                    return session.feed_run(program.format(turn["theirs"]), external_lookup=tools)
+            return run
+
+        print(header(names))
+        for label, program in (("one tool call (read_file)", "read_file('a.txt')"),
+                               ("a write (write_file)", "write_file('w.txt', '{}')")):
+            print(row(label, *await alternate((ours(program), theirs(program)), rounds), names),
+                  flush=True)
 
 
 def code_table(workspace: Path, described: str, reuse: int, rounds: int) -> None:
@@ -103,6 +169,8 @@ def main() -> None:
             table(reuse, args.rounds, gap)
     if args.code:
         code_tables(sizes, args.code)
+    if args.rounds:
+        kibitzer_table(args.rounds)
     if args.kernel:
         kernel_tables(quick=False, load=False)
 
