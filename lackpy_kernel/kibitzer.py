@@ -16,7 +16,8 @@ ask before each call. In the sandbox the program's process opens nothing new: ea
 a tool that runs there and may change something first sends :data:`GATE` a question up the
 pipe it forwards calls on (the child puts the gate before its Python tools and the built-in
 tools graded above read: Kibitzer's ``before_call`` refuses writes, never reads, and a
-question costs the program a round trip of about a millisecond). ``after_call`` hears of the run's
+question costs the program a round trip of about a millisecond; a kit with neither is not
+given the gate). ``after_call`` hears of the run's
 calls from its trace when the run comes back (the first ``MAX_REPORTED``: Kibitzer's event
 log costs about a millisecond a call). The seed's ``make_traced(..., kibitzer_session=...)``
 asks and tells Kibitzer of every call as it is made.
@@ -47,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import ToolCallError
 from lackpy_kernel.kit import ResolvedKit
-from lackpy_kernel.kit.spec import CHILD, ArgSpec, ToolSpec
+from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, ArgSpec, ToolSpec
 
 if TYPE_CHECKING:  # imported where a question is asked: the sandbox never asks one
     from concurrent.futures import Future
@@ -462,10 +463,17 @@ def watched_kit(resolved: ResolvedKit, watch: Watch, *, here: bool = False) -> R
 
     callables = {alias: fn if resolved.tools[alias].where == CHILD and not here
                  else gated(alias, fn, ask) for alias, fn in resolved.callables.items()}
-    if here:
+    if here or not any(_asks_gate(spec) for spec in resolved.tools.values()):
         return replace(resolved, callables=callables)
     return replace(resolved, tools={**resolved.tools, GATE: GATE_SPEC},
                    callables={**callables, GATE: gate})
+
+
+def _asks_gate(spec: ToolSpec) -> bool:
+    """Whether the program's process asks :data:`GATE` before each call of the tool
+    ``spec`` describes: it runs there and is a Python tool, or a built-in one graded above
+    read (``run.child`` puts the gate before exactly these)."""
+    return spec.where == CHILD and (spec.provider != BUILTIN_PROVIDER or asks_first(spec.grade_w))
 
 
 def asks_first(grade_w: int) -> bool:

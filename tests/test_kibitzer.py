@@ -212,6 +212,38 @@ async def test_kibitzer_hears_a_program_with_literal_calls_before_it_runs_and_it
     assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
 
 
+COUNT_TOOL = 'def count(text: str) -> int:\n    """The words in ``text``."""\n    return len(text.split())\n'
+COUNT_SOURCE = '[tools.providers.words]\nplugin = "python"\npath = "words.py"\ngrade = "read"\n' \
+    'where = "child"\n\n'
+
+
+@pytest.mark.parametrize(("kit", "asks"), [(["read_file"], False), (["read_file", "write_file"], True),
+                                           (["count"], True)],
+                         ids=["reads", "a write tool", "a python tool"])
+async def test_the_gate_is_offered_only_to_a_kit_with_a_tool_that_asks_it(tmp_path, monkeypatch,
+                                                                          kit, asks):
+    """The sandbox's program asks Kibitzer before each call of its own Python tools and of
+    its built-in tools graded above read, through the gate; a kit with neither is not given
+    the gate (a tool no program can reach, and a cost each program paid)."""
+    workspace = make_workspace(tmp_path, COUNT_SOURCE + '[sandbox]\napprove = "never"\n')
+    (workspace / "words.py").write_text(COUNT_TOOL)
+    with LackpyService(workspace) as service:
+        resolved = service.resolve_kit(kit)
+        assert (kibitzer.GATE in kibitzer.watched_kit(resolved, service.kibitzer).tools) is asks
+        assert kibitzer.GATE not in kibitzer.watched_kit(resolved, service.kibitzer,
+                                                         here=True).tools
+        asked: list[str] = []
+        session = service.kibitzer.session
+        real = session.before_call
+        monkeypatch.setattr(session, "before_call",
+                            lambda tool, given: asked.append(tool) or real(tool, given))
+        program = {"count": "count('a b c')", "write_file": "write_file('out.txt', 'x')"}
+        called = next((call for name, call in program.items() if name in kit), "read_file('notes.txt')")
+        result = await service.run_program(called, kit, sandbox=True)
+    assert result.success, result.error
+    assert bool(asked) is asks, asked
+
+
 async def test_kibitzers_state_is_saved_once_no_question_came_for_a_moment(explore,
                                                                            monkeypatch):
     monkeypatch.setattr(kibitzer, "SAVE_QUIET", 0.05)
