@@ -233,15 +233,21 @@ async def test_the_gate_is_offered_only_to_a_kit_with_a_tool_that_asks_it(tmp_pa
         assert kibitzer.GATE not in kibitzer.watched_kit(resolved, service.kibitzer,
                                                          here=True).tools
         asked: list[str] = []
+        heard: list[str] = []
         session = service.kibitzer.session
-        real = session.before_call
+        before, after = session.before_call, session.after_call
         monkeypatch.setattr(session, "before_call",
-                            lambda tool, given: asked.append(tool) or real(tool, given))
+                            lambda tool, given: asked.append(tool) or before(tool, given))
+        monkeypatch.setattr(session, "after_call",
+                            lambda tool, *rest: heard.append(tool) or after(tool, *rest))
         program = {"count": "count('a b c')", "write_file": "write_file('out.txt', 'x')"}
         called = next((call for name, call in program.items() if name in kit), "read_file('notes.txt')")
         result = await service.run_program(called, kit, sandbox=True)
+        gate_called = await service.run_program(f"{kibitzer.GATE}('write_file', [], {{}})", kit)
     assert result.success, result.error
     assert bool(asked) is asks, asked
+    assert len(heard) == 1, heard  # it hears of the call after the run, gate or not
+    assert gate_called.error_type == "LackpyValidationError"  # no program reaches it
 
 
 async def test_kibitzers_state_is_saved_once_no_question_came_for_a_moment(explore,
