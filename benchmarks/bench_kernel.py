@@ -1,6 +1,6 @@
 """Kernel benchmarks: the lackpy kernel against the ipykernel Python kernel, in one run.
 
-    python benchmarks/bench_kernel.py [--quick] [--load] [--telemetry]
+    python benchmarks/bench_kernel.py [--quick] [--load] [--no-kibitzer] [--telemetry]
 
 Both kernels are launched through jupyter_client (``KernelManager(kernel_name=...)``)
 with a fresh temporary workspace as their working directory, and measured
@@ -56,7 +56,8 @@ and one with ``"console"`` (each span written to the kernel's stderr, here a fil
 difference of their medians, what telemetry costs a cell (Kibitzer off in both).
 
 With ``--load``, the table is measured again with a CPU burner on each core, and the growth
-of the main medians is printed.
+of the main medians is printed. With ``--no-kibitzer``, lackpy's workspaces turn Kibitzer off
+(``[kibitzer] enabled = false``): what its hooks cost the cells.
 
 Times are min / median / p90 (p90 where there are enough samples); the ratio is that of
 the medians, lackpy / python3. The kernels' stderr is captured, and any lines found there,
@@ -301,14 +302,14 @@ def bench_cells(workspace: Path, context: zmq.Context, stderr: dict[str, IO[str]
 
 
 def bench_approved(root: Path, context: zmq.Context, stderr: dict[str, IO[str]], cells: int,
-                   samples: dict) -> None:
+                   samples: dict, kibitzer: bool = True) -> None:
     """A write cell again, lackpy's in a workspace that asks first (``[sandbox] approve =
     "write"``), each question answered "y" over stdin as it comes, against python3's; the
     kernels taking turns, a new content each round (a write that changes nothing asks
     nothing)."""
     folders = {name: root / f"approved-{name}" for name in KERNELS}  # each its own w.txt
     (folders["lackpy"] / ".lackpy").mkdir(parents=True)
-    (folders["lackpy"] / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "write"\n')
+    (folders["lackpy"] / ".lackpy" / "config.toml").write_text(lackpy_config("write", kibitzer))
     folders["python3"].mkdir()
     kernels = {name: Kernel(name) for name in KERNELS}
     try:
@@ -471,6 +472,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--load", action="store_true",
                         help="the table again with a CPU burner on each core")
+    parser.add_argument("--kibitzer", action=argparse.BooleanOptionalAction, default=True,
+                        help="Kibitzer on in lackpy's workspaces, as where its extra is installed")
     parser.add_argument("--telemetry", action="store_true",
                         help="only the cost of telemetry: a cell with spans off and on (console)")
     args = parser.parse_args()
@@ -480,16 +483,24 @@ def main() -> None:
             bench_telemetry(Path(folder), context, 20 if args.quick else 100)
         context.term()
         return
-    kernel_tables(args.quick, args.load)
+    kernel_tables(args.quick, args.load, args.kibitzer)
 
 
-def kernel_tables(quick: bool, load: bool) -> None:
+def lackpy_config(approve: str, kibitzer: bool) -> str:
+    """The lackpy workspace's ``.lackpy/config.toml``: ``[sandbox] approve``, and Kibitzer
+    turned off unless ``kibitzer`` (on, it is on wherever the ``kibitzer`` extra is installed)."""
+    return f'[sandbox]\napprove = "{approve}"\n' + ("" if kibitzer else
+                                                      "\n[kibitzer]\nenabled = false\n")
+
+
+def kernel_tables(quick: bool, load: bool, kibitzer: bool = True) -> None:
     """The kernel table (``kernel_table``) and, with ``load``, again under a CPU burner on
-    each core, with how much each median grew."""
-    idle = kernel_table(quick)
+    each core, with how much each median grew; ``kibitzer`` False turns Kibitzer off in
+    lackpy's workspaces."""
+    idle = kernel_table(quick, kibitzer)
     if not load or not idle:
         return
-    loaded = under_load(lambda: kernel_table(quick))
+    loaded = under_load(lambda: kernel_table(quick, kibitzer))
     print("growth of the median under load (lackpy, python3):")
     for metric in (f"cell {TRIVIAL!r} -> idle", "read a.txt cell -> idle",
                    "write w.txt cell -> idle", f"alone, back to back: cell {TRIVIAL!r} -> execute_reply"):
@@ -498,12 +509,13 @@ def kernel_tables(quick: bool, load: bool) -> None:
             print(f"  {metric}: {growth[0]:.2f}x, {growth[1]:.2f}x")
 
 
-def kernel_table(quick: bool) -> dict[str, tuple[float, float]]:
+def kernel_table(quick: bool, kibitzer: bool = True) -> dict[str, tuple[float, float]]:
     """Measure both kernels (the module's docstring says how) and print the table; the
     medians (lackpy, python3) by metric, none when a kernelspec is missing."""
     starts, cells = (2, 10) if quick else (5, 50)
     print(f"python {sys.version.split()[0]} on {sys.platform}; {starts} starts and "
-          f"{cells} cells of each kind per kernel; {load_average()}")
+          f"{cells} cells of each kind per kernel; Kibitzer {'on' if kibitzer else 'off'}; "
+          f"{load_average()}")
     specs = KernelSpecManager().find_kernel_specs()
     missing = [name for name in KERNELS if name not in specs]
     if missing:
@@ -522,14 +534,14 @@ def kernel_table(quick: bool) -> dict[str, tuple[float, float]]:
         workspace.mkdir()
         (workspace / "a.txt").write_text("alpha beta gamma\n" * 20)
         (workspace / ".lackpy").mkdir()
-        (workspace / ".lackpy" / "config.toml").write_text('[sandbox]\napprove = "never"\n')
+        (workspace / ".lackpy" / "config.toml").write_text(lackpy_config("never", kibitzer))
         logs = {name: root / f"{name}.stderr" for name in KERNELS}
         stderr = {name: stack.enter_context(path.open("w")) for name, path in logs.items()}
         try:
             bench_startup(workspace, context, stderr, starts, samples, anomalies)
             bench_cells(workspace, context, stderr, cells, samples, memory, cpu, anomalies)
             bench_alone(workspace, context, stderr, cells, samples)
-            bench_approved(root, context, stderr, cells, samples)
+            bench_approved(root, context, stderr, cells, samples, kibitzer)
         finally:
             for handle in stderr.values():
                 handle.flush()

@@ -17,8 +17,9 @@ samples each (0 leaves it out). Then Kibitzer's share: a read and a write throug
 ``run_program`` against Monty's, with ``[kibitzer] enabled`` true and then false. Last,
 unless ``--no-kernel``, the lackpy kernel against ipykernel (``bench_kernel.py``'s table:
 ``1 + 1``, run-all, read and write cells, an approved write, CPU per cell and PSS of the
-process trees): every figure of the warm process's goals in one command. Needs the ``bench``
-extra (``pip install -e '.[bench]'``).
+process trees), then that table again with Kibitzer off in lackpy's workspaces: every figure
+of the warm process's goals in one command. Needs the ``bench`` extra (``pip install -e
+'.[bench]'``).
 """
 
 from __future__ import annotations
@@ -173,6 +174,7 @@ def main() -> None:
         kibitzer_table(args.rounds)
     if args.kernel:
         kernel_tables(quick=False, load=False)
+        kernel_tables(quick=False, load=False, kibitzer=False)
 
 
 if __name__ == "__main__":
