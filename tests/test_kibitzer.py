@@ -217,11 +217,13 @@ COUNT_SOURCE = '[tools.providers.words]\nplugin = "python"\npath = "words.py"\ng
     'where = "child"\n\n'
 
 
-@pytest.mark.parametrize(("kit", "asks"), [(["read_file"], False), (["read_file", "write_file"], True),
-                                           (["count"], True)],
-                         ids=["reads", "a write tool", "a python tool"])
+@pytest.mark.parametrize(("kit", "program", "asks"), [
+    (["read_file"], "read_file('notes.txt')", False),
+    (["read_file", "write_file"], "write_file('out.txt', 'x')", True),
+    (["count"], "count('a b c')", True),
+], ids=["reads", "a write tool", "a python tool"])
 async def test_the_gate_is_offered_only_to_a_kit_with_a_tool_that_asks_it(tmp_path, monkeypatch,
-                                                                          kit, asks):
+                                                                          kit, program, asks):
     """The sandbox's program asks Kibitzer before each call of its own Python tools and of
     its built-in tools graded above read, through the gate; a kit with neither is not given
     the gate (a tool no program can reach, and a cost each program paid)."""
@@ -240,9 +242,7 @@ async def test_the_gate_is_offered_only_to_a_kit_with_a_tool_that_asks_it(tmp_pa
                             lambda tool, given: asked.append(tool) or before(tool, given))
         monkeypatch.setattr(session, "after_call",
                             lambda tool, *rest: heard.append(tool) or after(tool, *rest))
-        program = {"count": "count('a b c')", "write_file": "write_file('out.txt', 'x')"}
-        called = next((call for name, call in program.items() if name in kit), "read_file('notes.txt')")
-        result = await service.run_program(called, kit, sandbox=True)
+        result = await service.run_program(program, kit, sandbox=True)
         gate_called = await service.run_program(f"{kibitzer.GATE}('write_file', [], {{}})", kit)
     assert result.success, result.error
     assert bool(asked) is asks, asked
