@@ -14,15 +14,13 @@ The places:
 * :class:`HerePlace`: this process (the sandbox off or missing), staged as in the sandbox,
   under the call cap, a write-graded tool asked at its call; keeps variables when given.
 
-Hooks (:class:`RunHooks`) watch runs without being call sites: ``refusal`` judges the
-validated program before it runs, outside the place; ``wrap`` gives the kit the place runs
-(for a sandbox, the kit's kernel-side tools and a gate the child asks before its own
-tools: it runs inside the child); ``change_refusal`` judges the files the program staged,
-by path, whatever tool staged them, outside the place at the commit (the approver the
-place asks is wrapped, so it is asked even where no person is); ``after`` hears of the run
-from its trace and adds notes, outside the place. A gate that must hold against a hostile
-program is judged outside the child: the validator, the limits, the approval and
-``change_refusal``; ``wrap``'s gate inside the child is a coach's check, not a wall.
+Hooks (:class:`RunHooks`) watch runs without being call sites, each outside the program's
+process: ``refusal`` judges the validated program before it runs; ``wrap`` gives the kit
+the place runs (its tools that run in this process asking first); ``change_refusal``
+judges the files the program staged, by path, whatever tool staged them, at the commit
+(the approver the place asks is wrapped, so it is asked even where no person is);
+``after`` hears of the run from its trace and adds notes. Nothing a hook judges is left
+to the program's process.
 """
 
 from __future__ import annotations
@@ -97,8 +95,8 @@ class RunHooks(Protocol):
     def refusal(self, check: ValidationResult, kit: ResolvedKit) -> str | None:
         """Why a valid program may not run (None: it may)."""
 
-    def wrap(self, kit: ResolvedKit, *, here: bool) -> ResolvedKit:
-        """``kit`` as the place runs it (``here``: every tool in this process)."""
+    def wrap(self, kit: ResolvedKit) -> ResolvedKit:
+        """``kit`` as the places run it."""
 
     def change_refusal(self, paths: list[str]) -> str | None:
         """Why the program's staged writes of ``paths`` may not land (None: they may)."""
@@ -108,9 +106,7 @@ class RunHooks(Protocol):
 
 
 class Place(Protocol):
-    """Where a validated program runs. ``here`` says whether it runs in this process."""
-
-    here: bool
+    """Where a validated program runs."""
 
     def guard(self) -> AbstractContextManager[None]:
         """Around the work done on the caller's thread (validation, a program run here)."""
@@ -122,8 +118,6 @@ class Place(Protocol):
 class PoolPlace:
     """Sandbox workers, a program each on an empty namespace; the variables it set come
     back in the result. ``close`` stops the workers."""
-
-    here = False
 
     def __init__(self, pool: SandboxPool) -> None:
         self.pool = pool
@@ -161,8 +155,6 @@ class WorkerPlace:
     """A session's own sandbox worker: it keeps the variables from one program to the next
     (a failed program leaves them as they were)."""
 
-    here = False
-
     def __init__(self, sandbox: Sandbox, guard: Callable[[], AbstractContextManager[None]]
                  = nullcontext) -> None:
         self.sandbox = sandbox
@@ -182,8 +174,6 @@ class HerePlace:
     under the call cap, each write-graded tool asking ``approve`` at its call. With
     ``variables`` (not None) it keeps them from one program to the next, as a worker does.
     ``on_thread`` runs the program (default: on the caller's thread, inside ``guard``)."""
-
-    here = True
 
     def __init__(self, workspace: Path, protected: Collection[str], *,
                  variables: dict[str, Any] | None = None, on_thread: OnThread | None = None,
@@ -227,8 +217,9 @@ class HerePlace:
 
 
 class KibitzerHooks:
-    """Kibitzer as run hooks: it refuses a program before it runs, is asked before each
-    tool call, and hears of the calls afterwards; its fresh suggestions become notes."""
+    """Kibitzer as run hooks: it refuses a program before it runs, is asked before each call
+    of a tool that runs in this process and about every staged file at the commit, and
+    hears of the calls afterwards; its fresh suggestions become notes."""
 
     def __init__(self, watch: Watch) -> None:
         self.watch = watch
@@ -245,8 +236,8 @@ class KibitzerHooks:
             return None  # it calls no tool: Kibitzer has no call to judge (its tree not walked)
         return self.watch.program_refusal(check.tree, kit)
 
-    def wrap(self, kit: ResolvedKit, *, here: bool) -> ResolvedKit:
-        return watched_kit(kit, self.watch, here=here)
+    def wrap(self, kit: ResolvedKit) -> ResolvedKit:
+        return watched_kit(kit, self.watch)
 
     def change_refusal(self, paths: list[str]) -> str | None:
         return self.watch.write_refusal(paths)
@@ -348,7 +339,7 @@ class RunPipeline:
                 return ExecutionResult(False, error=reason, error_type="ToolCallError")
         kit = spec.kit
         for hook in self.hooks:
-            kit = hook.wrap(kit, here=place.here)
+            kit = hook.wrap(kit)
         result = await place.execute(self._judged(replace(spec, kit=kit)), check)
         for hook in self.hooks:
             hook.after(result)

@@ -11,16 +11,16 @@ Code's tool names): ``write_file`` as ``Write``, ``edit_file`` as ``Edit``, ``re
 ``Read``, ``find_files`` as ``Glob``, each path as ``file_path``; other tools under their own
 names, their arguments summarised as the trace keeps them.
 
-Where a call is checked (:func:`watched_kit`): the tools that run in the kernel's process
-ask before each call. In the sandbox the program's process opens nothing new: each call of
-a tool that runs there and may change something first sends :data:`GATE` a question up the
-pipe it forwards calls on (the child puts the gate before its Python tools and the built-in
-tools graded above read: Kibitzer's ``before_call`` refuses writes, never reads, and a
-question costs the program a round trip of about a millisecond; a kit with neither is not
-given the gate). ``after_call`` hears of the run's
-calls from its trace when the run comes back (the first ``MAX_REPORTED``: Kibitzer's event
-log costs about a millisecond a call). The seed's ``make_traced(..., kibitzer_session=...)``
-asks and tells Kibitzer of every call as it is made.
+Where a write is judged: a program's file changes are staged and land only at the commit,
+outside the program's process, where :meth:`Watch.write_refusal` puts every staged path to
+``before_call`` as a ``Write`` (Kibitzer's safety floor, then its mode's writable paths),
+whatever tool staged it. So the sandbox asks Kibitzer nothing while a program runs (a
+question from there would be a coach's check, not a wall, and cost a round trip of about a
+millisecond and a half); the tools that run in the kernel's process ask before each call
+(:func:`watched_kit`). ``after_call`` hears of the run's calls from its trace when the run
+comes back (the first ``MAX_REPORTED``: Kibitzer's event log costs about a millisecond a
+call). The seed's ``make_traced(..., kibitzer_session=...)`` asks and tells Kibitzer of
+every call as it is made.
 
 Kibitzer's state is saved on the watch's thread after the answers a cell waits for, as a job
 the cell does not wait for (the next question comes after it; :meth:`Watch.close`, and the
@@ -48,15 +48,13 @@ from typing import TYPE_CHECKING, Any
 
 from lackpy_kernel.errors import ToolCallError
 from lackpy_kernel.kit import ResolvedKit
-from lackpy_kernel.kit.spec import BUILTIN_PROVIDER, CHILD, ArgSpec, ToolSpec
+from lackpy_kernel.kit.spec import CHILD
 
 if TYPE_CHECKING:  # imported where a question is asked: the sandbox never asks one
     from concurrent.futures import Future
 
-__all__ = ["GATE", "MAX_SUGGESTIONS", "Watch", "asks_first", "classify_failure", "gated",
-           "watched_kit", "watching"]
+__all__ = ["MAX_SUGGESTIONS", "Watch", "classify_failure", "gated", "watched_kit", "watching"]
 
-GATE = "__kibitzer__"  # the gate's alias: a program cannot name it ('__' names are reserved)
 TIMEOUT_SECONDS = 5.0
 # Seconds without a question before Kibitzer's state is saved: a save replaces a file and
 # writes a database (milliseconds), and a question queued behind it waited for it, so a run
@@ -67,7 +65,6 @@ MAX_HINTS = 5  # prompt hints put into one prompt
 MAX_NOTES = 3  # suggestions shown under one cell
 # the calls of one run Kibitzer hears of: its event log costs about 1 ms a call
 MAX_REPORTED = 100
-READ_GRADE_W = 1  # in the sandbox, a built-in tool graded no higher is not asked about first
 HINT_CHARS = 300
 # lackpy's tool -> Kibitzer's name for it, and the argument its path is in
 VOCABULARY: dict[str, tuple[str, str | None]] = {
@@ -192,15 +189,15 @@ class Watch:
         """Why Kibitzer refuses the program ``tree`` (validated, with ``resolved``'s tools)
         before it runs, or None: the calls whose path is a literal, against its mode's
         writable paths, and their tools' grades against the mode's ceiling. A program
-        without such calls is not sent (Kibitzer has nothing to judge; the gate still asks
-        before each call that runs)."""
+        without such calls is not sent (Kibitzer has nothing to judge; the files it stages
+        are still judged at the commit)."""
         if tree is None:
             return None
         named = (self.for_kit(resolved)._vocabulary(alias, args)
                  for alias, args in literal_calls(tree, resolved.tools))
         # The first MAX_REPORTED distinct calls: a program of many literal calls must not make
-        # the judging slower than ``timeout``, which would set Kibitzer aside (the gate still
-        # asks before each call that runs).
+        # the judging slower than ``timeout``, which would set Kibitzer aside (every staged
+        # file is still judged at the commit).
         distinct = {repr(call): {"tool": call[0], "input": call[1]} for call in named}
         calls = list(itertools.islice(distinct.values(), MAX_REPORTED))
         if not calls:  # validate_program judges calls only (no call budget is sent): no trip
@@ -223,15 +220,24 @@ class Watch:
         return None
 
     def write_refusal(self, paths: Iterable[str]) -> str | None:
-        """Why Kibitzer's mode refuses the writes of ``paths`` (every file a program staged,
-        whatever tool staged it: judged by path at the commit), or None."""
-        calls = [{"tool": "Write", "input": {"file_path": _bounded(path)}}
-                 for path in dict.fromkeys(paths)]
-        for start in range(0, len(calls), MAX_REPORTED):  # every path, a trip per hundred
-            chunk = calls[start:start + MAX_REPORTED]
-            answer = self._ask("validate_program", lambda chunk=chunk: self.session.validate_program(
-                {"calls": chunk, "grade_ceiling": None}), keeps=True)
-            if answer is not None and getattr(answer, "denied", False):
+        """Why Kibitzer refuses the writes of ``paths`` (every file a program staged, whatever
+        tool staged it: judged at the commit, each as ``before_call`` judges a ``Write``: its
+        safety floor, then its mode's writable paths), or None."""
+        writes = [{"file_path": path} for path in dict.fromkeys(paths)]
+
+        def judge(chunk: list[dict[str, str]]) -> Any:  # the first refusal, or None
+            for given in chunk:
+                answer = self.session.before_call("Write", given)
+                if answer is not None and getattr(answer, "denied", False):
+                    return answer
+            return None
+
+        for start in range(0, len(writes), MAX_REPORTED):  # every path, a trip per hundred
+            # keeps: before_call changes nothing Kibitzer saves for a Write (a refusal goes
+            # to its event log as it is made)
+            answer = self._ask("before_call", judge, writes[start:start + MAX_REPORTED],
+                               keeps=True)
+            if answer is not None:
                 return (f"Kibitzer ({self.mode} mode) refused the program's file changes: "
                         f"{getattr(answer, 'reason', '') or 'no reason given'}")
         return None
@@ -437,17 +443,13 @@ def watching(session: Any) -> Watch:
     return watch
 
 
-GATE_SPEC = ToolSpec(GATE, "kibitzer", description="asks Kibitzer before a tool call",
-                     args=[ArgSpec("tool", "str"), ArgSpec("args", "list"), ArgSpec("kwargs", "dict")],
-                     returns="None", grade_w=0, effects_ceiling=0)
 Ask = Callable[[str, tuple[Any, ...], dict[str, Any]], None]  # (alias, args, kwargs)
 
 
-def watched_kit(resolved: ResolvedKit, watch: Watch, *, here: bool = False) -> ResolvedKit:
-    """``resolved`` under ``watch``: every tool that runs in this process (all of them when
-    the program runs ``here``) asks it first; for the sandbox, :data:`GATE` answers the
-    program's process, which asks it before each of its own tools (a coach's check for
-    validated programs, not a wall: the walls are the sandbox's)."""
+def watched_kit(resolved: ResolvedKit, watch: Watch) -> ResolvedKit:
+    """``resolved`` under ``watch``: each tool that runs in the kernel's process asks it
+    before each call (a refusal fails the call); the rest, which run where the program
+    runs, stage their writes, which :meth:`Watch.write_refusal` judges at the commit."""
     bound = watch.for_kit(resolved)
 
     def ask(alias: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -456,29 +458,9 @@ def watched_kit(resolved: ResolvedKit, watch: Watch, *, here: bool = False) -> R
         named = {names[i] if i < len(names) else f"arg{i}": value for i, value in enumerate(args)}
         bound.before_call(alias, {**named, **kwargs})
 
-    def gate(tool: Any, args: Any, kwargs: Any) -> None:
-        if type(tool) is not str or type(args) is not list or type(kwargs) is not dict:
-            raise ToolCallError("a malformed question for Kibitzer")
-        ask(tool, tuple(args), {str(key): value for key, value in kwargs.items()})
-
-    callables = {alias: fn if resolved.tools[alias].where == CHILD and not here
-                 else gated(alias, fn, ask) for alias, fn in resolved.callables.items()}
-    if here or not any(_asks_gate(spec) for spec in resolved.tools.values()):
-        return replace(resolved, callables=callables)
-    return replace(resolved, tools={**resolved.tools, GATE: GATE_SPEC},
-                   callables={**callables, GATE: gate})
-
-
-def _asks_gate(spec: ToolSpec) -> bool:
-    """Whether the program's process asks :data:`GATE` before each call of the tool
-    ``spec`` describes: it runs there and is a Python tool, or a built-in one graded above
-    read (``run.child`` puts the gate before exactly these)."""
-    return spec.where == CHILD and (spec.provider != BUILTIN_PROVIDER or asks_first(spec.grade_w))
-
-
-def asks_first(grade_w: int) -> bool:
-    """Whether the sandbox asks Kibitzer before each call of a built-in tool of this grade."""
-    return grade_w > READ_GRADE_W
+    return replace(resolved, callables={
+        alias: fn if resolved.tools[alias].where == CHILD else gated(alias, fn, ask)
+        for alias, fn in resolved.callables.items()})
 
 
 def gated(alias: str, fn: Callable[..., Any], ask: Ask) -> Callable[..., Any]:

@@ -1,5 +1,6 @@
-"""Kibitzer (the kibitzer extra), with the real package: a mode that forbids writes fails a
-program's write_file call with Kibitzer's reason wherever the program runs; it hears of
+"""Kibitzer (the kibitzer extra), with the real package: a mode that forbids writes refuses a
+program's file changes at the commit with Kibitzer's reason wherever the program runs, and
+nothing asks it from the program's process; it hears of
 generations and its hints reach the prompt and the correction chain; it watches an agent's
 tool calls as it does programs; the seed's
 ``kibitzer_session`` parameters; ``%kibitzer`` on both hosts; and a Kibitzer that raises or
@@ -31,7 +32,8 @@ from tests.support.kernel import make_workspace
 
 KIT = ["read_file", "write_file"]
 WRITE = 'name = "out" + ".txt"\nwrite_file(name, read_file("notes.txt"))'  # a path known as it runs
-REFUSED = "Kibitzer (explore mode) refused write_file(): Current mode is read-only"
+REFUSED = "Kibitzer (explore mode) refused the program's file changes: Current mode is read-only"
+ASKED_AT_THE_CALL = "Kibitzer (explore mode) refused write_file(): Current mode is read-only"
 FIVE_READS = "[read_file('notes.txt') for i in range(5)]"
 SEQUENTIAL_READS = "[kibitzer] You've read 5 files one at a time."
 
@@ -47,15 +49,16 @@ def explore(tmp_path):
 
 
 @pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
-async def test_a_mode_that_forbids_writes_fails_the_write_file_call_with_kibitzers_reason(
+async def test_a_mode_that_forbids_writes_refuses_the_programs_changes_with_kibitzers_reason(
         explore, sandbox):
     with LackpyService(explore) as service:
         result = await service.run_program(WRITE, KIT, sandbox=sandbox)
-    assert not result.success and result.error_type == "ToolCallError"
+    assert not result.success and result.error_type == "ChangeRefusedError"
+    assert result.error.startswith("the program's changes to out.txt were not applied: ")
     assert REFUSED in result.error and "(tried to write: out.txt)" in result.error
+    # the calls ran (the write staged) and the trace says so, wherever the program ran
     assert [(call.tool, call.success) for call in result.trace.entries] == [
-        ("read_file", True), ("write_file", False)]
-    assert REFUSED in result.trace.entries[1].error
+        ("read_file", True), ("write_file", True)]
     assert not (explore / "out.txt").exists()
 
 
@@ -66,7 +69,7 @@ async def test_a_mode_lets_a_program_write_where_it_says(tmp_path):
         refused = await service.run_program('write_file("doc" + ".txt", "x")', KIT)
     assert done.success, done.error
     assert (workspace / "src" / "a.py").read_text() == "x = 1\n"
-    assert "Kibitzer (implement mode) refused write_file()" in refused.error
+    assert "Kibitzer (implement mode) refused the program's file changes" in refused.error
     assert not (workspace / "doc.txt").exists()
 
 
@@ -126,7 +129,8 @@ def test_an_agents_tool_calls_go_through_kibitzer(tmp_path, model_env, model_ser
     assert envelope.ok
     read, write, program = agents.tool_results("anthropic", model_server.requests[1])
     assert read == "alpha\nbeta\ngamma\n"
-    assert write.startswith(f"ToolCallError: {REFUSED} (tried to write: out.txt)")
+    assert write.startswith("ChangeRefusedError: the program's changes to out.txt were not "
+                            f"applied: {REFUSED} (tried to write: out.txt)")
     assert program.startswith("ToolCallError: Kibitzer (explore mode) refused the program: ")
     assert not (workspace / "out.txt").exists() and not (workspace / "o.txt").exists()
     assert used == {"Read": 1, "Write": 1}  # after_call heard of the calls that ran
@@ -140,7 +144,7 @@ def test_the_seeds_kibitzer_session_parameters(explore):
     session.change_mode("explore")
     tools = resolve_kit(KIT, builtin_toolbox(explore)).callables
     result = RestrictedRunner().run(WRITE, tools, kibitzer_session=session)
-    assert REFUSED in result.error and not (explore / "out.txt").exists()
+    assert ASKED_AT_THE_CALL in result.error and not (explore / "out.txt").exists()
     assert session.state["tools_used_in_mode"] == {"Read": 1, "Write": 1}  # after_call, each
     trace = Trace()
     read = make_traced("read_file", tools["read_file"], trace, kibitzer_session=session)
@@ -217,37 +221,35 @@ COUNT_SOURCE = '[tools.providers.words]\nplugin = "python"\npath = "words.py"\ng
     'where = "child"\n\n'
 
 
-@pytest.mark.parametrize(("kit", "program", "asks"), [
-    (["read_file"], "read_file('notes.txt')", False),
-    (["read_file", "write_file"], "write_file('out.txt', 'x')", True),
-    (["count"], "count('a b c')", True),
-], ids=["reads", "a write tool", "a python tool"])
-async def test_the_gate_is_offered_only_to_a_kit_with_a_tool_that_asks_it(tmp_path, monkeypatch,
-                                                                          kit, program, asks):
-    """The sandbox's program asks Kibitzer before each call of its own Python tools and of
-    its built-in tools graded above read, through the gate; a kit with neither is not given
-    the gate (a tool no program can reach, and a cost each program paid)."""
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandbox", "in-process"])
+@pytest.mark.parametrize(("kit", "program", "asked"), [
+    (["read_file"], "read_file('notes.txt')", []),
+    (["read_file", "write_file"],
+     "names = ['out', 'out', 'two']\nfor name in names:\n    write_file(name + '.txt', 'x')",
+     ["out.txt", "two.txt"]),
+    (["count"], "count('a b c')", []),
+], ids=["reads", "writes", "a python tool"])
+async def test_kibitzer_is_asked_about_each_staged_file_once_at_the_commit(
+        tmp_path, monkeypatch, sandbox, kit, program, asked):
+    """Nothing asks Kibitzer from the program's process: each file the program staged is put
+    to ``before_call`` once, as a Write, at the commit; it hears of each call after the run."""
     workspace = make_workspace(tmp_path, COUNT_SOURCE + '[sandbox]\napprove = "never"\n')
     (workspace / "words.py").write_text(COUNT_TOOL)
     with LackpyService(workspace) as service:
-        resolved = service.resolve_kit(kit)
-        assert (kibitzer.GATE in kibitzer.watched_kit(resolved, service.kibitzer).tools) is asks
-        assert kibitzer.GATE not in kibitzer.watched_kit(resolved, service.kibitzer,
-                                                         here=True).tools
-        asked: list[str] = []
+        questions: list[tuple[str, dict]] = []
         heard: list[str] = []
         session = service.kibitzer.session
         before, after = session.before_call, session.after_call
-        monkeypatch.setattr(session, "before_call",
-                            lambda tool, given: asked.append(tool) or before(tool, given))
+        monkeypatch.setattr(session, "before_call", lambda tool, given: questions.append(
+            (tool, given)) or before(tool, given))
         monkeypatch.setattr(session, "after_call",
                             lambda tool, *rest: heard.append(tool) or after(tool, *rest))
-        result = await service.run_program(program, kit, sandbox=True)
-        gate_called = await service.run_program(f"{kibitzer.GATE}('write_file', [], {{}})", kit)
+        result = await service.run_program(program, kit, sandbox=sandbox)
+        gate_called = await service.run_program("__kibitzer__('write_file', [], {})", kit)
     assert result.success, result.error
-    assert bool(asked) is asks, asked
-    assert len(heard) == 1, heard  # it hears of the call after the run, gate or not
-    assert gate_called.error_type == "LackpyValidationError"  # no program reaches it
+    assert questions == [("Write", {"file_path": path}) for path in asked]
+    assert len(heard) == len(result.trace.entries) > 0, heard
+    assert gate_called.error_type == "LackpyValidationError"  # no hidden tool to reach
 
 
 async def test_kibitzers_state_is_saved_once_no_question_came_for_a_moment(explore,

@@ -28,6 +28,14 @@ def failed_after(trace: Trace, error_type: str, message: str) -> Reply:
     return reply
 
 
+def not_kept(result: ExecutionResult, error_type: str, message: str) -> ExecutionResult:
+    """``result`` (a program that ran) failed with ``message`` where it could not be kept
+    (its file changes refused or not written): its output and variables dropped, its
+    trace, printed output and notes kept."""
+    return ExecutionResult(False, error=message, error_type=error_type, trace=result.trace,
+                           stdout=result.stdout, notes=list(result.notes))
+
+
 def too_big_message(request: RunRequest) -> str:
     """Why a reply over ``request``'s limit is refused, and what to do."""
     limit = request.max_result_bytes / 1_000_000
@@ -49,7 +57,7 @@ def dropped_note(paths: list[str]) -> str:
 
 def refused_message(paths: list[str], why: str) -> str:
     """Why a program's changes to ``paths`` did not land (``why``), and what that left."""
-    return (f"the program's changes to {named_files(paths)} were not applied: {why}. Nothing "
+    return (f"the program's changes to {named_files(paths)} were not applied: {why.rstrip('. ')}. Nothing "
             "was written, and the variables are as they were before it")
 
 

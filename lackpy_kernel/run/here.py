@@ -24,7 +24,7 @@ from lackpy_kernel.kit.changes import changed_since, describe_changes, snapshot
 from lackpy_kernel.kit.journal import commit_changes, staged_changes
 from lackpy_kernel.kit.staging import Stage, discard_stage, stage_folder, staging
 
-from .failures import changed_meanwhile, dropped_note, refused_message
+from .failures import changed_meanwhile, dropped_note, not_kept, refused_message
 from .kernel_side import Approver
 from .kernel_side._approval import judge_async
 from .runner import CHANGE_REFUSED, ExecutionResult
@@ -67,21 +67,15 @@ class HereStage:
                 moved = changed_since(workspace, before) if answer.apply else []
                 why = changed_meanwhile(moved) if moved else answer.reason
                 if not answer.apply or moved:
-                    return _failed(result, CHANGE_REFUSED, refused_message(paths, why))
+                    return not_kept(result, CHANGE_REFUSED, refused_message(paths, why))
             landed = commit_changes(workspace, changes)
             landed.finish()
             result.notes.extend(landed.notes)
         except OSError as exc:
-            return _failed(result, type(exc).__name__,
+            return not_kept(result, type(exc).__name__,
                            f"the program's file changes were not written: {exc}")
         return result
 
     def discard(self) -> None:
         """Remove the stage (nothing if it was never made)."""
         discard_stage(self.stage.folder)
-
-
-def _failed(result: ExecutionResult, error_type: str, message: str) -> ExecutionResult:
-    """``result`` failed with ``message``: its output and variables dropped, its trace kept."""
-    return ExecutionResult(False, error=message, error_type=error_type, trace=result.trace,
-                           stdout=result.stdout, notes=list(result.notes))

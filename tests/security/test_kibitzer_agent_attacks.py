@@ -10,13 +10,14 @@ import json
 
 from lackpy_kernel.config import LackpyConfig
 from lackpy_kernel.engines import Agent, LLMEngine
-from lackpy_kernel.kibitzer import GATE
 from lackpy_kernel.service import LackpyService
 from tests.support import agents
 from tests.support import loopback as lb
 from tests.support.kernel import make_workspace
 
-REFUSED = "Kibitzer (implement mode) refused write_file()"
+GATE = "__kibitzer__"  # a name a model might guess for a hidden tool of Kibitzer's
+NOT_APPLIED = "the program's changes to %s were not applied: "
+REFUSED = "Kibitzer (implement mode) refused the program's file changes"
 
 
 def test_a_model_cannot_get_past_kibitzer_through_its_tool_calls(tmp_path, model_env,
@@ -43,8 +44,8 @@ def test_a_model_cannot_get_past_kibitzer_through_its_tool_calls(tmp_path, model
     _, by_name, from_program, renamed = agents.tool_results("anthropic", model_server.requests[1])
     assert by_name.startswith(f"UnknownTool: there is no tool {GATE!r}")
     assert from_program.startswith("UsageError: the program is not valid lackpy, nothing ran")
-    assert renamed.startswith(f"ToolCallError: {REFUSED}") and "o.txt" in renamed
+    assert renamed.startswith(f"ChangeRefusedError: {NOT_APPLIED % 'o.txt'}{REFUSED}")
     (state,) = agents.tool_results("anthropic", model_server.requests[2])
-    assert state.startswith(f"ToolCallError: {REFUSED}")
+    assert state.startswith(f"ChangeRefusedError: {NOT_APPLIED % '.kibitzer/state.json'}{REFUSED}")
     assert mode == "implement" and not (workspace / "o.txt").exists()
     assert json.loads((workspace / ".kibitzer" / "state.json").read_text())["mode"] == "implement"

@@ -1,8 +1,8 @@
-"""Kibitzer's mode judges a program's staged writes by path at the commit, whatever tool
-staged them (issue 39 item 8): a Python tool that writes README.md through lackpy's
-workspace API, which Kibitzer's per-call gate never hears of by name, is refused in
-``implement`` mode, in the sandbox and in this process, with or without a person to ask;
-a write inside the mode's paths lands."""
+"""Kibitzer judges a program's staged writes by path at the commit, whatever tool staged
+them (issue 39 item 8): a Python tool that writes README.md through lackpy's workspace API
+is refused in ``implement`` mode, in the sandbox and in this process, with or without a
+person to ask; a write inside the mode's paths lands; and Kibitzer's safety floor, which
+holds in every mode, refuses a staged file as its per-call check would."""
 
 from __future__ import annotations
 
@@ -59,3 +59,27 @@ async def test_a_tools_own_staged_write_outside_the_mode_is_refused(tmp_path, sa
     assert (workspace / "src" / "a.py").read_text() == "x = 1"
     # the person is asked only where the config says so, and never about a refused change
     assert [change.paths for change in asked] == ([] if approve == "never" else [["src/a.py"]])
+
+
+@pytest.mark.parametrize("sandbox", WHERE)
+@pytest.mark.parametrize("program", ["keep('secrets/' + 'key.txt', 'x')",
+                                     "write_file('secrets/' + 'key.txt', 'x')"],
+                         ids=["a tool's own write", "write_file"])
+async def test_kibitzers_safety_floor_holds_at_the_commit_in_free_mode(tmp_path, sandbox, program):
+    """Kibitzer's floor (mode-independent: here a deny pattern of its config) refuses a
+    staged file whatever tool staged it, even in ``free`` mode, which allows every path."""
+    make_workspace(tmp_path, f'[kibitzer]\nmode = "free"\n\n[sandbox]\napprove = "never"\n'
+                             f'timeout = 30\n{SOURCE}')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "mine.py").write_text(MODULE)
+    (tmp_path / ".kibitzer").mkdir()
+    (tmp_path / ".kibitzer" / "config.toml").write_text('[floor]\ndeny = ["*/secrets/"]\n')
+    with LackpyService(tmp_path) as service:
+        refused = await service.run_program(program, ["keep", "write_file"], sandbox=sandbox)
+        landed = await service.run_program(program.replace("secrets/", "src/"),
+                                           ["keep", "write_file"], sandbox=sandbox)
+    assert refused.error_type == "ChangeRefusedError", refused.error
+    assert "Kibitzer (free mode) refused the program's file changes" in refused.error
+    assert "secrets/key.txt" in refused.error and not (tmp_path / "secrets").exists()
+    assert landed.success, landed.error
+    assert (tmp_path / "src" / "key.txt").read_text() == "x"

@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from lackpy_kernel.kibitzer import GATE, asks_first, gated
 from lackpy_kernel.kit import FileToolsProvider
 from lackpy_kernel.kit.builtin_tools import PACKAGE_ROOT
 from lackpy_kernel.kit.staging import Stage, stage_folder, staging
@@ -65,17 +64,7 @@ def kit_for(request: RunRequest, snapshot: Snapshot) -> Tools:
     more, more_sources = child_tools(request.tools, request.workspace, snapshot.python_tools,
                                      snapshot.channel,
                                      lambda: snapshot.walls_up)  # up after the warm-up
-    tools = {**kit.callables, **more}
-    gate = tools.pop(GATE, None)
-    if gate is not None:  # Kibitzer watches: this process's tools that may change things ask it
-        def ask(alias: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            gate(alias, [summarize(value) for value in args],
-                 {key: summarize(value) for key, value in kwargs.items()})
-        asking = {alias for alias, spec in kit.tools.items() if asks_first(spec.grade_w)} | {
-            alias for alias, described in request.tools.items() if described.in_child}
-        tools = {alias: gated(alias, fn, ask) if alias in asking else fn
-                 for alias, fn in tools.items()}
-    return tools, {**sources, **more_sources}
+    return {**kit.callables, **more}, {**sources, **more_sources}
 
 
 def encode(reply: Reply, request: RunRequest, nonce: int = 0) -> bytes:

@@ -27,8 +27,8 @@ from ..failures import (
     ASK_INTERRUPTED,
     changed_meanwhile,
     dropped_note,
-    failed_after,
     failure,
+    not_kept,
     refused_message,
 )
 from ..protocol import (
@@ -443,8 +443,8 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
             refused = CHANGE_REFUSED, changed_meanwhile(moved)
         if refused is not None:
             error_type, why = refused
-            return failed_after(reply.result.trace, error_type, refused_message(paths, why)), None
+            return Reply(not_kept(reply.result, error_type, refused_message(paths, why))), None
         return reply, commit_changes(workspace, changes)
     except OSError as exc:
-        return failed_after(reply.result.trace, type(exc).__name__,
-                            f"the program's file changes were not written: {exc}"), None
+        return Reply(not_kept(reply.result, type(exc).__name__,
+                              f"the program's file changes were not written: {exc}")), None
