@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lackpy_kernel.notebook.approval import QUESTION
-from lackpy_kernel.notebook.bundles import CHANGES_MIME
+from lackpy_kernel.notebook.bundles import CHANGES_MIME, TRACE_MIME
 from tests.support.kernel import Kernel, Outcome, make_workspace
 
 WRITE_TWO = "kept = 2\nwrite_file('notes.txt', 'changed\\n')\nwrite_file('sub/new.txt', 'n\\n')"
@@ -49,11 +49,14 @@ def test_no_leaves_both_files_and_the_variables_as_they_were(kernel, workspace):
     assert kernel.execute("kept = 1").status == "ok"  # whatever the module's tests before set
     outcome, request = answered(kernel, WRITE_TWO, "n")
     assert request["prompt"] == QUESTION
-    (shown,) = outcome.of("display_data")  # the change, before the question
+    # the change, before the question; then the trace of the calls that ran (the refused
+    # run's, as in this process)
+    shown, trace = outcome.of("display_data")
     assert shown["data"]["text/plain"].startswith("2 files changed: +2 -3")
     assert "<code>notes.txt</code>" in shown["data"]["text/html"]
     assert [f["path"] for f in shown["data"][CHANGES_MIME]["files"]] == ["notes.txt",
                                                                         "sub/new.txt"]
+    assert [row[1] for row in trace["data"][TRACE_MIME]["rows"]] == ["write_file"] * 2
     assert outcome.status == "error"
     assert outcome.error["ename"] == "ChangeRefusedError"
     assert "were not applied: they were declined" in outcome.error["evalue"]
