@@ -74,7 +74,8 @@ class RunSpec:
     write-graded calls wait for that approval (``ask``), the ``max_tool_calls`` cap, and
     whether a model wrote it and nobody has seen it run (``unseen``: it runs in a walled
     process of its own, never shared with the person's programs), and the caller's
-    ``session`` (one-shot runs share a walled process only within one; None: none)."""
+    ``session`` (one-shot runs share a walled process only within one; None: none), and
+    the hooks' ``path_guard`` (set when no person is asked: see ``RunRequest``)."""
 
     program: str
     kit: ResolvedKit
@@ -87,6 +88,7 @@ class RunSpec:
     max_tool_calls: int | None = None
     unseen: bool = False
     session: str | None = None
+    path_guard: dict[str, Any] | None = None
 
 
 class RunHooks(Protocol):
@@ -100,6 +102,11 @@ class RunHooks(Protocol):
 
     def change_refusal(self, paths: list[str]) -> str | None:
         """Why the program's staged writes of ``paths`` may not land (None: they may)."""
+
+    def path_guard(self) -> dict[str, Any] | None:
+        """What the process that commits may apply to staged paths itself (see
+        ``RunRequest.path_guard``): paths it allows need no ``change_refusal``; None: ask
+        it about every commit."""
 
     def after(self, result: ExecutionResult) -> None:
         """Hear of a finished run; may add to ``result.notes``."""
@@ -129,7 +136,7 @@ class PoolPlace:
         return await self.pool.run_async(spec.program, spec.kit, dict(spec.params),
                                          return_variables=True, dry=spec.dry,
                                          approve=spec.approve, ask=spec.ask, unseen=spec.unseen,
-                                         session=spec.session)
+                                         session=spec.session, path_guard=spec.path_guard)
 
     @property
     def size(self) -> int:
@@ -166,7 +173,7 @@ class WorkerPlace:
     async def execute(self, spec: RunSpec, check: ValidationResult) -> ExecutionResult:
         return await self.sandbox.run_async(spec.program, spec.kit, dict(spec.params),
                                             dry=spec.dry, approve=spec.approve, ask=spec.ask,
-                                            unseen=spec.unseen)
+                                            unseen=spec.unseen, path_guard=spec.path_guard)
 
 
 class HerePlace:
@@ -241,6 +248,9 @@ class KibitzerHooks:
 
     def change_refusal(self, paths: list[str]) -> str | None:
         return self.watch.write_refusal(paths)
+
+    def path_guard(self) -> dict[str, Any] | None:
+        return self.watch.path_guard()
 
     def after(self, result: ExecutionResult) -> None:
         self.watch.after_run(result.trace.entries)
@@ -340,7 +350,7 @@ class RunPipeline:
         kit = spec.kit
         for hook in self.hooks:
             kit = hook.wrap(kit)
-        result = await place.execute(self._judged(replace(spec, kit=kit)), check)
+        result = await place.execute(self._judged(replace(spec, kit=kit), check), check)
         for hook in self.hooks:
             hook.after(result)
         return result
@@ -349,9 +359,10 @@ class RunPipeline:
         """Stop the shared pool's workers."""
         self.shared.close()
 
-    def _judged(self, spec: RunSpec) -> RunSpec:
+    def _judged(self, spec: RunSpec, check: ValidationResult) -> RunSpec:
         """``spec`` whose staged writes the hooks judge at the commit: its approver asks them
-        first, and is asked whether or not a person is (``ask``)."""
+        first, and is asked whether or not a person is (``ask``); with no person, the
+        hook's path guard goes with it when the program (``check``) calls a tool."""
         if not self.hooks or spec.dry:
             return spec
         hooks, person, approve = self.hooks, spec.ask, spec.approve
@@ -370,7 +381,10 @@ class RunPipeline:
             return _asked(approve, change) if person else True
 
         if not (person and approve is not None and is_async_approver(approve)):
-            return replace(spec, ask=True, approve=checked)
+            calls = not person and any(name in spec.kit.tools for name in check.calls)
+            guards = [hook.path_guard() for hook in hooks] if calls else []
+            guard = guards[0] if len(guards) == 1 else None  # one judge to stand in for
+            return replace(spec, ask=True, approve=checked, path_guard=guard)
         asynchronous = approve  # awaited on the caller's loop, where what it awaits lives
 
         async def checked_async(change: Change) -> bool:

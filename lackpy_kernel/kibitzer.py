@@ -14,7 +14,10 @@ names, their arguments summarised as the trace keeps them.
 Where a write is judged: a program's file changes are staged and land only at the commit,
 outside the program's process, where :meth:`Watch.write_refusal` puts every staged path to
 ``before_call`` as a ``Write`` (Kibitzer's safety floor, then its mode's writable paths),
-whatever tool staged it. So the sandbox asks Kibitzer nothing while a program runs (a
+whatever tool staged it. When no person is asked, the sandbox's worker first applies
+Kibitzer's own path guard itself (:meth:`Watch.path_guard`, taken as the run starts): a
+commit it allows whole lands without a round trip to the kernel; any other is put to
+``before_call`` as above. So the sandbox asks Kibitzer nothing while a program runs (a
 question from there would be a coach's check, not a wall, and cost a round trip of about a
 millisecond and a half); the tools that run in the kernel's process ask before each call
 (:func:`watched_kit`). ``after_call`` hears of the run's calls from its trace when the run
@@ -241,6 +244,22 @@ class Watch:
                 return (f"Kibitzer ({self.mode} mode) refused the program's file changes: "
                         f"{getattr(answer, 'reason', '') or 'no reason given'}")
         return None
+
+    def path_guard(self) -> dict[str, Any] | None:
+        """Kibitzer's guard of written paths as plain data (``writable``: its mode's paths,
+        ``floor``: its safety floor's settings, ``source``: the file of the path guard module
+        this process runs), for the process that commits a program's
+        staged files to apply itself (``lackpy_kernel.run.path_guard``); None when
+        Kibitzer cannot say (every commit is then put to :meth:`write_refusal`)."""
+        def guard() -> dict[str, Any]:
+            writable = self.session.get_mode_policy().get("writable")
+            floor = self.session.config.get("floor", {})
+            return {"writable": [str(path) for path in writable],
+                    "floor": copy.deepcopy(dict(floor)),
+                    "source": str(self.session.path_guard.__file__)}
+
+        answer = self._ask("get_mode_policy", guard, keeps=True)
+        return answer if isinstance(answer, dict) else None
 
     # -- generations --------------------------------------------------------------
 

@@ -211,8 +211,9 @@ async def test_kibitzer_hears_a_program_with_literal_calls_before_it_runs_and_it
     judged = ["register_tools", "get_mode_policy", "validate_program"]
     # a judgement changes nothing to save; the runs' calls and the mode the load set are
     # saved once, in a quiet moment (here: as the service closes), not between the runs
-    assert [method for method, _ in heard] == (judged + ["after_call"]
-                                               + judged + ["after_call", "save"])
+    # and the path guard the worker applies at the commit, for each run that calls a tool
+    assert [method for method, _ in heard] == (judged + ["get_mode_policy", "after_call"]
+                                               + judged + ["get_mode_policy", "after_call", "save"])
     assert {thread for _, thread in heard} == {"lackpy-kibitzer"}
 
 
@@ -231,8 +232,10 @@ COUNT_SOURCE = '[tools.providers.words]\nplugin = "python"\npath = "words.py"\ng
 ], ids=["reads", "writes", "a python tool"])
 async def test_kibitzer_is_asked_about_each_staged_file_once_at_the_commit(
         tmp_path, monkeypatch, sandbox, kit, program, asked):
-    """Nothing asks Kibitzer from the program's process: each file the program staged is put
-    to ``before_call`` once, as a Write, at the commit; it hears of each call after the run."""
+    """Nothing asks Kibitzer from the program's process. At the commit, the sandbox's worker
+    applies Kibitzer's path guard itself: paths it allows land with no question; in this
+    process each file the program staged is put to ``before_call`` once, as a Write. It
+    hears of each call after the run."""
     workspace = make_workspace(tmp_path, COUNT_SOURCE + '[sandbox]\napprove = "never"\n')
     (workspace / "words.py").write_text(COUNT_TOOL)
     with LackpyService(workspace) as service:
@@ -247,7 +250,7 @@ async def test_kibitzer_is_asked_about_each_staged_file_once_at_the_commit(
         result = await service.run_program(program, kit, sandbox=sandbox)
         gate_called = await service.run_program("__kibitzer__('write_file', [], {})", kit)
     assert result.success, result.error
-    assert questions == [("Write", {"file_path": path}) for path in asked]
+    assert questions == ([] if sandbox else [("Write", {"file_path": path}) for path in asked])
     assert len(heard) == len(result.trace.entries) > 0, heard
     assert gate_called.error_type == "LackpyValidationError"  # no hidden tool to reach
 
@@ -309,13 +312,13 @@ async def test_a_kibitzer_that_raises_never_breaks_a_cell(tmp_path, monkeypatch)
         def broken(*args, **kwargs):
             raise RuntimeError("kibitzer broke")
 
-        for method in ("before_call", "after_call", "validate_program"):
+        for method in ("before_call", "after_call", "validate_program", "get_mode_policy"):
             monkeypatch.setattr(service.kibitzer.session, method, broken)
         for _ in range(2):
             result = await service.run_program('write_file("out.txt", read_file("notes.txt"))', KIT)
             assert result.success, result.error
         said = [notice for notice in service.notices if "kibitzer broke" in notice]
-    assert len(said) == 3, said  # once for each of its methods that failed
+    assert len(said) == 4, said  # once for each of its methods that failed
     assert (workspace / "out.txt").read_text().startswith("alpha")
 
 
@@ -324,7 +327,7 @@ async def test_a_kibitzer_that_hangs_is_set_aside_and_the_cell_goes_on(tmp_path,
     release = threading.Event()
     try:
         with LackpyService(workspace) as service:
-            monkeypatch.setattr(service.kibitzer.session, "before_call",
+            monkeypatch.setattr(service.kibitzer.session, "after_call",
                                 lambda *args, **kwargs: release.wait())
             service.kibitzer.timeout = 0.5
             for _ in range(2):

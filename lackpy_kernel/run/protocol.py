@@ -220,6 +220,7 @@ class RunRequest:
     max_tool_calls: int | None = DEFAULT_LIMITS.max_tool_calls
     dry: bool = False  # a dry run: whatever the program staged is dropped, never committed
     approve: bool = False
+    path_guard: dict[str, Any] | None = None
     # the most programs of this request's key (all its fields but the program's, and the
     # session as it stands) one walled process runs: 1 for a program nobody has seen run
     reuse: int = 1
@@ -236,7 +237,8 @@ class RunRequest:
                 "return_variables": self.return_variables, "kits_dir": self.kits_dir,
                 "timeout": self.timeout, "memory_mb": self.memory_mb,
                 "max_result_bytes": self.max_result_bytes, "max_tool_calls": self.max_tool_calls,
-                "dry": self.dry, "approve": self.approve, "reuse": self.reuse,
+                "dry": self.dry, "approve": self.approve, "path_guard": self.path_guard,
+                "reuse": self.reuse,
                 "reuse_idle": self.reuse_idle, "session": self.session}
 
     @classmethod
@@ -263,6 +265,7 @@ class RunRequest:
                                       default=DEFAULT_LIMITS.max_tool_calls),
             dry=fields.get("dry", bool, default=False),
             approve=fields.get("approve", bool, default=False),
+            path_guard=fields.get("path_guard", dict, _NONE, default=None),
             reuse=fields.get("reuse", int, default=1),
             reuse_idle=fields.get("reuse_idle", *_NUMBER, default=DEFAULT_REUSE_IDLE),
             session=fields.get("session", str, default=""),
@@ -273,8 +276,8 @@ class RunRequest:
         return replace(self, program="", params={}, return_variables=False)
 
     def same_key(self, other: RunRequest) -> bool:
-        """Whether ``other`` is of this request's key: every field equal but the program's
-        and its values' (``without_program`` of both equal, without making either)."""
+        """Whether ``other`` is of this request's key: every field equal but the program's,
+        its values' and the commit's path guard."""
         return all(getattr(self, name) == getattr(other, name) for name in _KEY_FIELDS)
 
     def walled_for(self) -> tuple[str, list[str]]:
@@ -290,9 +293,10 @@ class RunRequest:
         return [] if os.path.commonpath([workspace, kits]) == workspace else [kits]
 
 
-# the fields of a request that make its key: all but its program's and its values'
+# the fields of a request that make its key: all but its program's and its values', and the
+# commit's path guard, which the worker applies and the program's process never sees
 _KEY_FIELDS = tuple(each.name for each in fields(RunRequest)
-                    if each.name not in {"program", "params", "return_variables"})
+                    if each.name not in {"program", "params", "return_variables", "path_guard"})
 
 
 def _protected(fields: _Fields) -> dict[str, str] | list[str]:

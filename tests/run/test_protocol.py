@@ -21,7 +21,8 @@ TOOLS = {"digest": p.ToolDescription("digest", "mine", ("text",), 5.0, LOAD),
          "post": p.ToolDescription("post", "mcp github")}
 REQUEST = p.RunRequest(program="digest('x')", workspace="/work", kit=["read_file"], tools=TOOLS,
                        protected={"tools.py": "mine"}, params={"n": 1}, timeout=5,
-                       memory_mb=256, max_tool_calls=None, dry=True)
+                       memory_mb=256, max_tool_calls=None, dry=True, approve=True,
+                       path_guard={"writable": ["src/"], "floor": {"deny": []}, "source": "g.py"})
 RESULT = ExecutionResult(True, output=[1, 2.5, "x"], notes=["kept"])
 REPLY = p.Reply(RESULT, p.Commit([(["a"], b"pickle")], ["gone"], {"a": "int"}))
 
@@ -92,6 +93,8 @@ def _reply(**result: object) -> dict:
     (p.read_request, {"op": "describe", "previews": "no"}, "malformed describe request: 'previews'"),
     (p.read_request, {"op": "restore", "units": [[["a"], "not bytes"]]},
      "a commit unit must be a list of names and a pickle"),
+    (p.read_request, {"op": "run", "workspace": "/w", "path_guard": ["src/"]},
+     "malformed run request: 'path_guard' is list"),
     (p.read_request, {"op": "approve", "apply": "yes", "reason": ""},
      "malformed verdict: 'apply' is str, not bool"),
     (p.read_request, {"op": "answer", "id": "1", "ok": True},

@@ -288,16 +288,20 @@ def test_a_process_whose_memory_grew_past_its_share_is_replaced(tmp_path):
 
 
 def test_every_field_of_a_request_but_its_program_and_values_is_in_its_key():
-    """A field added to ``RunRequest`` joins the key unless it is the program's own: two
-    requests that differ in it never share a walled process."""
+    """A field added to ``RunRequest`` joins the key unless it is the program's own (or the
+    commit's path guard, which the worker applies and the program's process never sees):
+    two requests that differ in it never share a walled process."""
     base = RunRequest(program="1 + 1", workspace="/w", reuse=10)
     changed = {"program": "2 + 2", "params": {"a": 1}, "return_variables": True,
                "workspace": "/v", "kit": ["read_file"], "tools": {"t": None},
                "import_path": ["/p"], "protected": ["x"], "keep": False, "kits_dir": "/k",
                "timeout": 1.0, "memory_mb": 1, "max_result_bytes": 1, "max_tool_calls": 1,
-               "dry": True, "approve": True, "reuse": 2, "reuse_idle": 1.0, "session": "s"}
+               "dry": True, "approve": True, "reuse": 2, "reuse_idle": 1.0, "session": "s",
+               "path_guard": {"writable": ["*"]}}
     assert set(changed) == {each.name for each in fields(RunRequest)}
     for name, value in changed.items():
         other = replace(base, **{name: value})
-        assert base.same_key(other) == (name in {"program", "params", "return_variables"}), name
-        assert base.same_key(other) == (base.without_program() == other.without_program()), name
+        apart = {"program", "params", "return_variables", "path_guard"}
+        assert base.same_key(other) == (name in apart), name
+        if name != "path_guard":  # which the worker reads from what the child took
+            assert base.same_key(other) == (base.without_program() == other.without_program())

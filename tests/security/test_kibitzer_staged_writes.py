@@ -83,3 +83,37 @@ async def test_kibitzers_safety_floor_holds_at_the_commit_in_free_mode(tmp_path,
     assert "secrets/key.txt" in refused.error and not (tmp_path / "secrets").exists()
     assert landed.success, landed.error
     assert (tmp_path / "src" / "key.txt").read_text() == "x"
+
+
+@pytest.mark.skipif(not sandbox_supported(), reason="the worker needs Linux")
+@pytest.mark.parametrize(("kibitzer_config", "program", "lands", "asked"), [
+    ("", "write_file('src/' + 'a.py', 'x')", True, []),
+    ("", "write_file('src/' + 'a.py', 'x')\nwrite_file('doc' + '.txt', 'x')", False,
+     ["src/a.py", "doc.txt"]),
+    ('[floor]\ndeny = ["*/secrets/"]\n\n[modes.implement]\nwritable = ["secrets/"]\n',
+     "write_file('secrets/' + 'key.txt', 'x')", True, ["secrets/key.txt"]),
+], ids=["allowed by the worker's guard", "refused: the kernel asked", "a floor override"])
+async def test_the_workers_guard_stands_in_for_kibitzer_only_where_it_allows(
+        tmp_path, kibitzer_config, program, lands, asked):
+    """With no person to ask, the worker lets a commit land unasked only when Kibitzer's
+    guard allows each path; any other is put to Kibitzer itself, which has the last word:
+    it refuses (its reason, nothing written) or allows what the guard could not (an
+    explicit writable path outranks its floor)."""
+    make_workspace(tmp_path, '[kibitzer]\nmode = "implement"\n\n[sandbox]\napprove = "never"\n'
+                             'timeout = 30\n')
+    (tmp_path / ".kibitzer").mkdir()
+    (tmp_path / ".kibitzer" / "config.toml").write_text(kibitzer_config)
+    with LackpyService(tmp_path) as service:
+        questions: list[str] = []
+        session = service.kibitzer.session
+        before = session.before_call
+        session.before_call = lambda tool, given: questions.append(given["file_path"]) or before(
+            tool, given)
+        result = await service.run_program(program, ["write_file"], sandbox=True)
+    assert result.success is lands, result.error
+    assert questions == asked
+    written = [path for path in ("src/a.py", "doc.txt", "secrets/key.txt")
+               if (tmp_path / path).exists()]
+    assert written == ([asked[-1] if asked else "src/a.py"] if lands else [])
+    if not lands:
+        assert "Kibitzer (implement mode) refused the program's file changes" in result.error

@@ -151,6 +151,7 @@ class Sandbox:
         ask: bool | None = None,
         unseen: bool = False,
         session: str | None = None,
+        path_guard: dict[str, Any] | None = None,
     ) -> ExecutionResult:
         """Run ``program`` with ``kit`` (a ResolvedKit, or a kit name, tool list or alias
         dict to resolve against the toolbox).
@@ -163,11 +164,12 @@ class Sandbox:
         ``unseen`` (a model wrote it and nobody has seen it run) or ``dry``, runs in a
         process of its own, replaced after it.
         ``approve`` is asked, on this thread, before the program's file changes land
-        (``ask``, None for ``approve_writes``); its deadline does not run meanwhile.
+        (``ask``, None for ``approve_writes``; not when no person is asked and
+        ``path_guard`` allows them: see ``RunRequest``); its deadline does not run meanwhile.
         """
         ask = self.approve_writes if ask is None else ask
         prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask,
-                                 unseen or not (keep or session), session or "")
+                                 unseen or not (keep or session), session or "", path_guard)
         if isinstance(prepared, ExecutionResult):
             return prepared
         request, plan = prepared
@@ -188,6 +190,7 @@ class Sandbox:
         ask: bool | None = None,
         unseen: bool = False,
         session: str | None = None,
+        path_guard: dict[str, Any] | None = None,
     ) -> ExecutionResult:
         """``run`` for an event loop: the reply is awaited on the loop itself (no thread to
         wake) once the worker is ready. Cancelling the await stops the program (the session
@@ -197,11 +200,12 @@ class Sandbox:
             return await in_thread(self.run, self.interrupt, program, kit, params, keep=keep,
                                     return_variables=return_variables, dry=dry,
                                     approve=blocking(approve, asyncio.get_running_loop()),
-                                    ask=ask, unseen=unseen, session=session)
+                                    ask=ask, unseen=unseen, session=session,
+                                    path_guard=path_guard)
         try:
             ask = self.approve_writes if ask is None else ask
             prepared = self._prepare(program, kit, params, keep, return_variables, dry, ask,
-                                     unseen or not (keep or session), session or "")
+                                     unseen or not (keep or session), session or "", path_guard)
             if isinstance(prepared, ExecutionResult):
                 return prepared
             request, plan = prepared
@@ -264,8 +268,8 @@ class Sandbox:
         return self.limits.timeout + GRACE_SECONDS
 
     def _prepare(self, program: str, kit: KitArgument, params: dict[str, Any] | None, keep: bool,
-                 return_variables: bool, dry: bool, ask: bool, alone: bool, session: str
-                 ) -> tuple[RunRequest, KitPlan] | ExecutionResult:
+                 return_variables: bool, dry: bool, ask: bool, alone: bool, session: str,
+                 path_guard: dict[str, Any] | None) -> tuple[RunRequest, KitPlan] | ExecutionResult:
         """The request for ``program`` and where its kit's tools run; or the failure of a
         program that cannot be sent (parameters not plain data, a kit that does not resolve)."""
         bad = find_non_plain(params or {})
@@ -284,6 +288,7 @@ class Sandbox:
                           timeout=limits.timeout, memory_mb=limits.memory_mb,
                           max_result_bytes=limits.max_result_bytes,
                           max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask,
+                          path_guard=path_guard if ask else None,
                           reuse=1 if dry or alone else limits.reuse,
                           reuse_idle=limits.reuse_idle, session=session), plan
 

@@ -31,6 +31,7 @@ from ..failures import (
     not_kept,
     refused_message,
 )
+from ..path_guard import allows
 from ..protocol import (
     LATE,
     Ack,
@@ -423,8 +424,9 @@ class Worker:
 def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str],
                  ask: Asker) -> tuple[Reply, Landed | None]:
     """Commit the files the program staged in ``folder`` when it ended well (once ``ask``
-    let them, when the request wants approval), else note that they were dropped; the
-    reply (a failure when the commit was refused: nothing written then) and what landed."""
+    let them, when the request asks and its ``path_guard`` does not allow them all), else
+    note that they were dropped; the reply (a failure when the commit was refused: nothing
+    written then) and what landed."""
     if not reply.result.success:
         reply.result.notes.append(dropped_note(paths))
         return reply, None
@@ -433,7 +435,8 @@ def settle_files(reply: Reply, request: RunRequest, folder: str, paths: list[str
             raise WriteBudgetError(f"{len(paths)} files is over the {WRITE_BUDGET_FILES} "
                                    "a program may write")
         workspace = Workspace(request.workspace, frozenset(request.protected))
-        if not request.approve:
+        if not request.approve or (request.path_guard is not None
+                                   and allows(request.path_guard, request.workspace, paths)):
             return reply, commit_stage(workspace, folder, paths)
         changes = staged_changes(workspace, folder, paths)  # what is shown is what lands
         before = snapshot(workspace, paths)
