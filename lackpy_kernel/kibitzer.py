@@ -69,6 +69,7 @@ MAX_NOTES = 3  # suggestions shown under one cell
 # the calls of one run Kibitzer hears of: its event log costs about 1 ms a call
 MAX_REPORTED = 100
 HINT_CHARS = 300
+REASON_CHARS = 1000  # of a refusal's reason, which names the path refused
 # lackpy's tool -> Kibitzer's name for it, and the argument its path is in
 VOCABULARY: dict[str, tuple[str, str | None]] = {
     "write_file": ("Write", "path"), "edit_file": ("Edit", "path"), "read_file": ("Read", "path"),
@@ -240,17 +241,17 @@ class Watch:
             # to its event log as it is made)
             answer = self._ask("before_call", judge, writes[start:start + MAX_REPORTED],
                                keeps=True)
-            if answer is not None:
-                return (f"Kibitzer ({self.mode} mode) refused the program's file changes: "
-                        f"{getattr(answer, 'reason', '') or 'no reason given'}")
+            if answer is not None:  # its reason names the path: bounded
+                reason = str(getattr(answer, "reason", "") or "no reason given")[:REASON_CHARS]
+                return f"Kibitzer ({self.mode} mode) refused the program's file changes: {reason}"
         return None
 
     def path_guard(self) -> dict[str, Any] | None:
         """Kibitzer's guard of written paths as plain data (``writable``: its mode's paths,
         ``floor``: its safety floor's settings, ``source``: the file of the path guard module
-        this process runs), for the process that commits a program's
-        staged files to apply itself (``lackpy_kernel.run.path_guard``); None when
-        Kibitzer cannot say (every commit is then put to :meth:`write_refusal`)."""
+        this process runs), for the process that commits a program's staged files to apply
+        itself (``lackpy_kernel.run.path_guard``); None when Kibitzer cannot say (every
+        commit is then put to :meth:`write_refusal`)."""
         def guard() -> dict[str, Any]:
             writable = self.session.get_mode_policy().get("writable")
             floor = self.session.config.get("floor", {})
