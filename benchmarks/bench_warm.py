@@ -67,9 +67,9 @@ def table(reuse: int, rounds: int, gap: float) -> None:
 def kibitzer_table(rounds: int) -> None:
     """Print a read and a write through ``run_program`` (``reuse = 10``, ``approve =
     "never"``, back to back) against Monty's, with Kibitzer's hooks on and then off: how
-    much of a tool call's cost is Kibitzer's (its look at the program, the sandbox's gate
-    before a write tool, its judgement of the staged paths at the commit, its hearing of
-    the calls)."""
+    much of a tool call's cost is Kibitzer's (its look at the program, its path guard,
+    which the worker applies to the staged paths at the commit, its hearing of the
+    calls)."""
     for enabled in ("true", "false"):
         print(f"[kibitzer] enabled = {enabled}: reuse = 10, back to back, {rounds} samples each "
               f"({load_average()})")
