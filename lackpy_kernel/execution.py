@@ -25,6 +25,7 @@ to the program's process.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import inspect
 import sys
@@ -55,6 +56,7 @@ from lackpy_kernel.run.kernel_side import (
     Approver,
     SandboxPool,
     asked_first,
+    blocking,
     is_async_approver,
 )
 
@@ -180,7 +182,9 @@ class HerePlace:
     """This process: the program's writes staged as in the sandbox and settled after it,
     under the call cap, each write-graded tool asking ``approve`` at its call. With
     ``variables`` (not None) it keeps them from one program to the next, as a worker does.
-    ``on_thread`` runs the program (default: on the caller's thread, inside ``guard``)."""
+    ``on_thread`` runs the program (default: on the caller's thread, inside ``guard``; on
+    a thread of its own when an ``async`` approver is asked, which awaits on the caller's
+    loop)."""
 
     def __init__(self, workspace: Path, protected: Collection[str], *,
                  variables: dict[str, Any] | None = None, on_thread: OnThread | None = None,
@@ -198,7 +202,10 @@ class HerePlace:
         kept = self.variables
         scratch = None if kept is None else copy.deepcopy(kept)  # a failure changes nothing
         runner = RestrictedRunner(max_tool_calls=spec.max_tool_calls)
-        callables = asked_first(spec.kit, spec.approve) if spec.ask else spec.kit.callables
+        # an async approver is awaited on this loop, which the program then may not block
+        off_loop = spec.ask and spec.approve is not None and is_async_approver(spec.approve)
+        callables = (asked_first(spec.kit, blocking(spec.approve, asyncio.get_running_loop()))
+                     if spec.ask else spec.kit.callables)
         stage = HereStage(self.workspace, self.protected)
 
         def program_run() -> ExecutionResult:
@@ -207,7 +214,7 @@ class HerePlace:
                 sources=trace_sources(spec.kit)))
 
         try:
-            result = await self._call(program_run)
+            result = await self._call(program_run, off_loop)
             if not spec.dry:  # a dry run's staged files are dropped below, unasked
                 result = await stage.settle(result, ask=spec.ask, approve=spec.approve)
         finally:
@@ -216,9 +223,12 @@ class HerePlace:
             self.variables = result.variables
         return result
 
-    async def _call(self, program_run: Callable[[], ExecutionResult]) -> ExecutionResult:
+    async def _call(self, program_run: Callable[[], ExecutionResult],
+                    off_loop: bool) -> ExecutionResult:
         if self.on_thread is not None:
             return await self.on_thread(program_run)
+        if off_loop:
+            return await asyncio.to_thread(program_run)
         with self.guard():
             return program_run()
 

@@ -173,13 +173,26 @@ def test_a_stop_while_asking_refuses_the_call_even_if_yes_comes_later(sandbox, w
     assert world.posted == []
 
 
+@pytest.mark.parametrize("awaited", [False, True], ids=["blocking", "async"])
 @pytest.mark.parametrize("verdict", [True, False])
-def test_a_program_run_without_the_sandbox_asks_before_the_call_too(tmp_path, world, verdict):
-    with LackpyService(tmp_path) as service:
-        world.register(service.toolbox)
-        asked = Asked(verdict)
-        result = asyncio.run(service.run_program("[post('x'), look()]", ["post", "look"],
-                                                 sandbox=False, approve=asked))
+def test_a_program_run_without_the_sandbox_asks_before_the_call_too(tmp_path, world, verdict,
+                                                                    awaited):
+    """An async approver (as the MCP server's elicitation is) is awaited on the caller's
+    loop, as in the sandbox: the program runs off that loop meanwhile."""
+    asked = Asked(verdict)
+
+    async def on_the_loop(change: Change) -> bool:
+        await asyncio.sleep(0)  # what it awaits lives on the caller's loop
+        return asked(change)
+
+    async def main():
+        with LackpyService(tmp_path) as service:
+            world.register(service.toolbox)
+            return await service.run_program("[post('x'), look()]", ["post", "look"],
+                                             sandbox=False,
+                                             approve=on_the_loop if awaited else asked)
+
+    result = asyncio.run(main())
     assert [change.summary() for change in asked.changes] == ["call post('x')"]
     if verdict:
         assert result.output == ["sent", 1]

@@ -5,11 +5,11 @@ calls of the tools that run here), the approval of a program's file changes
 (``Approver``), and the ``SandboxPool`` of workers for programs run side by side."""
 
 from ..protocol import SandboxLimits
-from ._approval import NO_ONE_TO_ASK, Approver, is_async_approver
+from ._approval import NO_ONE_TO_ASK, Approver, blocking, is_async_approver
 from ._pool import SandboxPool
 from ._sandbox import GRACE_SECONDS, Sandbox, in_thread, sandbox_supported
 from ._tools import HostedRun, KitPlan, ToolHost, asked_first, asks_before_calls, plan_kit
 
 __all__ = ["GRACE_SECONDS", "NO_ONE_TO_ASK", "Approver", "HostedRun", "KitPlan", "Sandbox",
            "SandboxLimits", "SandboxPool", "ToolHost", "asked_first", "asks_before_calls",
-           "in_thread", "is_async_approver", "plan_kit", "sandbox_supported"]
+           "blocking", "in_thread", "is_async_approver", "plan_kit", "sandbox_supported"]
