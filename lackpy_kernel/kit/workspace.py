@@ -20,6 +20,8 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXE
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 IMPORTABLE_SUFFIXES = frozenset({*importlib.machinery.all_suffixes(), ".pth"})
 GIT_DIR = ".git"  # git's folder (or the file naming it): programs may not write it
+# Kibitzer's folder: its config decides what programs may write, its state in which mode
+KIBITZER_DIR = ".kibitzer"
 STAGING = "staging"  # the folder of the running programs' stages, in <root>/.lackpy/ (kit.staging)
 
 
@@ -30,7 +32,8 @@ class Workspace:
     the root. Reads and writes are refused inside ``<root>/.lackpy/staging/``, where the
     programs running now (side by side, maybe) keep the file changes they have not
     committed. Writes are also refused inside ``<root>/.lackpy/``, so a program cannot change
-    its own config, kits or templates, and to the files in ``protected`` (real absolute
+    its own config, kits or templates, inside ``.git`` and ``<root>/.kibitzer/`` (what git
+    runs; what Kibitzer lets programs write), and to the files in ``protected`` (real absolute
     paths, a folder's ending in a separator: the code of the configured tool sources, which
     runs outside the sandbox; a mapping names the source of each). The collection is kept,
     not copied, so its owner may add to it later.
@@ -52,8 +55,9 @@ class Workspace:
     def resolve(self, path: object, *, write: bool = False) -> Path:
         """The real absolute path of ``path`` (relative to the root), refused unless inside.
 
-        With ``write=True`` paths inside ``<root>/.lackpy/`` or ``<root>/.git`` (git runs
-        code from it: hooks, ``core.fsmonitor``) and protected files are refused as well.
+        With ``write=True`` paths inside ``<root>/.lackpy/``, ``<root>/.git`` (git runs
+        code from it: hooks, ``core.fsmonitor``) or ``<root>/.kibitzer/`` (Kibitzer's config
+        and state) and protected files are refused as well.
         Raises ``WorkspaceError`` (a ``PermissionError``) with the reason.
         """
         text = self._check_path_text(path)
@@ -64,7 +68,7 @@ class Workspace:
         self._check_not_staged(text, real)
         if write:
             self._check_not_config(text, real)
-            self._check_not_git(text, real)
+            self._check_not_git_or_kibitzer(text, real)
             self._check_not_protected(text, real)
         return Path(real)
 
@@ -216,13 +220,20 @@ class Workspace:
                 f"workspace {self._root}"
             )
 
-    def _check_not_git(self, text: str, real: str) -> None:
+    def _check_not_git_or_kibitzer(self, text: str, real: str) -> None:
         relative = Path(os.path.relpath(real, self._root))
-        if any(part.casefold() == GIT_DIR for part in relative.parts):  # a nested repo's too
+        folded = [part.casefold() for part in relative.parts]
+        if GIT_DIR in folded:  # a nested repo's too
             raise WorkspaceError(
                 f"{text!r} is in the workspace's {GIT_DIR} (a file git reads, and may run code "
                 f"from: hooks, core.fsmonitor), which programs may not change; run git "
                 f"yourself, or write elsewhere in the workspace {self._root}"
+            )
+        if folded[:1] == [KIBITZER_DIR]:
+            raise WorkspaceError(
+                f"{text!r} is in the workspace's {KIBITZER_DIR}/ folder (Kibitzer's config and "
+                f"state: what programs may write), which programs may not change; use "
+                f"Kibitzer's own commands, or write elsewhere in the workspace {self._root}"
             )
 
     def _check_not_protected(self, text: str, real: str) -> None:

@@ -46,6 +46,7 @@ def test_a_model_cannot_get_past_kibitzer_through_its_tool_calls(tmp_path, model
     assert from_program.startswith("UsageError: the program is not valid lackpy, nothing ran")
     assert renamed.startswith(f"ChangeRefusedError: {NOT_APPLIED % 'o.txt'}{REFUSED}")
     (state,) = agents.tool_results("anthropic", model_server.requests[2])
-    assert state.startswith(f"ChangeRefusedError: {NOT_APPLIED % '.kibitzer/state.json'}{REFUSED}")
+    assert state.startswith("WorkspaceError: '.kibitzer/state.json' is in the workspace's "
+                            ".kibitzer/ folder")
     assert mode == "implement" and not (workspace / "o.txt").exists()
     assert json.loads((workspace / ".kibitzer" / "state.json").read_text())["mode"] == "implement"

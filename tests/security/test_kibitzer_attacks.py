@@ -37,7 +37,8 @@ async def test_a_program_cannot_rewrite_kibitzers_state_to_leave_its_mode(implem
         assert (await service.run_program("read_file('notes.txt')", KIT)).success  # loaded
         result = await service.run_program(
             "write_file('.kibitzer/' + 'state.json', '{\"mode\": \"free\"}')", KIT)
-        assert "Kibitzer (implement mode) refused the program's file changes" in result.error
+        assert result.error_type == "WorkspaceError"  # lackpy's own refusal, in any mode
+        assert ".kibitzer/ folder" in result.error
         assert service.kibitzer.mode == "implement"
     assert json.loads((implement / ".kibitzer" / "state.json").read_text())["mode"] == "implement"
 

@@ -117,3 +117,28 @@ async def test_the_workers_guard_stands_in_for_kibitzer_only_where_it_allows(
     assert written == ([asked[-1] if asked else "src/a.py"] if lands else [])
     if not lands:
         assert "Kibitzer (implement mode) refused the program's file changes" in result.error
+
+
+@pytest.mark.parametrize("sandbox", WHERE)
+@pytest.mark.parametrize("program", [
+    "keep('.kibitzer/' + 'config.toml', '[floor]\\nenabled = false\\n')",
+    "write_file('.kibitzer/' + 'config.toml', '[floor]\\nenabled = false\\n')",
+    "write_file('.KIBITZER/state.json', '{}')",
+], ids=["a tool's own write", "write_file", "another case"])
+async def test_no_program_changes_kibitzers_folder_even_in_free_mode(tmp_path, sandbox, program):
+    """Kibitzer's config decides what later programs may write (its floor, its modes' paths)
+    and its state their mode: a program in ``free`` mode, which may write anywhere else,
+    cannot loosen them for the sessions after it."""
+    make_workspace(tmp_path, f'[kibitzer]\nmode = "free"\n\n[sandbox]\napprove = "never"\n'
+                             f'timeout = 30\n{SOURCE}')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "mine.py").write_text(MODULE)
+    (tmp_path / ".kibitzer").mkdir()
+    (tmp_path / ".kibitzer" / "config.toml").write_text('[floor]\ndeny = ["*/secrets/"]\n')
+    with LackpyService(tmp_path) as service:
+        result = await service.run_program(program, ["keep", "write_file"], sandbox=sandbox)
+    assert result.error_type == "WorkspaceError", result.error
+    assert ".kibitzer/ folder" in result.error and "programs may not change" in result.error
+    assert (tmp_path / ".kibitzer" / "config.toml").read_text() == '[floor]\ndeny = ["*/secrets/"]\n'
+    assert not (tmp_path / ".kibitzer" / "state.json").exists() or "{}" != (
+        tmp_path / ".kibitzer" / "state.json").read_text()
