@@ -24,6 +24,7 @@ def keep(path: str, text: str) -> str:
     return write_text(path, text)
 '''
 SOURCE = '\n[tools.providers.mine]\nplugin = "python"\npath = "tools/mine.py"\ngrade = "read"\n'
+FLOOR = '[floor]\ndeny = ["*/secrets/"]\n'  # Kibitzer's config: its floor refuses secrets/
 WHERE = [False, pytest.param(True, marks=pytest.mark.skipif(
     not sandbox_supported(), reason="the worker needs Linux"))]
 
@@ -61,6 +62,17 @@ async def test_a_tools_own_staged_write_outside_the_mode_is_refused(tmp_path, sa
     assert [change.paths for change in asked] == ([] if approve == "never" else [["src/a.py"]])
 
 
+def free_with_a_floor(tmp_path):
+    """A workspace in Kibitzer's ``free`` mode whose floor also refuses ``secrets/``, with
+    the ``keep`` tool."""
+    make_workspace(tmp_path, f'[kibitzer]\nmode = "free"\n\n[sandbox]\napprove = "never"\n'
+                             f'timeout = 30\n{SOURCE}')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "mine.py").write_text(MODULE)
+    (tmp_path / ".kibitzer").mkdir()
+    (tmp_path / ".kibitzer" / "config.toml").write_text(FLOOR)
+
+
 @pytest.mark.parametrize("sandbox", WHERE)
 @pytest.mark.parametrize("program", ["keep('secrets/' + 'key.txt', 'x')",
                                      "write_file('secrets/' + 'key.txt', 'x')"],
@@ -68,12 +80,7 @@ async def test_a_tools_own_staged_write_outside_the_mode_is_refused(tmp_path, sa
 async def test_kibitzers_safety_floor_holds_at_the_commit_in_free_mode(tmp_path, sandbox, program):
     """Kibitzer's floor (mode-independent: here a deny pattern of its config) refuses a
     staged file whatever tool staged it, even in ``free`` mode, which allows every path."""
-    make_workspace(tmp_path, f'[kibitzer]\nmode = "free"\n\n[sandbox]\napprove = "never"\n'
-                             f'timeout = 30\n{SOURCE}')
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "mine.py").write_text(MODULE)
-    (tmp_path / ".kibitzer").mkdir()
-    (tmp_path / ".kibitzer" / "config.toml").write_text('[floor]\ndeny = ["*/secrets/"]\n')
+    free_with_a_floor(tmp_path)
     with LackpyService(tmp_path) as service:
         refused = await service.run_program(program, ["keep", "write_file"], sandbox=sandbox)
         landed = await service.run_program(program.replace("secrets/", "src/"),
@@ -129,16 +136,11 @@ async def test_no_program_changes_kibitzers_folder_even_in_free_mode(tmp_path, s
     """Kibitzer's config decides what later programs may write (its floor, its modes' paths)
     and its state their mode: a program in ``free`` mode, which may write anywhere else,
     cannot loosen them for the sessions after it."""
-    make_workspace(tmp_path, f'[kibitzer]\nmode = "free"\n\n[sandbox]\napprove = "never"\n'
-                             f'timeout = 30\n{SOURCE}')
-    (tmp_path / "tools").mkdir()
-    (tmp_path / "tools" / "mine.py").write_text(MODULE)
-    (tmp_path / ".kibitzer").mkdir()
-    (tmp_path / ".kibitzer" / "config.toml").write_text('[floor]\ndeny = ["*/secrets/"]\n')
+    free_with_a_floor(tmp_path)
     with LackpyService(tmp_path) as service:
         result = await service.run_program(program, ["keep", "write_file"], sandbox=sandbox)
     assert result.error_type == "WorkspaceError", result.error
     assert ".kibitzer/ folder" in result.error and "programs may not change" in result.error
-    assert (tmp_path / ".kibitzer" / "config.toml").read_text() == '[floor]\ndeny = ["*/secrets/"]\n'
-    assert not (tmp_path / ".kibitzer" / "state.json").exists() or "{}" != (
-        tmp_path / ".kibitzer" / "state.json").read_text()
+    assert (tmp_path / ".kibitzer" / "config.toml").read_text() == FLOOR
+    state = tmp_path / ".kibitzer" / "state.json"  # Kibitzer's own save, if any, not '{}'
+    assert not state.exists() or state.read_text() != "{}"
