@@ -48,17 +48,17 @@ def allows(guard: Mapping[str, Any], workspace: str, paths: Iterable[str]) -> bo
 def _module(source: str, workspace: str) -> ModuleType | None:
     """Kibitzer's path guard module from the file ``source``, loaded once; None when that
     file is inside ``workspace`` or is not a module."""
-    module = _loaded.get(source)
+    real, root = os.path.realpath(source), os.path.realpath(workspace)
+    if os.path.commonpath([real, root]) == root:  # checked for each workspace it serves
+        return None
+    module = _loaded.get(real)
     if module is not None:
         return module
-    real, root = os.path.realpath(source), os.path.realpath(workspace)
-    if os.path.commonpath([real, root]) == root:
-        return None
     spec = importlib.util.spec_from_file_location(MODULE, real)
     if spec is None or spec.loader is None:
         return None
     module = importlib.util.module_from_spec(spec)
     sys.modules[MODULE] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
-    _loaded[source] = module
+    _loaded[real] = module
     return module

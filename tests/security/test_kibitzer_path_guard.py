@@ -77,3 +77,15 @@ def test_what_the_guard_allows_kibitzer_allows(tmp_path, mode, repository):
     finally:
         watch.close()
     assert bool(allowed) is (mode not in ("explore", "review")), allowed
+
+
+def test_a_module_loaded_for_one_workspace_is_not_used_for_one_it_lies_in(tmp_path):
+    """The worker keeps the module it loaded; a later workspace that holds that file (which
+    its programs could write) is refused it all the same."""
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    inner.mkdir(parents=True)
+    planted = outer / "path_guard.py"
+    planted.write_text("import pathlib\nfrom kibitzer.guards.path_guard import *  # noqa\n")
+    guard = {"writable": ["*"], "floor": {**FLOOR, "enabled": False}, "source": str(planted)}
+    assert allows(guard, str(inner), ["w.txt"])  # the file is outside this workspace
+    assert not allows(guard, str(outer), ["w.txt"])  # and inside this one
