@@ -68,7 +68,8 @@ class Workspace:
         self._check_not_staged(text, real)
         if write:
             self._check_not_config(text, real)
-            self._check_not_git_or_kibitzer(text, real)
+            self._check_not_git(text, real)
+            self._check_not_kibitzer(text, real)
             self._check_not_protected(text, real)
         return Path(real)
 
@@ -213,23 +214,24 @@ class Workspace:
             )
 
     def _check_not_config(self, text: str, real: str) -> None:
-        if self._is_config_path(real):
+        if self._is_in_folder(real, CONFIG_DIR):
             raise WorkspaceError(
                 f"{text!r} is inside the workspace's {CONFIG_DIR}/ folder, which programs may "
                 f"not change (it holds the config, kits and templates); write elsewhere in the "
                 f"workspace {self._root}"
             )
 
-    def _check_not_git_or_kibitzer(self, text: str, real: str) -> None:
+    def _check_not_git(self, text: str, real: str) -> None:
         relative = Path(os.path.relpath(real, self._root))
-        folded = [part.casefold() for part in relative.parts]
-        if GIT_DIR in folded:  # a nested repo's too
+        if any(part.casefold() == GIT_DIR for part in relative.parts):  # a nested repo's too
             raise WorkspaceError(
                 f"{text!r} is in the workspace's {GIT_DIR} (a file git reads, and may run code "
                 f"from: hooks, core.fsmonitor), which programs may not change; run git "
                 f"yourself, or write elsewhere in the workspace {self._root}"
             )
-        if folded[:1] == [KIBITZER_DIR]:
+
+    def _check_not_kibitzer(self, text: str, real: str) -> None:
+        if self._is_in_folder(real, KIBITZER_DIR):
             raise WorkspaceError(
                 f"{text!r} is in the workspace's {KIBITZER_DIR}/ folder (Kibitzer's config and "
                 f"state: what programs may write), which programs may not change; use "
@@ -262,13 +264,15 @@ class Workspace:
                     "a tool source"
         return None
 
-    def _is_config_path(self, real: str) -> bool:
+    def _is_in_folder(self, real: str, name: str) -> bool:
+        """Whether ``real`` is inside the root's folder ``name`` (``.lackpy``, ``.kibitzer``),
+        by its name or, where that folder is a link, by the real folder it leads to."""
         relative = Path(os.path.relpath(real, self._root))
         # casefold: on case-insensitive file systems ".LACKPY" is the same folder.
-        if relative.parts and relative.parts[0].casefold() == CONFIG_DIR:
+        if relative.parts and relative.parts[0].casefold() == name:
             return True
-        config_real = os.path.realpath(os.path.join(self._root, CONFIG_DIR))
-        return os.path.isdir(config_real) and self._is_inside(real, config_real)
+        folder_real = os.path.realpath(os.path.join(self._root, name))
+        return os.path.isdir(folder_real) and self._is_inside(real, folder_real)
 
     def _outside_error(self, text: str) -> WorkspaceError:
         return WorkspaceError(

@@ -144,3 +144,18 @@ async def test_no_program_changes_kibitzers_folder_even_in_free_mode(tmp_path, s
     assert (tmp_path / ".kibitzer" / "config.toml").read_text() == FLOOR
     state = tmp_path / ".kibitzer" / "state.json"  # Kibitzer's own save, if any, not '{}'
     assert not state.exists() or state.read_text() != "{}"
+
+
+@pytest.mark.parametrize("sandbox", WHERE)
+async def test_no_program_changes_kibitzers_folder_through_where_its_link_leads(tmp_path, sandbox):
+    """Where ``.kibitzer`` is a link to a folder of the workspace, that folder is Kibitzer's
+    (it reads its config through the link): a program may not write it under its own name."""
+    free_with_a_floor(tmp_path)
+    (tmp_path / ".kibitzer").rename(tmp_path / "kb")
+    (tmp_path / ".kibitzer").symlink_to("kb")
+    with LackpyService(tmp_path) as service:
+        result = await service.run_program("write_file('kb/' + 'config.toml', 'x')",
+                                           ["write_file"], sandbox=sandbox)
+    assert result.error_type == "WorkspaceError", result.error
+    assert ".kibitzer/ folder" in result.error
+    assert (tmp_path / "kb" / "config.toml").read_text() == FLOOR
