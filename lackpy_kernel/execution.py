@@ -392,8 +392,8 @@ class RunPipeline:
 
         if not (person and approve is not None and is_async_approver(approve)):
             calls = not person and any(name in spec.kit.tools for name in check.calls)
-            guards = [hook.path_guard() for hook in hooks] if calls else []
-            guard = guards[0] if len(guards) == 1 else None  # one judge to stand in for
+            # a guard stands in for the one judge there is, never for several
+            guard = hooks[0].path_guard() if calls and len(hooks) == 1 else None
             return replace(spec, ask=True, approve=checked, path_guard=guard)
         asynchronous = approve  # awaited on the caller's loop, where what it awaits lives
 

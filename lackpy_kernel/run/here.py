@@ -73,7 +73,7 @@ class HereStage:
             result.notes.extend(landed.notes)
         except OSError as exc:
             return not_kept(result, type(exc).__name__,
-                           f"the program's file changes were not written: {exc}")
+                            f"the program's file changes were not written: {exc}")
         return result
 
     def discard(self) -> None:

@@ -288,7 +288,7 @@ class Sandbox:
                           timeout=limits.timeout, memory_mb=limits.memory_mb,
                           max_result_bytes=limits.max_result_bytes,
                           max_tool_calls=limits.max_tool_calls, dry=dry, approve=ask,
-                          path_guard=path_guard if ask else None,
+                          path_guard=path_guard,
                           reuse=1 if dry or alone else limits.reuse,
                           reuse_idle=limits.reuse_idle, session=session), plan
 
