@@ -69,7 +69,7 @@ MAX_NOTES = 3  # suggestions shown under one cell
 # the calls of one run Kibitzer hears of: its event log costs about 1 ms a call
 MAX_REPORTED = 100
 HINT_CHARS = 300
-REASON_CHARS = 1000  # of a refusal's reason, which names the path refused
+REASON_CHARS = 1000  # of a refusal's reason, which may name a path or an argument
 # lackpy's tool -> Kibitzer's name for it, and the argument its path is in
 VOCABULARY: dict[str, tuple[str, str | None]] = {
     "write_file": ("Write", "path"), "edit_file": ("Edit", "path"), "read_file": ("Read", "path"),
@@ -153,9 +153,9 @@ class Watch:
         Raises ToolCallError with its reason when it refuses."""
         name, given = self._vocabulary(tool, args)
         answer = self._ask("before_call", self.session.before_call, name, given)
-        if answer is not None and getattr(answer, "denied", False):
-            raise ToolCallError(f"Kibitzer ({self.mode} mode) refused {tool}(): "
-                                f"{getattr(answer, 'reason', '') or 'no reason given'}")
+        refused = self._refusal(f"{tool}()", answer)
+        if refused is not None:
+            raise ToolCallError(refused)
         self._keep(answer)
 
     def after_call(self, tool: str, args: Mapping[str, Any], success: bool,
@@ -217,11 +217,7 @@ class Watch:
                 "calls": calls, "grade_ceiling": ceiling if None not in ceiling else None})
 
         # register_tools keeps the grades in memory, validate_program only checks: no save
-        answer = self._ask("validate_program", judge, keeps=True)
-        if answer is not None and getattr(answer, "denied", False):
-            return (f"Kibitzer ({self.mode} mode) refused the program: "
-                    f"{getattr(answer, 'reason', '') or 'no reason given'}")
-        return None
+        return self._refusal("the program", self._ask("validate_program", judge, keeps=True))
 
     def write_refusal(self, paths: Iterable[str]) -> str | None:
         """Why Kibitzer refuses the writes of ``paths`` (every file a program staged, whatever
@@ -239,12 +235,19 @@ class Watch:
         for start in range(0, len(writes), MAX_REPORTED):  # every path, a trip per hundred
             # keeps: before_call changes nothing Kibitzer saves for a Write (a refusal goes
             # to its event log as it is made)
-            answer = self._ask("before_call", judge, writes[start:start + MAX_REPORTED],
-                               keeps=True)
-            if answer is not None:  # its reason names the path: bounded
-                reason = str(getattr(answer, "reason", "") or "no reason given")[:REASON_CHARS]
-                return f"Kibitzer ({self.mode} mode) refused the program's file changes: {reason}"
+            refused = self._refusal("the program's file changes", self._ask(
+                "before_call", judge, writes[start:start + MAX_REPORTED], keeps=True))
+            if refused is not None:
+                return refused
         return None
+
+    def _refusal(self, what: str, answer: Any) -> str | None:
+        """How lackpy says that Kibitzer refused ``what`` when its ``answer`` is a denial
+        (its reason bounded: it may name a path or an argument), else None."""
+        if answer is None or not getattr(answer, "denied", False):
+            return None
+        reason = str(getattr(answer, "reason", "") or "no reason given")[:REASON_CHARS]
+        return f"Kibitzer ({self.mode} mode) refused {what}: {reason}"
 
     def path_guard(self) -> dict[str, Any] | None:
         """Kibitzer's guard of written paths as plain data (``writable``: its mode's paths,
